@@ -1,0 +1,1 @@
+"""Tables, migrations, the engine and every SQL statement of the product."""

@@ -1,0 +1,73 @@
+"""Reads about accounts: who an API key is, its features, its embedding setting."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import tables as t
+from data.identity import ModelIdentity
+from data.load import hash_key
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The caller: an account and what its key may do."""
+
+    account_id: UUID
+    account_name: str
+    scopes: frozenset[str]
+    features: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSetting:
+    enabled: bool
+    identity: ModelIdentity
+    scope: str
+    daily_cap_usd: float | None
+
+
+async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None:
+    """The account behind an unrevoked key, or None."""
+    digest = hash_key(key)
+    row = (
+        await conn.execute(
+            sa.select(t.api_keys.c.key_hash, t.api_keys.c.scopes, t.accounts.c.account_id, t.accounts.c.name)
+            .join(t.accounts, t.accounts.c.account_id == t.api_keys.c.account_id)
+            .where(t.api_keys.c.key_hash == digest, t.api_keys.c.revoked_at.is_(None))
+        )
+    ).first()
+    if row is None or not hmac.compare_digest(row.key_hash, digest):
+        return None
+    features = await conn.execute(
+        sa.select(t.account_features.c.feature).where(t.account_features.c.account_id == row.account_id)
+    )
+    return Principal(row.account_id, row.name, frozenset(row.scopes), frozenset(features.scalars()))
+
+
+async def revoke_key(conn: AsyncConnection, key: str) -> bool:
+    result = await conn.execute(
+        sa.update(t.api_keys)
+        .where(t.api_keys.c.key_hash == hash_key(key), t.api_keys.c.revoked_at.is_(None))
+        .values(revoked_at=sa.func.now())
+    )
+    return bool(result.rowcount)
+
+
+async def embedding_setting(conn: AsyncConnection, account_id: UUID) -> EmbeddingSetting | None:
+    row = (
+        await conn.execute(
+            sa.select(t.embedding_settings).where(t.embedding_settings.c.account_id == account_id)
+        )
+    ).first()
+    if row is None:
+        return None
+    cap = None if row.daily_cap_usd is None else float(row.daily_cap_usd)
+    return EmbeddingSetting(
+        row.enabled, ModelIdentity.of(row.provider, row.model, row.dimensions), row.scope, cap
+    )

@@ -1,0 +1,259 @@
+"""The comparison's SQL: a session's chunk inventory, the per-probe nearest chunks of every
+probe in one statement, and the details of what matched."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data.identity import ModelIdentity
+from data.model_indexes import comparable_predicate, vector_expression
+
+
+class LookupPath(Enum):
+    """How the nearest chunks are found for one account and model."""
+
+    EXACT = "exact"  # one pass over the account's chunks: exact by construction
+    INDEX = "index"  # the model's HNSW index, iterative scan, over-fetch, exact re-rank
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """What one session holds: embedded clear chunks by model (in probe order), and waiting ones."""
+
+    embedded: dict[str, list[UUID]] = field(default_factory=dict)
+    pending: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSpec:
+    key: int  # which comparison of the batch this probe belongs to
+    probe: int  # its position among the probes (0-based)
+    chunk_id: UUID
+    session_id: UUID
+    identity: ModelIdentity
+    cutoff: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class HitRow:
+    key: int
+    probe: int
+    chunk_id: UUID
+    session_id: UUID
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDetail:
+    id: UUID
+    runtime_session_id: UUID
+    source_kind: str
+    source_id: UUID | None
+    chunk_index: int
+    occurred_at: datetime
+    role: str | None
+    redaction_state: str
+    text: str | None
+
+
+async def inventories(
+    conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID], summaries_only: bool
+) -> dict[UUID, Inventory]:
+    """Embedded clear chunks ordered (occurred_at, chunk_index, id), and waiting chunks in scope."""
+    rows = await conn.execute(
+        sa.text(
+            "SELECT runtime_session_id, id, embedding_model, embedding_state, source_kind "
+            "FROM session_chunks "
+            "WHERE account_id = :account_id AND runtime_session_id = ANY(:ids) "
+            "AND redaction_state = 'clear' "
+            "AND embedding_state IN ('embedded', 'pending', 'in_progress') "
+            "ORDER BY runtime_session_id, occurred_at, chunk_index, id"
+        ),
+        {"account_id": account_id, "ids": list(set(session_ids))},
+    )
+    result: dict[UUID, Inventory] = {sid: Inventory() for sid in session_ids}
+    pending: dict[UUID, int] = {}
+    for session_id, chunk_id, model, state, kind in rows:
+        if state == "embedded":
+            result[session_id].embedded.setdefault(model, []).append(chunk_id)
+        elif not summaries_only or kind == "session_summary":
+            pending[session_id] = pending.get(session_id, 0) + 1
+    return {
+        sid: Inventory(inv.embedded, pending.get(sid, 0)) for sid, inv in result.items()
+    }
+
+
+async def comparable_count(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, cap: int
+) -> int:
+    """How many chunks the account has to compare in this model, counted up to cap + 1."""
+    return int(
+        (
+            await conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM (SELECT 1 FROM session_chunks "
+                    f"WHERE account_id = :account_id AND {comparable_predicate(identity)} "
+                    "LIMIT :cap) AS bounded"
+                ),
+                {"account_id": account_id, "cap": cap + 1},
+            )
+        ).scalar_one()
+    )
+
+
+def _probe_cte(name: str, identity: ModelIdentity, n: int) -> str:
+    return (
+        f"{name} AS MATERIALIZED (SELECT p.key, p.probe, p.session_id, p.cutoff, "
+        f"{vector_expression(identity, 'c')} AS v "
+        f"FROM unnest(CAST(:keys_{n} AS int[]), CAST(:probes_{n} AS int[]), "
+        f"CAST(:chunk_ids_{n} AS uuid[]), CAST(:session_ids_{n} AS uuid[]), "
+        f"CAST(:cutoffs_{n} AS timestamptz[])) AS p(key, probe, chunk_id, session_id, cutoff) "
+        f"JOIN session_chunks c ON c.account_id = :account_id AND c.id = p.chunk_id)"
+    )
+
+
+def _candidate_filter(identity: ModelIdentity) -> str:
+    return (
+        f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')} "
+        "AND c.runtime_session_id <> p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+    )
+
+
+def _exact_branch(name: str, identity: ModelIdentity) -> str:
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT key, probe, chunk_id, session_id, similarity FROM ("
+        f"SELECT p.key, p.probe, c.id AS chunk_id, c.runtime_session_id AS session_id, "
+        f"1 - {distance} AS similarity, row_number() OVER "
+        f"(PARTITION BY p.key, p.probe ORDER BY {distance}, c.id) AS rank "
+        f"FROM {name} p JOIN session_chunks c ON {_candidate_filter(identity)} "
+        f"WHERE 1 - {distance} >= :floor) AS ranked WHERE rank <= :per_probe"
+    )
+
+
+def _index_branch(name: str, identity: ModelIdentity) -> str:
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT p.key, p.probe, n.chunk_id, n.session_id, 1 - n.distance AS similarity "
+        f"FROM {name} p CROSS JOIN LATERAL ("
+        "SELECT chunk_id, session_id, distance FROM ("
+        f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
+        f"FROM session_chunks c WHERE {_candidate_filter(identity)} "
+        f"ORDER BY {distance} LIMIT :overfetch) AS approximate "
+        "ORDER BY distance, chunk_id LIMIT :per_probe) AS n "
+        "WHERE 1 - n.distance >= :floor"
+    )
+
+
+def nearest_chunks_sql(groups: Sequence[tuple[ModelIdentity, LookupPath]]) -> str:
+    """One statement for every probe: a branch per (model, path), joined by UNION ALL."""
+    ctes, branches = [], []
+    for n, (identity, path) in enumerate(groups):
+        ctes.append(_probe_cte(f"probe_{n}", identity, n))
+        builder = _exact_branch if path is LookupPath.EXACT else _index_branch
+        branches.append(builder(f"probe_{n}", identity))
+    return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(branches)
+
+
+async def nearest_chunks(
+    conn: AsyncConnection,
+    account_id: UUID,
+    probes: Sequence[ProbeSpec],
+    paths: dict[ModelIdentity, LookupPath],
+    *,
+    per_probe: int,
+    floor: float,
+    ef_search: int,
+    overfetch: int,
+) -> list[HitRow]:
+    """The per_probe nearest candidates of every probe above the floor, ties on chunk id."""
+    if not probes:
+        return []
+    identities = sorted({p.identity for p in probes}, key=str)
+    groups = [(identity, paths[identity]) for identity in identities]
+    params: dict[str, object] = {
+        "account_id": account_id, "per_probe": per_probe, "floor": floor,
+        "overfetch": max(overfetch, per_probe),
+    }
+    for n, identity in enumerate(identities):
+        mine = [p for p in probes if p.identity == identity]
+        params[f"keys_{n}"] = [p.key for p in mine]
+        params[f"probes_{n}"] = [p.probe for p in mine]
+        params[f"chunk_ids_{n}"] = [p.chunk_id for p in mine]
+        params[f"session_ids_{n}"] = [p.session_id for p in mine]
+        params[f"cutoffs_{n}"] = [p.cutoff for p in mine]
+    await conn.execute(
+        sa.text(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', :ef, true), "
+            "set_config('plan_cache_mode', 'force_custom_plan', true)"
+        ),
+        {"ef": str(ef_search)},
+    )
+    rows = await conn.execute(sa.text(nearest_chunks_sql(groups)), params)
+    return [HitRow(*row) for row in rows]
+
+
+async def set_statement_timeout(conn: AsyncConnection, milliseconds: int) -> None:
+    """Bound the statements that follow, until the transaction ends."""
+    await conn.execute(
+        sa.text("SELECT set_config('statement_timeout', :ms, true)"), {"ms": str(int(milliseconds))}
+    )
+
+
+async def comparable_elsewhere(
+    conn: AsyncConnection,
+    account_id: UUID,
+    asks: Sequence[tuple[int, UUID, ModelIdentity, datetime | None]],
+) -> set[int]:
+    """The keys whose account has another session with a comparable chunk of the model."""
+    if not asks:
+        return set()
+    branches, params = [], {"account_id": account_id}
+    for n, (key, session_id, identity, cutoff) in enumerate(asks):
+        branches.append(
+            f"SELECT {int(key)} AS key WHERE EXISTS (SELECT 1 FROM session_chunks c "
+            f"WHERE c.account_id = :account_id AND {comparable_predicate(identity, 'c')} "
+            f"AND c.runtime_session_id <> :session_{n} "
+            f"AND (CAST(:cutoff_{n} AS timestamptz) IS NULL OR c.occurred_at >= :cutoff_{n}))"
+        )
+        params[f"session_{n}"] = session_id
+        params[f"cutoff_{n}"] = cutoff
+    rows = await conn.execute(sa.text(" UNION ALL ".join(branches)), params)
+    return {row[0] for row in rows}
+
+
+async def chunk_details(
+    conn: AsyncConnection,
+    account_id: UUID,
+    chunk_ids: Sequence[UUID],
+    with_text: bool,
+    preview_chars: int,
+) -> dict[UUID, ChunkDetail]:
+    """Metadata of the chunks; a preview of their content only when with_text (else the
+    content column is not named at all)."""
+    if not chunk_ids:
+        return {}
+    text_column = (
+        f"CASE WHEN char_length(content) > {int(preview_chars)} "
+        f"THEN left(content, {int(preview_chars) - 1}) || '…' ELSE content END"
+        if with_text
+        else "NULL::text"
+    )
+    rows = await conn.execute(
+        sa.text(
+            "SELECT id, runtime_session_id, source_kind, source_id, chunk_index, occurred_at, "
+            f"role, redaction_state, {text_column} FROM session_chunks "
+            "WHERE account_id = :account_id AND id = ANY(:ids)"
+        ),
+        {"account_id": account_id, "ids": list(set(chunk_ids))},
+    )
+    return {row[0]: ChunkDetail(*row) for row in rows}

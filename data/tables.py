@@ -1,0 +1,197 @@
+"""The tables. Every table carries account_id, first in every key (the shard key)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
+
+metadata = sa.MetaData(
+    naming_convention={
+        "pk": "%(table_name)s_pkey",
+        "fk": "%(table_name)s_%(column_0_name)s_fkey",
+        "uq": "%(table_name)s_%(column_0_name)s_key",
+        "ck": "%(table_name)s_%(constraint_name)s_check",
+        "ix": "%(table_name)s_%(column_0_name)s_idx",
+    }
+)
+
+TZ = sa.DateTime(timezone=True)
+
+SOURCE_KINDS = (
+    "gateway_interaction",
+    "transcript_message",
+    "tool_call",
+    "browser_step",
+    "operator_note",
+    "session_summary",
+    "flow_log",
+    "artifact",
+)
+REDACTION_STATES = ("clear", "redacted", "metadata_only", "withheld")
+EMBEDDING_STATES = ("pending", "skipped", "in_progress", "embedded", "failed")
+EMBEDDING_SCOPES = ("summaries_only", "full")
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+accounts = sa.Table(
+    "accounts",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+)
+
+# Looked up by hash before the account is known; under Citus a reference table.
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column("key_hash", sa.LargeBinary, primary_key=True),
+    sa.Column("scopes", ARRAY(sa.Text), nullable=False),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.Column("revoked_at", TZ),
+    sa.Index("api_keys_key_hash_idx", "key_hash"),
+)
+
+account_features = sa.Table(
+    "account_features",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column("feature", sa.Text, primary_key=True),
+)
+
+embedding_settings = sa.Table(
+    "embedding_settings",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("provider", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("dimensions", sa.Integer, nullable=False),
+    sa.Column("scope", sa.Text, nullable=False),
+    sa.Column("daily_cap_usd", sa.Numeric(12, 4)),
+    sa.Column(
+        "model_identity",
+        sa.Text,
+        sa.Computed("provider || ':' || model || '@' || dimensions::text", persisted=True),
+    ),
+    sa.Column("degraded_reason", sa.Text),
+    sa.Column("degraded_until", TZ),
+    sa.Column("updated_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint(_in("scope", EMBEDDING_SCOPES), name="scope"),
+    sa.CheckConstraint("dimensions BETWEEN 1 AND 16000", name="dimensions"),
+)
+
+runtime_sessions = sa.Table(
+    "runtime_sessions",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("title", sa.Text, nullable=False),
+    sa.Column("source_type", sa.Text, nullable=False),
+    sa.Column("source_id", sa.Text, nullable=False),
+    sa.Column("reference", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("started_at", TZ, nullable=False),
+    sa.Column("last_activity_at", TZ, nullable=False),
+    sa.Index("runtime_sessions_recent_idx", "account_id", sa.text("started_at DESC"), sa.text("id DESC")),
+)
+
+runtime_session_activity = sa.Table(
+    "runtime_session_activity",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("runtime_session_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("ordinal", sa.Integer, nullable=False),
+    sa.Column("occurred_at", TZ, nullable=False),
+    sa.Column("role", sa.Text, nullable=False),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("api_usage_id", UUID(as_uuid=True)),
+    sa.ForeignKeyConstraint(
+        ["account_id", "runtime_session_id"],
+        ["runtime_sessions.account_id", "runtime_sessions.id"],
+        name="runtime_session_activity_session_fkey",
+    ),
+    sa.Index("runtime_session_activity_session_idx", "account_id", "runtime_session_id", "ordinal"),
+)
+
+api_usage = sa.Table(
+    "api_usage",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("kind", sa.Text, nullable=False),
+    sa.Column("runtime_session_id", UUID(as_uuid=True)),
+    sa.Column("provider", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("units", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("cost_usd", sa.Numeric(12, 6), nullable=False, server_default="0"),
+    sa.Column("occurred_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("kind IN ('gateway', 'embedding')", name="kind"),
+    sa.Index("api_usage_spend_idx", "account_id", "kind", "occurred_at"),
+)
+
+# The session search documents ("chunks"). embedding holds vectors of several
+# dimensions; each model identity gets its own partial HNSW index on the column cast
+# to its width (data/model_indexes.py), created when the model first appears.
+session_chunks = sa.Table(
+    "session_chunks",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("runtime_session_id", UUID(as_uuid=True), nullable=False),
+    sa.Column("source_kind", sa.Text, nullable=False),
+    sa.Column("source_id", UUID(as_uuid=True)),
+    sa.Column("chunk_index", sa.Integer, nullable=False),
+    sa.Column("occurred_at", TZ, nullable=False),
+    sa.Column("role", sa.Text),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("content_hash", sa.LargeBinary),
+    sa.Column("redaction_state", sa.Text, nullable=False, server_default="clear"),
+    sa.Column("embedding_state", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("embedding", Vector()),
+    sa.Column("embedding_model", sa.Text),
+    sa.Column("embedded_at", TZ),
+    sa.ForeignKeyConstraint(
+        ["account_id", "runtime_session_id"],
+        ["runtime_sessions.account_id", "runtime_sessions.id"],
+        name="session_chunks_session_fkey",
+    ),
+    sa.CheckConstraint(_in("source_kind", SOURCE_KINDS), name="source_kind"),
+    sa.CheckConstraint(_in("redaction_state", REDACTION_STATES), name="redaction_state"),
+    sa.CheckConstraint(_in("embedding_state", EMBEDDING_STATES), name="embedding_state"),
+    sa.CheckConstraint(
+        "embedding_state <> 'embedded' OR (embedding IS NOT NULL AND embedding_model IS NOT NULL)",
+        name="embedded_has_vector",
+    ),
+    sa.Index("session_chunks_session_idx", "account_id", "runtime_session_id", "occurred_at", "chunk_index"),
+    sa.Index(
+        "session_chunks_comparable_idx",
+        "account_id",
+        "embedding_model",
+        "runtime_session_id",
+        postgresql_where=sa.text("redaction_state = 'clear' AND embedding_state = 'embedded'"),
+    ),
+    sa.Index(
+        "session_chunks_work_idx",
+        "account_id",
+        "embedding_state",
+        postgresql_where=sa.text("embedding_state IN ('pending', 'in_progress')"),
+    ),
+)
+
+# One row per model identity in use, with the name of its partial HNSW index.
+embedding_models = sa.Table(
+    "embedding_models",
+    metadata,
+    sa.Column("model_identity", sa.Text, primary_key=True),
+    sa.Column("dimensions", sa.Integer, nullable=False),
+    sa.Column("index_name", sa.Text, nullable=False, unique=True),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+)

@@ -1,0 +1,1 @@
+"""Resolvers, the per-request context and DataLoaders, and the ranking."""

@@ -1,0 +1,42 @@
+"""DataLoaders: each batch is a fixed number of statements for one account."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from strawberry.dataloader import DataLoader
+
+from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions_by_id
+from resolvers.similar import SimilarArgs, SimilarResult, Tuning, compare_sessions
+
+SimilarKey = tuple[UUID, SimilarArgs]
+
+
+def session_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, SessionRow | None]:
+    async def load(ids: Sequence[UUID]) -> list[SessionRow | None]:
+        async with engine.connect() as conn:
+            rows = await sessions_by_id(conn, account_id, ids)
+        return [rows.get(i) for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def replay_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, list[ActivityRow]]:
+    async def load(ids: Sequence[UUID]) -> list[list[ActivityRow]]:
+        async with engine.connect() as conn:
+            rows = await activity_by_session(conn, account_id, ids)
+        return [rows[i] for i in ids]
+
+    return DataLoader(load_fn=load)
+
+
+def similar_loader(
+    engine: AsyncEngine, account_id: UUID, tuning: Tuning
+) -> DataLoader[SimilarKey, SimilarResult | None]:
+    async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
+        async with engine.begin() as conn:
+            return await compare_sessions(conn, account_id, keys, tuning)
+
+    return DataLoader(load_fn=load)

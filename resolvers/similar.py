@@ -1,0 +1,338 @@
+"""The comparison for a batch of sessions of one account: a fixed number of statements,
+whatever the batch size, with all probe lookups in one of them."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+import structlog
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import similarity as sql
+from data.accounts import EmbeddingSetting, embedding_setting
+from data.identity import ModelIdentity
+from data.sessions import SessionRow, sessions_by_id
+from resolvers import ranking
+from resolvers.degraded import Degraded, degraded
+
+log = structlog.get_logger(__name__)
+
+LIMIT_BOUNDS = (1, 20)
+MAX_MATCHES_BOUNDS = (0, 5)
+WINDOW_DAYS_BOUNDS = (1, 365)
+
+
+class BadArgument(ValueError):
+    """A caller's argument is out of bounds or malformed; names the argument."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(f"{argument}: {message}")
+        self.argument = argument
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarArgs:
+    limit: int = 5
+    max_matches_per_session: int = 2
+    window_days: int | None = None
+    include_match_text: bool = True
+    after: tuple[float, float, UUID] | None = None
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        limit: int,
+        max_matches_per_session: int,
+        window_days: int | None,
+        include_match_text: bool,
+        cursor: str | None,
+        names: dict[str, str],
+    ) -> SimilarArgs:
+        """Validate bounds; `names` maps each argument to the caller's spelling of it."""
+        for name, value, (low, high) in (
+            ("limit", limit, LIMIT_BOUNDS),
+            ("max_matches_per_session", max_matches_per_session, MAX_MATCHES_BOUNDS),
+            ("window_days", window_days, WINDOW_DAYS_BOUNDS),
+        ):
+            if value is not None and not low <= value <= high:
+                raise BadArgument(names[name], f"must be between {low} and {high}, got {value}")
+        after = None if cursor is None else decode_cursor(cursor, names["cursor"])
+        return cls(limit, max_matches_per_session, window_days, include_match_text, after)
+
+
+def encode_cursor(neighbour: ranking.Neighbour) -> str:
+    raw = json.dumps([neighbour.score, neighbour.similarity, str(neighbour.session_id)])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, name: str) -> tuple[float, float, UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        score, similarity, session_id = json.loads(raw)
+        return (-float(score), -float(similarity), UUID(str(session_id)))
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        raise BadArgument(name, "is not a cursor this endpoint handed out") from None
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResult:
+    chunk: sql.ChunkDetail
+    similarity: float
+    band: ranking.Band
+    text: str | None
+    probe: sql.ChunkDetail
+
+
+@dataclass(frozen=True, slots=True)
+class NeighbourResult:
+    session: SessionRow
+    score: float
+    similarity: float
+    band: ranking.Band
+    matched_chunk_count: int
+    matches: tuple[MatchResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarResult:
+    runtime_session_id: UUID
+    model_identity: str | None
+    embedded_chunks: int
+    probe_chunks: int
+    pending_chunks: int
+    args: SimilarArgs
+    degraded: Degraded
+    elapsed_ms: float
+    results: tuple[NeighbourResult, ...]
+    next_cursor: str | None
+    lookup_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    embeddings_enabled: bool = True
+    exact_scan_max_chunks: int = 20_000
+    ef_search: int = 200
+    overfetch: int = 100
+    comparison_timeout_ms: int = 3000
+
+
+@dataclass
+class _Plan:
+    """One comparison's state while the batch is worked through."""
+
+    session_id: UUID
+    args: SimilarArgs
+    cutoff: datetime | None
+    identity: ModelIdentity | None = None
+    embedded: int = 0
+    pending: int = 0
+    probes: tuple[UUID, ...] = ()
+    has_any_vectors: bool = False
+
+
+async def compare_sessions(
+    conn: AsyncConnection,
+    account_id: UUID,
+    keys: Sequence[tuple[UUID, SimilarArgs]],
+    tuning: Tuning,
+) -> list[SimilarResult | None]:
+    """One result per key, in key order; None for a session this account does not have."""
+    started = time.perf_counter()
+    now = datetime.now(UTC)
+    sessions = await sessions_by_id(conn, account_id, [sid for sid, _ in keys])
+    setting = await embedding_setting(conn, account_id)
+    found = [(i, sid, args) for i, (sid, args) in enumerate(keys) if sid in sessions]
+    summaries_only = setting is not None and setting.scope == "summaries_only"
+    inventory = await sql.inventories(conn, account_id, [sid for _, sid, _ in found], summaries_only)
+    configured = None if setting is None else str(setting.identity)
+
+    plans: dict[int, _Plan] = {}
+    for i, sid, args in found:
+        inv = inventory[sid]
+        cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
+        plan = _Plan(sid, args, cutoff, pending=inv.pending, has_any_vectors=bool(inv.embedded))
+        model = ranking.comparison_model(configured, {m: len(c) for m, c in inv.embedded.items()})
+        if model is not None:
+            chunks = inv.embedded[model]
+            plan.identity = ModelIdentity.parse(model)
+            plan.embedded = len(chunks)
+            plan.probes = tuple(chunks[p] for p in ranking.probe_positions(len(chunks)))
+        plans[i] = plan
+
+    paths: dict[ModelIdentity, sql.LookupPath] = {}
+    for identity in {p.identity for p in plans.values() if p.identity is not None}:
+        count = await sql.comparable_count(conn, account_id, identity, tuning.exact_scan_max_chunks)
+        exact = count <= tuning.exact_scan_max_chunks
+        paths[identity] = sql.LookupPath.EXACT if exact else sql.LookupPath.INDEX
+    specs = [
+        sql.ProbeSpec(i, n, chunk_id, plan.session_id, plan.identity, plan.cutoff)
+        for i, plan in plans.items()
+        if plan.identity is not None
+        for n, chunk_id in enumerate(plan.probes)
+    ]
+    hits, timed_out = await _lookup(conn, account_id, specs, paths, tuning)
+    by_key: dict[int, list[ranking.Hit]] = {i: [] for i in plans}
+    for row in hits:
+        by_key[row.key].append(ranking.Hit(row.probe, row.chunk_id, row.session_id, row.similarity))
+
+    ranked: dict[int, tuple[list[ranking.Neighbour], bool]] = {}
+    for i, plan in plans.items():
+        neighbours = ranking.rank_neighbours(by_key[i], plan.args.max_matches_per_session)
+        ranked[i] = ranking.page_after(neighbours, plan.args.after, plan.args.limit)
+
+    lonely = [
+        (i, plan.session_id, plan.identity, plan.cutoff)
+        for i, plan in plans.items()
+        if plan.identity is not None and not by_key[i] and not timed_out
+    ]
+    comparable = await sql.comparable_elsewhere(conn, account_id, lonely)  # type: ignore[arg-type]
+    details = await _details(conn, account_id, plans, ranked)
+    neighbour_ids = [n.session_id for page, _ in ranked.values() for n in page]
+    neighbour_rows = await sessions_by_id(conn, account_id, neighbour_ids)
+
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 2)
+    results: list[SimilarResult | None] = [None] * len(keys)
+    for i, plan in plans.items():
+        reasons = _reasons(plan, setting, configured, tuning, timed_out, i, by_key, comparable)
+        page, more = ranked[i]
+        results[i] = SimilarResult(
+            runtime_session_id=plan.session_id,
+            model_identity=None if plan.identity is None else str(plan.identity),
+            embedded_chunks=plan.embedded,
+            probe_chunks=len(plan.probes),
+            pending_chunks=plan.pending,
+            args=plan.args,
+            degraded=degraded(plan.identity is not None and not timed_out, reasons),
+            elapsed_ms=elapsed_ms,
+            results=tuple(_neighbour(n, plan, details, neighbour_rows) for n in page),
+            next_cursor=encode_cursor(page[-1]) if more and page else None,
+            lookup_path=None if plan.identity is None else paths[plan.identity].value,
+        )
+    log.info(
+        "similar_sessions",
+        account_id=str(account_id),
+        sessions=len(keys),
+        probes=len(specs),
+        hits=len(hits),
+        paths={str(k): v.value for k, v in paths.items()},
+        timed_out=timed_out,
+        elapsed_ms=elapsed_ms,
+    )
+    return results
+
+
+async def _lookup(
+    conn: AsyncConnection,
+    account_id: UUID,
+    specs: list[sql.ProbeSpec],
+    paths: dict[ModelIdentity, sql.LookupPath],
+    tuning: Tuning,
+) -> tuple[list[sql.HitRow], bool]:
+    """The probe lookups under their own time budget; (no hits, True) when it runs out."""
+    if not specs:
+        return [], False
+    try:
+        async with conn.begin_nested():
+            await sql.set_statement_timeout(conn, tuning.comparison_timeout_ms)
+            hits = await sql.nearest_chunks(
+                conn, account_id, specs, paths,
+                per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
+                floor=ranking.MIN_SIMILAR_SIMILARITY,
+                ef_search=tuning.ef_search, overfetch=tuning.overfetch,
+            )
+            return hits, False
+    except DBAPIError as exc:
+        if "canceling statement due to statement timeout" not in str(exc.orig):
+            raise
+        log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
+        return [], True
+
+
+async def _details(
+    conn: AsyncConnection,
+    account_id: UUID,
+    plans: dict[int, _Plan],
+    ranked: dict[int, tuple[list[ranking.Neighbour], bool]],
+) -> dict[UUID, sql.ChunkDetail]:
+    """Details of every shown match and its probe; content only for comparisons that want it."""
+    wanted: dict[bool, set[UUID]] = {True: set(), False: set()}
+    for i, (page, _) in ranked.items():
+        plan = plans[i]
+        with_text = plan.args.include_match_text
+        for neighbour in page:
+            for match in neighbour.matches:
+                wanted[with_text].add(match.chunk_id)
+                wanted[False].add(plan.probes[match.probe])
+    wanted[False] -= wanted[True]
+    details: dict[UUID, sql.ChunkDetail] = {}
+    for with_text, ids in wanted.items():
+        if ids:
+            details |= await sql.chunk_details(
+                conn, account_id, sorted(ids), with_text, ranking.SIMILAR_PREVIEW_CHARS
+            )
+    return details
+
+
+def _neighbour(
+    n: ranking.Neighbour,
+    plan: _Plan,
+    details: dict[UUID, sql.ChunkDetail],
+    sessions: dict[UUID, SessionRow],
+) -> NeighbourResult:
+    matches = []
+    for match in n.matches:
+        chunk = details[match.chunk_id]
+        text = chunk.text if plan.args.include_match_text and chunk.redaction_state == "clear" else None
+        matches.append(
+            MatchResult(
+                chunk, match.similarity, ranking.band(match.similarity), text,
+                details[plan.probes[match.probe]],
+            )
+        )
+    return NeighbourResult(
+        sessions[n.session_id], n.score, n.similarity, ranking.band(n.similarity),
+        n.matched_chunk_count, tuple(matches),
+    )
+
+
+def _reasons(
+    plan: _Plan,
+    setting: EmbeddingSetting | None,
+    configured: str | None,
+    tuning: Tuning,
+    timed_out: bool,
+    key: int,
+    hits: dict[int, list[ranking.Hit]],
+    comparable: set[int],
+) -> set[str]:
+    reasons = set()
+    enabled = setting is not None and setting.enabled
+    if not plan.has_any_vectors:
+        reasons.add("similar_session_not_embedded")
+        if not tuning.embeddings_enabled:
+            reasons.add("semantic_disabled_by_deployment")
+        if not enabled:
+            reasons.add("semantic_not_enabled")
+    if plan.pending and enabled and tuning.embeddings_enabled:
+        reasons.add("semantic_backfill_incomplete")
+    if plan.identity is not None and configured is not None and str(plan.identity) != configured:
+        reasons.add("semantic_model_mismatch")
+    if plan.args.window_days is not None:
+        reasons.add("similar_window_applied")
+    if plan.embedded > len(plan.probes):
+        reasons.add("similar_session_sampled")
+    if plan.identity is not None and not timed_out and not hits[key] and key not in comparable:
+        reasons.add("similar_no_comparable_sessions")
+    if timed_out:
+        reasons.add("similar_comparison_timed_out")
+    return reasons

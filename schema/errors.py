@@ -1,0 +1,11 @@
+"""Expected errors, in the schema's terms: BAD_USER_INPUT naming the argument."""
+
+from __future__ import annotations
+
+from graphql import GraphQLError
+
+from resolvers.similar import BadArgument
+
+
+def bad_user_input(exc: BadArgument) -> GraphQLError:
+    return GraphQLError(str(exc), extensions={"code": "BAD_USER_INPUT", "argument": exc.argument})

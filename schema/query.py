@@ -1,0 +1,86 @@
+"""The root Query and the schema object."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimiter, SchemaExtension
+
+from resolvers.context import Context
+from resolvers.fields import session_cursor, session_page
+from resolvers.similar import BadArgument
+from schema.errors import bad_user_input
+from schema.sessions import RuntimeSession
+
+
+@strawberry.type(description="The caller: the account behind the API key.")
+class Viewer:
+    account_id: UUID
+    name: str
+    features: list[str]
+    scopes: list[str]
+
+
+@strawberry.type(description="A page of sessions, newest first.")
+class RuntimeSessionPage:
+    nodes: list[RuntimeSession]
+    end_cursor: str | None
+    has_next_page: bool
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Who is asking.")
+    def viewer(self, info: strawberry.Info[Context, None]) -> Viewer:
+        p = info.context.principal
+        return Viewer(
+            account_id=p.account_id, name=p.account_name, features=sorted(p.features),
+            scopes=sorted(p.scopes),
+        )
+
+    @strawberry.field(description="One session of the caller's account; null when there is none.")
+    async def runtime_session(
+        self, info: strawberry.Info[Context, None], id: UUID
+    ) -> RuntimeSession | None:
+        row = await info.context.sessions.load(id)
+        return None if row is None else RuntimeSession.of(row)
+
+    @strawberry.field(description="The account's sessions, newest first.")
+    async def runtime_sessions(
+        self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None
+    ) -> RuntimeSessionPage:
+        try:
+            rows, more = await session_page(info.context, first, after)
+        except BadArgument as exc:
+            raise bad_user_input(exc) from None
+        return RuntimeSessionPage(
+            nodes=[RuntimeSession.of(r) for r in rows],
+            end_cursor=session_cursor(rows[-1]) if rows else None,
+            has_next_page=more,
+        )
+
+
+def _should_mask(error: GraphQLError) -> bool:
+    """Expected errors (validation, BAD_USER_INPUT) pass; anything unexpected is masked."""
+    return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
+
+
+MAX_QUERY_DEPTH = 12
+MAX_ALIASES = 30
+
+
+def make_schema(
+    extra_extensions: Sequence[type[SchemaExtension]] = (),
+) -> strawberry.Schema:
+    return strawberry.Schema(
+        query=Query,
+        extensions=[
+            lambda: QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH),
+            lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+            *extra_extensions,
+            lambda: MaskErrors(should_mask_error=_should_mask),
+        ],
+    )

@@ -1,0 +1,121 @@
+"""The `similar-sessions` command line: exit 0 on success, else a one-line reason on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.engine import make_engine
+from data.migrate import migrate
+from data.server import DatabaseUnavailable, resolve_url
+from similar_sessions.logs import configure_logging
+from similar_sessions.settings import Settings, SettingsError
+from similar_sessions.transfer import ImportRefused, export, import_file
+
+
+def open_engine(settings: Settings) -> AsyncEngine:
+    return make_engine(
+        resolve_url(settings.database_url, settings.data_dir),
+        pool_size=settings.pool_size,
+        pool_timeout_s=settings.pool_timeout_s,
+        statement_timeout_ms=settings.statement_timeout_ms,
+    )
+
+
+async def with_engine(settings: Settings, work: Callable[[AsyncEngine], Awaitable[int]]) -> int:
+    engine = open_engine(settings)
+    try:
+        await migrate(engine)
+        return await work(engine)
+    finally:
+        await engine.dispose()
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from similar_sessions.app import create_app
+
+    print(f"serving on http://{args.host}:{args.port} (console at /console/runtime-sessions)",
+          file=sys.stderr)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    async def work(_: AsyncEngine) -> int:
+        print("schema is up to date", file=sys.stderr)
+        return 0
+
+    return asyncio.run(with_engine(settings, work))
+
+
+def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
+    async def work(engine: AsyncEngine) -> int:
+        for path in args.files:
+            counts = await import_file(engine, Path(path))
+            print(f"{path}: " + ", ".join(f"{n} {k}" for k, n in counts.items()), file=sys.stderr)
+        return 0
+
+    return asyncio.run(with_engine(settings, work))
+
+
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    async def work(engine: AsyncEngine) -> int:
+        if args.output in (None, "-"):
+            lines = await export(engine, sys.stdout)
+        else:
+            with open(args.output, "w", encoding="utf-8") as out:
+                lines = await export(engine, out)
+        print(f"exported {lines} lines", file=sys.stderr)
+        return 0
+
+    return asyncio.run(with_engine(settings, work))
+
+
+Command = Callable[[Settings, argparse.Namespace], int]
+
+
+def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    top = argparse.ArgumentParser(
+        prog="similar-sessions", description="Sessions similar to this one, on PostgreSQL + pgvector."
+    )
+    sub = top.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="migrate, then serve the API and console")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    sub.add_parser("migrate", help="bring the schema up to date")
+    imp = sub.add_parser("import", help="import JSON Lines files (all of a file, or none of it)")
+    imp.add_argument("files", nargs="+")
+    exp = sub.add_parser("export", help="write every account back in the import format")
+    exp.add_argument("-o", "--output", default=None)
+    commands: dict[str, Command] = {
+        "serve": cmd_serve, "migrate": cmd_migrate, "import": cmd_import, "export": cmd_export,
+    }
+    return top, commands
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    top, commands = parser()
+    args = top.parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        configure_logging(settings.log_level)
+        return commands[args.command](settings, args)
+    except (SettingsError, DatabaseUnavailable, ImportRefused, FileNotFoundError) as exc:
+        first, *rest = str(exc).splitlines() or [type(exc).__name__]
+        print(f"similar-sessions {args.command}: {first}", file=sys.stderr)
+        for line in rest:
+            print(f"  {line}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Settings, read once from the environment when the app or a command starts."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the product cannot use."""
+
+
+def _int(env: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be a whole number, got {raw!r}") from None
+    if not low <= value <= high:
+        raise SettingsError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _bool(env: dict[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything configurable, with the defaults the README documents."""
+
+    database_url: str | None
+    data_dir: Path
+    log_level: str
+    pool_size: int
+    pool_timeout_s: int
+    statement_timeout_ms: int
+    comparison_timeout_ms: int
+    embeddings_enabled: bool
+    exact_scan_max_chunks: int
+    hnsw_ef_search: int
+    hnsw_overfetch: int
+    graphiql: bool
+    introspection: bool
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+        env = dict(os.environ if environ is None else environ)
+        data_dir = Path(env.get("SIMILAR_SESSIONS_DATA_DIR") or REPO_ROOT / ".pgdata")
+        return cls(
+            database_url=env.get("DATABASE_URL") or None,
+            data_dir=data_dir.expanduser().resolve(),
+            log_level=env.get("SIMILAR_SESSIONS_LOG_LEVEL", "WARNING").upper(),
+            pool_size=_int(env, "SIMILAR_SESSIONS_POOL_SIZE", 5, 1, 200),
+            pool_timeout_s=_int(env, "SIMILAR_SESSIONS_POOL_TIMEOUT_S", 5, 1, 300),
+            statement_timeout_ms=_int(env, "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
+            comparison_timeout_ms=_int(
+                env, "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS", 3000, 10, 600_000
+            ),
+            embeddings_enabled=_bool(env, "SIMILAR_SESSIONS_EMBEDDINGS", True),
+            exact_scan_max_chunks=_int(
+                env, "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS", 20_000, 0, 100_000_000
+            ),
+            hnsw_ef_search=_int(env, "SIMILAR_SESSIONS_HNSW_EF_SEARCH", 200, 10, 1000),
+            hnsw_overfetch=_int(env, "SIMILAR_SESSIONS_HNSW_OVERFETCH", 100, 25, 1000),
+            graphiql=_bool(env, "SIMILAR_SESSIONS_GRAPHIQL", True),
+            introspection=_bool(env, "SIMILAR_SESSIONS_INTROSPECTION", True),
+        )

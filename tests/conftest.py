@@ -1,0 +1,100 @@
+"""Fixtures: one PostgreSQL server per run (embedded unless DATABASE_URL is set), a migrated
+template database, and a fresh clone of it for every test that asks for `engine`."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.engine import make_engine
+from data.migrate import migrate
+from data.server import resolve_url
+from similar_sessions.app import create_app
+from similar_sessions.settings import Settings
+
+_counter = itertools.count()
+
+
+def _with_database(url: str, database: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
+
+
+def _asyncpg_dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+@pytest.fixture(scope="session")
+def server_url() -> str:
+    """The server's URL. No database, no test: this fails loudly rather than skipping."""
+    settings = Settings.from_env()
+    return resolve_url(settings.database_url, settings.data_dir)
+
+
+@pytest.fixture(scope="session")
+def template_db(server_url: str) -> Iterator[str]:
+    name = f"sstest_template_{os.getpid()}"
+
+    async def create() -> None:
+        admin = await asyncpg.connect(_asyncpg_dsn(_with_database(server_url, "postgres")))
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            await admin.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await admin.close()
+        engine = make_engine(_with_database(server_url, name))
+        await migrate(engine)
+        await engine.dispose()
+
+    asyncio.run(create())
+    yield name
+    asyncio.run(_drop(server_url, name))
+
+
+async def _drop(server_url: str, name: str) -> None:
+    admin = await asyncpg.connect(_asyncpg_dsn(_with_database(server_url, "postgres")))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+@pytest.fixture
+async def database_url(server_url: str, template_db: str) -> AsyncIterator[str]:
+    """A fresh database cloned from the migrated template, dropped afterwards."""
+    name = f"sstest_{os.getpid()}_{next(_counter)}"
+    admin = await asyncpg.connect(_asyncpg_dsn(_with_database(server_url, "postgres")))
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    finally:
+        await admin.close()
+    yield _with_database(server_url, name)
+    await _drop(server_url, name)
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = make_engine(database_url, pool_size=5)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return Settings.from_env({"SIMILAR_SESSIONS_LOG_LEVEL": "WARNING"})
+
+
+@pytest.fixture
+async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings, engine=engine, run_migrations=False)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+        yield http
