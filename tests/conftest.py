@@ -18,9 +18,11 @@ from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
 from similar_sessions.app import create_app
+from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
 
 _counter = itertools.count()
+configure_logging("WARNING")
 
 
 def _with_database(url: str, database: str) -> str:
