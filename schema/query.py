@@ -37,7 +37,9 @@ class Query:
     def viewer(self, info: strawberry.Info[Context, None]) -> Viewer:
         p = info.context.principal
         return Viewer(
-            account_id=p.account_id, name=p.account_name, features=sorted(p.features),
+            account_id=p.account_id,
+            name=p.account_name,
+            features=sorted(p.features),
             scopes=sorted(p.scopes),
         )
 

@@ -35,8 +35,13 @@ class ReplayEntry:
     @classmethod
     def of(cls, row: ActivityRow) -> ReplayEntry:
         return cls(
-            id=row.id, ordinal=row.ordinal, occurred_at=row.occurred_at, role=row.role,
-            kind=row.kind, content=row.content, api_usage_id=row.api_usage_id,
+            id=row.id,
+            ordinal=row.ordinal,
+            occurred_at=row.occurred_at,
+            role=row.role,
+            kind=row.kind,
+            content=row.content,
+            api_usage_id=row.api_usage_id,
         )
 
 
@@ -54,8 +59,13 @@ class RuntimeSession:
     @classmethod
     def of(cls, row: SessionRow) -> RuntimeSession:
         return cls(
-            id=row.id, title=row.title, source_type=row.source_type, source_id=row.source_id,
-            reference=row.reference, status=row.status, started_at=row.started_at,
+            id=row.id,
+            title=row.title,
+            source_type=row.source_type,
+            source_id=row.source_id,
+            reference=row.reference,
+            status=row.status,
+            started_at=row.started_at,
             last_activity_at=row.last_activity_at,
         )
 

@@ -53,7 +53,10 @@ async def healthz(request: Request) -> Response:
 
 
 def create_app(
-    settings: Settings | None = None, *, engine: AsyncEngine | None = None, run_migrations: bool = True
+    settings: Settings | None = None,
+    *,
+    engine: AsyncEngine | None = None,
+    run_migrations: bool = True,
 ) -> Starlette:
     """The app; with no engine given it opens DATABASE_URL (or the embedded server) at start-up."""
     settings = settings or Settings.from_env()
@@ -87,7 +90,7 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware)],
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
     app.state.settings = settings

@@ -88,9 +88,7 @@ class AuthMiddleware:
             )
             response.headers["WWW-Authenticate"] = "Bearer"
         except Forbidden:
-            response = error(
-                403, "forbidden", "this API key lacks the view_runtime_sessions scope"
-            )
+            response = error(403, "forbidden", "this API key lacks the view_runtime_sessions scope")
         except Exception as exc:
             if not is_unavailable(exc):
                 raise

@@ -42,7 +42,10 @@ async def compare(
 ) -> SimilarResult:
     async with engine.begin() as conn:
         [result] = await compare_sessions(
-            conn, uuid.UUID(account), [(uuid.UUID(session), SimilarArgs(**args))], tuning or Tuning()
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(session), SimilarArgs(**args))],
+            tuning or Tuning(),
         )
     assert result is not None
     return result

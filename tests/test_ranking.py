@@ -52,8 +52,14 @@ def test_comparison_model_falls_back_to_the_most_held_then_smallest_identity() -
 
 @pytest.mark.parametrize(
     ("similarity", "expected"),
-    [(0.70, Band.CLOSE), (0.6999, Band.RELATED), (0.50, Band.RELATED), (0.4999, Band.LOOSE),
-     (0.35, Band.LOOSE), (1.0, Band.CLOSE)],
+    [
+        (0.70, Band.CLOSE),
+        (0.6999, Band.RELATED),
+        (0.50, Band.RELATED),
+        (0.4999, Band.LOOSE),
+        (0.35, Band.LOOSE),
+        (1.0, Band.CLOSE),
+    ],
 )
 def test_band_cut_points(similarity: float, expected: Band) -> None:
     assert band(similarity) is expected
@@ -108,8 +114,12 @@ def test_a_chunk_hit_by_several_probes_counts_once_at_its_best_with_the_earliest
 def test_matches_are_ordered_by_similarity_then_chunk_id_and_capped() -> None:
     session = uuid.uuid4()
     c = ids(4)
-    hits = [Hit(0, c[3], session, 0.7), Hit(0, c[1], session, 0.7), Hit(0, c[0], session, 0.5),
-            Hit(0, c[2], session, 0.8)]
+    hits = [
+        Hit(0, c[3], session, 0.7),
+        Hit(0, c[1], session, 0.7),
+        Hit(0, c[0], session, 0.5),
+        Hit(0, c[2], session, 0.8),
+    ]
     [neighbour] = rank_neighbours(hits, max_matches=3)
     assert [m.chunk_id for m in neighbour.matches] == [c[2], c[1], c[3]]
     assert rank_neighbours(hits, max_matches=0)[0].matches == ()

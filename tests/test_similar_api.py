@@ -44,7 +44,9 @@ async def topic_world(engine: AsyncEngine, sessions: int = 12) -> tuple[str, str
         sid = world.session(account, f"session {s}", day=s)
         ids.append(sid)
         for i in range(3 + s % 4):
-            world.chunk(sid, blend(direction(1), direction(100 * s + i), 0.15 + 0.02 * (s % 10)), index=i)
+            world.chunk(
+                sid, blend(direction(1), direction(100 * s + i), 0.15 + 0.02 * (s % 10)), index=i
+            )
     # A withheld passage that still carries its old vector: never a probe nor a match.
     world.chunk(ids[-1], blend(direction(1), direction(99), 0.1), index=9, redaction="withheld")
     await world.write(engine)
@@ -85,14 +87,24 @@ async def test_rest_and_graphql_give_the_same_answer(
     client: httpx.AsyncClient, engine: AsyncEngine
 ) -> None:
     _, key, ids = await topic_world(engine)
-    for params in ({"limit": 3, "max_matches_per_session": 2}, {"limit": 20, "max_matches_per_session": 5}):
+    for params in (
+        {"limit": 3, "max_matches_per_session": 2},
+        {"limit": 20, "max_matches_per_session": 5},
+    ):
         rest = await client.get(
             f"/api/v1/runtime-sessions/{ids[0]}/similar", params=params, headers=bearer(key)
         )
         assert rest.status_code == 200
         gql = await graphql(
-            client, key, QUERY, id=ids[0], limit=params["limit"],
-            m=params["max_matches_per_session"], w=None, t=True, after=None,
+            client,
+            key,
+            QUERY,
+            id=ids[0],
+            limit=params["limit"],
+            m=params["max_matches_per_session"],
+            w=None,
+            t=True,
+            after=None,
         )
         answer = as_rest(gql["data"]["runtimeSession"]["similarSessions"])
         for result in answer["results"]:
@@ -106,28 +118,64 @@ async def test_rest_and_graphql_give_the_same_answer(
         assert body["results"], "the world was built to have neighbours"
 
 
-async def test_rest_shape_is_exactly_the_contracts(client: httpx.AsyncClient, engine: AsyncEngine) -> None:
+async def test_rest_shape_is_exactly_the_contracts(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
     _, key, ids = await topic_world(engine)
-    body = (await client.get(f"/api/v1/runtime-sessions/{ids[0]}/similar?limit=1", headers=bearer(key))).json()
+    body = (
+        await client.get(f"/api/v1/runtime-sessions/{ids[0]}/similar?limit=1", headers=bearer(key))
+    ).json()
     assert set(body) == {
-        "runtime_session_id", "model_identity", "embedded_chunks", "probe_chunks", "pending_chunks",
-        "window_days", "limit", "max_matches_per_session", "degraded", "elapsed_ms", "results",
+        "runtime_session_id",
+        "model_identity",
+        "embedded_chunks",
+        "probe_chunks",
+        "pending_chunks",
+        "window_days",
+        "limit",
+        "max_matches_per_session",
+        "degraded",
+        "elapsed_ms",
+        "results",
         "next_cursor",
     }
     assert set(body["degraded"]) == {"semantic", "reasons", "detail"}
     [result] = body["results"]
     assert set(result) == {
-        "runtime_session_id", "session_source_type", "session_source_id", "session_reference",
-        "title", "started_at", "last_activity_at", "score", "similarity", "band",
-        "matched_chunk_count", "matches",
+        "runtime_session_id",
+        "session_source_type",
+        "session_source_id",
+        "session_reference",
+        "title",
+        "started_at",
+        "last_activity_at",
+        "score",
+        "similarity",
+        "band",
+        "matched_chunk_count",
+        "matches",
     }
     match = result["matches"][0]
     assert set(match) == {
-        "document_id", "source_kind", "source_id", "chunk_index", "occurred_at", "role",
-        "similarity", "band", "redaction_state", "text", "probe",
+        "document_id",
+        "source_kind",
+        "source_id",
+        "chunk_index",
+        "occurred_at",
+        "role",
+        "similarity",
+        "band",
+        "redaction_state",
+        "text",
+        "probe",
     }
     assert set(match["probe"]) == {
-        "document_id", "source_kind", "source_id", "chunk_index", "occurred_at", "role"
+        "document_id",
+        "source_kind",
+        "source_id",
+        "chunk_index",
+        "occurred_at",
+        "role",
     }
 
 
@@ -152,11 +200,15 @@ async def test_paging_by_cursor_never_repeats_or_skips(
 @pytest.mark.parametrize(
     ("query", "parameter"),
     [
-        ("limit=0", "limit"), ("limit=21", "limit"), ("limit=ten", "limit"),
+        ("limit=0", "limit"),
+        ("limit=21", "limit"),
+        ("limit=ten", "limit"),
         ("max_matches_per_session=-1", "max_matches_per_session"),
         ("max_matches_per_session=6", "max_matches_per_session"),
-        ("window_days=0", "window_days"), ("window_days=366", "window_days"),
-        ("include_match_text=maybe", "include_match_text"), ("cursor=%%%", "cursor"),
+        ("window_days=0", "window_days"),
+        ("window_days=366", "window_days"),
+        ("include_match_text=maybe", "include_match_text"),
+        ("cursor=%%%", "cursor"),
         ("colour=blue", "colour"),
     ],
 )
@@ -164,7 +216,9 @@ async def test_rest_bounds_answer_422_naming_the_parameter(
     client: httpx.AsyncClient, engine: AsyncEngine, query: str, parameter: str
 ) -> None:
     _, key, ids = await topic_world(engine, sessions=2)
-    response = await client.get(f"/api/v1/runtime-sessions/{ids[0]}/similar?{query}", headers=bearer(key))
+    response = await client.get(
+        f"/api/v1/runtime-sessions/{ids[0]}/similar?{query}", headers=bearer(key)
+    )
     assert response.status_code == 422
     assert response.json()["parameter"] == parameter
     assert parameter in response.json()["detail"]
@@ -179,16 +233,24 @@ async def test_a_malformed_id_answers_422(client: httpx.AsyncClient, engine: Asy
 
 @pytest.mark.parametrize(
     ("arguments", "argument"),
-    [("limit: 0", "limit"), ("limit: 21", "limit"), ("maxMatchesPerSession: 6", "maxMatchesPerSession"),
-     ("windowDays: 0", "windowDays"), ("windowDays: 400", "windowDays"), ('after: "x"', "after")],
+    [
+        ("limit: 0", "limit"),
+        ("limit: 21", "limit"),
+        ("maxMatchesPerSession: 6", "maxMatchesPerSession"),
+        ("windowDays: 0", "windowDays"),
+        ("windowDays: 400", "windowDays"),
+        ('after: "x"', "after"),
+    ],
 )
 async def test_graphql_bounds_answer_bad_user_input_naming_the_argument(
     client: httpx.AsyncClient, engine: AsyncEngine, arguments: str, argument: str
 ) -> None:
     _, key, ids = await topic_world(engine, sessions=1)
     body = await graphql(
-        client, key,
-        f'query($id: UUID!) {{ runtimeSession(id: $id) {{ similarSessions({arguments}) {{ limit }} }} }}',
+        client,
+        key,
+        "query($id: UUID!) { runtimeSession(id: $id) {"
+        f" similarSessions({arguments}) {{ limit }} }} }}",
         id=ids[0],
     )
     [error] = body["errors"]
@@ -208,9 +270,13 @@ async def test_unknown_and_other_accounts_sessions_look_the_same(
     await world.write(engine)
     answers = []
     for session in (foreign, str(uuid.uuid4())):
-        response = await client.get(f"/api/v1/runtime-sessions/{session}/similar", headers=bearer(key))
+        response = await client.get(
+            f"/api/v1/runtime-sessions/{session}/similar", headers=bearer(key)
+        )
         answers.append((response.status_code, response.content))
-        gql = await graphql(client, key, "query($id: UUID!) { runtimeSession(id: $id) { id } }", id=session)
+        gql = await graphql(
+            client, key, "query($id: UUID!) { runtimeSession(id: $id) { id } }", id=session
+        )
         assert gql == {"data": {"runtimeSession": None}}
     assert answers[0] == answers[1]
     assert answers[0][0] == 404
@@ -290,19 +356,30 @@ async def _no_content_engine(engine: AsyncEngine) -> AsyncEngine:
 
     async with engine.begin() as conn:
         database = (await conn.execute(sa.text("SELECT current_database()"))).scalar_one()
-        await conn.execute(sa.text(
-            f"DO $$ BEGIN CREATE ROLE {NO_CONTENT_ROLE} LOGIN; "
-            "EXCEPTION WHEN duplicate_object THEN NULL; END $$"
-        ))
+        await conn.execute(
+            sa.text(
+                f"DO $$ BEGIN CREATE ROLE {NO_CONTENT_ROLE} LOGIN; "
+                "EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+            )
+        )
         await conn.execute(sa.text(f'GRANT CONNECT ON DATABASE "{database}" TO {NO_CONTENT_ROLE}'))
         await conn.execute(sa.text(f"GRANT USAGE ON SCHEMA public TO {NO_CONTENT_ROLE}"))
-        await conn.execute(sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {NO_CONTENT_ROLE}"))
+        await conn.execute(
+            sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {NO_CONTENT_ROLE}")
+        )
         await conn.execute(sa.text(f"REVOKE SELECT ON session_chunks FROM {NO_CONTENT_ROLE}"))
-        columns = (await conn.execute(sa.text(
-            "SELECT string_agg(quote_ident(column_name), ', ') FROM information_schema.columns "
-            "WHERE table_name = 'session_chunks' AND column_name <> 'content'"
-        ))).scalar_one()
-        await conn.execute(sa.text(f"GRANT SELECT ({columns}) ON session_chunks TO {NO_CONTENT_ROLE}"))
+        columns = (
+            await conn.execute(
+                sa.text(
+                    "SELECT string_agg(quote_ident(column_name), ', ') "
+                    "FROM information_schema.columns "
+                    "WHERE table_name = 'session_chunks' AND column_name <> 'content'"
+                )
+            )
+        ).scalar_one()
+        await conn.execute(
+            sa.text(f"GRANT SELECT ({columns}) ON session_chunks TO {NO_CONTENT_ROLE}")
+        )
     url = engine.url.set(username=NO_CONTENT_ROLE)
     return make_engine(url.render_as_string(hide_password=False))
 
@@ -327,7 +404,8 @@ async def test_include_match_text_false_reads_no_content_column(engine: AsyncEng
                 await client.get(url, headers=bearer(key))
             # A GraphQL client that selects no text reads none, even with includeMatchText true.
             body = await graphql(
-                client, key,
+                client,
+                key,
                 "query($id: UUID!) { runtimeSession(id: $id) { similarSessions {"
                 " results { title matches { documentId probe { documentId } } } } } }",
                 id=ids[0],

@@ -35,13 +35,17 @@ async def crowded_world(engine: AsyncEngine) -> tuple[str, str, list[str]]:
         other = world.session(account, f"other {s}")
         others.append(other)
         for i in range(6):
-            world.chunk(other, blend(topic, direction(2000 + s * 10 + i), rng.uniform(0.3, 0.7)), index=i)
+            world.chunk(
+                other, blend(topic, direction(2000 + s * 10 + i), rng.uniform(0.3, 0.7)), index=i
+            )
     for a in range(6):
         crowd_account, _ = world.account(f"crowd {a}")
         for s in range(10):
             crowd = world.session(crowd_account)
             for i in range(20):
-                world.chunk(crowd, blend(topic, direction(5000 + a * 1000 + s * 20 + i), 0.1), index=i)
+                world.chunk(
+                    crowd, blend(topic, direction(5000 + a * 1000 + s * 20 + i), 0.1), index=i
+                )
     await world.write(engine)
     return account, viewed, others
 
@@ -51,7 +55,9 @@ async def test_the_naive_index_query_loses_rows_in_this_world(engine: AsyncEngin
     async with engine.begin() as conn:
         probe = (
             await conn.execute(
-                sa.text("SELECT embedding FROM session_chunks WHERE runtime_session_id = :s LIMIT 1"),
+                sa.text(
+                    "SELECT embedding FROM session_chunks WHERE runtime_session_id = :s LIMIT 1"
+                ),
                 {"s": viewed},
             )
         ).scalar_one()
@@ -74,21 +80,32 @@ async def _per_probe(
 ) -> tuple[dict[int, list[uuid.UUID]], list[uuid.UUID]]:
     async with engine.begin() as conn:
         chunks = (
-            await conn.execute(
-                sa.text(
-                    "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
-                    "ORDER BY occurred_at, chunk_index, id"
-                ),
-                {"s": viewed},
+            (
+                await conn.execute(
+                    sa.text(
+                        "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
+                        "ORDER BY occurred_at, chunk_index, id"
+                    ),
+                    {"s": viewed},
+                )
             )
-        ).scalars().all()
+            .scalars()
+            .all()
+        )
         probes = [chunks[p] for p in probe_positions(len(chunks))]
         specs = [
-            ProbeSpec(0, n, chunk, uuid.UUID(viewed), IDENTITY, None) for n, chunk in enumerate(probes)
+            ProbeSpec(0, n, chunk, uuid.UUID(viewed), IDENTITY, None)
+            for n, chunk in enumerate(probes)
         ]
         rows = await nearest_chunks(
-            conn, uuid.UUID(account), specs, {IDENTITY: path},
-            per_probe=25, floor=0.35, ef_search=200, overfetch=100,
+            conn,
+            uuid.UUID(account),
+            specs,
+            {IDENTITY: path},
+            per_probe=25,
+            floor=0.35,
+            ef_search=200,
+            overfetch=100,
         )
     served: dict[int, list[uuid.UUID]] = {n: [] for n in range(len(probes))}
     for row in sorted(rows, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
@@ -133,7 +150,11 @@ async def test_both_paths_agree_on_every_similarity(engine: AsyncEngine) -> None
         sessions.append(sid)
         centre = centres[s % 4]
         for i in range(int(rng.integers(3, 15))):
-            world.chunk(sid, unit(centre / np.linalg.norm(centre) + 0.6 * rng.standard_normal(384) / 19.6), index=i)
+            world.chunk(
+                sid,
+                unit(centre / np.linalg.norm(centre) + 0.6 * rng.standard_normal(384) / 19.6),
+                index=i,
+            )
     await world.write(engine)
     for viewed in sessions[:6]:
         exact = await compare(engine, account, viewed, EXACT, limit=20, max_matches_per_session=5)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import similarity
-
 from resolvers.similar import Tuning
 from tests.similar_helpers import compare
 from tests.world import World, blend, direction
@@ -35,7 +33,9 @@ async def test_a_session_with_no_vectors_names_why(engine: AsyncEngine) -> None:
     assert result.degraded.reasons == ("semantic_not_enabled", "similar_session_not_embedded")
     off = await compare(engine, account, viewed, Tuning(embeddings_enabled=False))
     assert off.degraded.reasons == (
-        "semantic_disabled_by_deployment", "semantic_not_enabled", "similar_session_not_embedded"
+        "semantic_disabled_by_deployment",
+        "semantic_not_enabled",
+        "similar_session_not_embedded",
     )
     assert result.results == () and result.model_identity is None
 
@@ -133,7 +133,9 @@ async def test_a_chunk_that_leaves_clear_neither_probes_nor_matches(engine: Asyn
     assert after.embedded_chunks == 1
     [neighbour_result] = after.results
     assert neighbour_result.matched_chunk_count == 1
-    shown = {m.chunk.id for m in neighbour_result.matches} | {m.probe.id for m in neighbour_result.matches}
+    shown = {m.chunk.id for m in neighbour_result.matches} | {
+        m.probe.id for m in neighbour_result.matches
+    }
     assert uuid.UUID(probe) not in shown and uuid.UUID(match) not in shown
 
 
