@@ -19,6 +19,7 @@ async def similar_sessions(
     context: Context, session_id: UUID, args: SimilarArgs
 ) -> SimilarResult | None:
     """The comparison for one session of the caller's account; None when it has no such session."""
+    context.budget.spend()
     return await context.similar.load((session_id, args))
 
 

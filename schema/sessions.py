@@ -8,10 +8,10 @@ from uuid import UUID
 import strawberry
 
 from data.sessions import ActivityRow, SessionRow
-from resolvers.context import Context
+from resolvers.context import Context, LimitExceeded
 from resolvers.fields import selects, similar_sessions
 from resolvers.similar import BadArgument, SimilarArgs
-from schema.errors import bad_user_input
+from schema.errors import bad_user_input, limit_exceeded
 from schema.similar import SimilarSessions
 
 _GRAPHQL_NAMES = {
@@ -96,6 +96,9 @@ class RuntimeSession:
             )
         except BadArgument as exc:
             raise bad_user_input(exc) from None
-        result = await similar_sessions(info.context, self.id, args)
+        try:
+            result = await similar_sessions(info.context, self.id, args)
+        except LimitExceeded as exc:
+            raise limit_exceeded(exc) from None
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result)

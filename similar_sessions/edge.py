@@ -77,7 +77,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
-        if self._is_graphiql_page(connection):
+        if is_graphiql_page(connection):
             await self.app(scope, receive, send)
             return
         try:
@@ -99,11 +99,12 @@ class AuthMiddleware:
             return
         await response(scope, receive, send)
 
-    @staticmethod
-    def _is_graphiql_page(connection: HTTPConnection) -> bool:
-        return (
-            connection.scope["method"] == "GET"
-            and connection.url.path == "/graphql"
-            and "text/html" in connection.headers.get("accept", "")
-            and bool(connection.app.state.settings.graphiql)
-        )
+
+def is_graphiql_page(connection: HTTPConnection) -> bool:
+    """A browser asking /graphql for the GraphiQL page, when GraphiQL is on."""
+    return (
+        connection.scope["method"] == "GET"
+        and connection.url.path == "/graphql"
+        and "text/html" in connection.headers.get("accept", "")
+        and bool(connection.app.state.settings.graphiql)
+    )
