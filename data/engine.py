@@ -18,6 +18,7 @@ def make_engine(
         pool_timeout=pool_timeout_s,
         pool_pre_ping=True,
         connect_args={
+            "timeout": pool_timeout_s,  # a server that does not answer fails fast, not in 60 s
             "server_settings": {
                 "statement_timeout": str(statement_timeout_ms),
                 "application_name": "similar-sessions",

@@ -97,6 +97,18 @@ async def existing_owners(
     return {row[0]: row[1] for row in rows}
 
 
+async def key_owners(conn: AsyncConnection, keys: Sequence[str]) -> dict[bytes, UUID]:
+    """key hash -> account_id for the keys that are already stored."""
+    if not keys:
+        return {}
+    rows = await conn.execute(
+        sa.select(t.api_keys.c.key_hash, t.api_keys.c.account_id).where(
+            t.api_keys.c.key_hash.in_([hash_key(k) for k in keys])
+        )
+    )
+    return {row[0]: row[1] for row in rows}
+
+
 async def export_rows(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
     """Every account with its sessions, activity and chunks, in a stable order."""
     features: dict[UUID, list[str]] = {}

@@ -56,7 +56,7 @@ api_keys = sa.Table(
     sa.Column("scopes", ARRAY(sa.Text), nullable=False),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
     sa.Column("revoked_at", TZ),
-    sa.Index("api_keys_key_hash_idx", "key_hash"),
+    sa.Index("api_keys_key_hash_idx", "key_hash", unique=True),  # a key names one account
 )
 
 account_features = sa.Table(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data.accounts import revoke_key
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import DatabaseUnavailable, resolve_url
@@ -84,6 +85,20 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
         return asyncio.run(with_engine(settings, work))
 
 
+def cmd_revoke_key(settings: Settings, args: argparse.Namespace) -> int:
+    key = sys.stdin.readline().strip()  # from stdin: a key never sits in argv or shell history
+    if not key:
+        raise SettingsError("revoke-key reads the API key from standard input; none was given")
+
+    async def work(engine: AsyncEngine) -> int:
+        async with engine.begin() as conn:
+            revoked = await revoke_key(conn, key)
+        print("revoked" if revoked else "no such unrevoked key", file=sys.stderr)
+        return 0 if revoked else 1
+
+    return asyncio.run(with_engine(settings, work))
+
+
 Command = Callable[[Settings, argparse.Namespace], int]
 
 
@@ -101,11 +116,13 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     imp.add_argument("files", nargs="+")
     exp = sub.add_parser("export", help="write every account back in the import format")
     exp.add_argument("-o", "--output", default=None)
+    sub.add_parser("revoke-key", help="revoke the API key read from standard input")
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
         "import": cmd_import,
         "export": cmd_export,
+        "revoke-key": cmd_revoke_key,
     }
     return top, commands
 

@@ -136,6 +136,12 @@ async def write(conn: AsyncConnection, parsed: ParsedFile) -> None:
         for line, row in rows:
             if owners.get(row["id"], row["account_id"]) != row["account_id"]:
                 refuse(line, f"id: {row['id']} already belongs to another account")
+    key_owners = await load.key_owners(
+        conn, [k.key for _, a in parsed.accounts for k in a.api_keys]
+    )
+    for line, a in parsed.accounts:
+        if any(key_owners.get(load.hash_key(k.key), a.id) != a.id for k in a.api_keys):
+            refuse(line, "api_keys: a key already belongs to another account")
     if errors:
         raise ImportRefused(sorted(errors, key=lambda e: e.line))
 

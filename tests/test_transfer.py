@@ -181,3 +181,12 @@ async def test_import_lists_exactly_that_accounts_sessions(
         ).json()
         assert body["data"]["viewer"]["name"] == name
         assert len(body["data"]["runtimeSessions"]["nodes"]) == 1
+
+
+async def test_a_key_of_another_account_is_refused(engine: AsyncEngine, tmp_path: Path) -> None:
+    first, second = World(), World()
+    first.account("one", key="sk-test-shared-key-001")
+    second.account("two", key="sk-test-shared-key-001")
+    await import_file(engine, write_file(tmp_path, first.jsonl(), "one.jsonl"))
+    with pytest.raises(ImportRefused, match="already belongs to another account"):
+        await import_file(engine, write_file(tmp_path, second.jsonl(), "two.jsonl"))

@@ -48,7 +48,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['account_id'], ['accounts.account_id'], name=op.f('api_keys_account_id_fkey')),
     sa.PrimaryKeyConstraint('account_id', 'key_hash', name=op.f('api_keys_pkey'))
     )
-    op.create_index('api_keys_key_hash_idx', 'api_keys', ['key_hash'], unique=False)
+    op.create_index('api_keys_key_hash_idx', 'api_keys', ['key_hash'], unique=True)
     op.create_table('api_usage',
     sa.Column('account_id', sa.UUID(), nullable=False),
     sa.Column('id', sa.UUID(), nullable=False),
