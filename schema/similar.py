@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 from uuid import UUID
 
 import strawberry
 
+from data.similarity import ChunkDetail
 from resolvers import ranking
 from resolvers.similar import MatchResult, NeighbourResult, SimilarResult
 
@@ -25,24 +26,34 @@ class Degraded:
     detail: str | None = strawberry.field(description="One sentence per reason, in order.")
 
 
-@strawberry.type(description="A passage of the viewed session that found a match.")
-class Probe:
+@strawberry.interface(description="One passage (chunk) of a session.")
+class Passage:
     document_id: UUID
     source_kind: str
     source_id: UUID | None
     chunk_index: int
     occurred_at: datetime
     role: str | None
+
+
+def _passage(c: ChunkDetail) -> dict[str, Any]:
+    return {
+        "document_id": c.id,
+        "source_kind": c.source_kind,
+        "source_id": c.source_id,
+        "chunk_index": c.chunk_index,
+        "occurred_at": c.occurred_at,
+        "role": c.role,
+    }
+
+
+@strawberry.type(description="A passage of the viewed session that found a match.")
+class Probe(Passage):
+    pass
 
 
 @strawberry.type(description="A passage of the other session, and the probe that found it.")
-class Match:
-    document_id: UUID
-    source_kind: str
-    source_id: UUID | None
-    chunk_index: int
-    occurred_at: datetime
-    role: str | None
+class Match(Passage):
     similarity: float
     band: SimilarityBand  # type: ignore[valid-type]
     redaction_state: str
@@ -53,26 +64,13 @@ class Match:
 
     @classmethod
     def of(cls, m: MatchResult) -> Match:
-        c, p = m.chunk, m.probe
         return cls(
-            document_id=c.id,
-            source_kind=c.source_kind,
-            source_id=c.source_id,
-            chunk_index=c.chunk_index,
-            occurred_at=c.occurred_at,
-            role=c.role,
+            **_passage(m.chunk),
             similarity=m.similarity,
             band=m.band,
-            redaction_state=c.redaction_state,
+            redaction_state=m.chunk.redaction_state,
             text=m.text,
-            probe=Probe(
-                document_id=p.id,
-                source_kind=p.source_kind,
-                source_id=p.source_id,
-                chunk_index=p.chunk_index,
-                occurred_at=p.occurred_at,
-                role=p.role,
-            ),
+            probe=Probe(**_passage(m.probe)),
         )
 
 

@@ -22,23 +22,13 @@ from similar_sessions.settings import Settings
 from similar_sessions.transfer import import_file
 from tests.similar_helpers import bearer
 from tests.test_transfer import TABLES, counts, sample_world, write_file
-from tests.world import World, blend, direction
-
-
-async def small_world(engine: AsyncEngine) -> tuple[str, str]:
-    world = World()
-    account, key = world.account()
-    viewed, other = world.session(account), world.session(account)
-    world.chunk(viewed, blend(direction(1), direction(2), 0.2))
-    world.chunk(other, blend(direction(1), direction(3), 0.2))
-    await world.write(engine)
-    return viewed, key
+from tests.world import pair_world
 
 
 async def test_an_exhausted_pool_answers_503_with_retry_after(database_url: str) -> None:
     engine = make_engine(database_url, pool_size=1, pool_timeout_s=1)
     try:
-        viewed, key = await small_world(engine)
+        viewed, key = await pair_world(engine)
         app = create_app(Settings.from_env({}), engine=engine, run_migrations=False)
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://t"
@@ -85,7 +75,7 @@ async def test_the_service_answers_503_while_the_database_is_down_and_recovers(
     engine = make_engine(url, pool_size=2, pool_timeout_s=2)
     try:
         await migrate(engine)
-        viewed, key = await small_world(engine)
+        viewed, key = await pair_world(engine)
         app = create_app(Settings.from_env({}), engine=engine, run_migrations=False)
         route = f"/api/v1/runtime-sessions/{viewed}/similar"
         async with httpx.AsyncClient(

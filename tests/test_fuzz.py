@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.similar_helpers import bearer
 from tests.test_transfer import counts
-from tests.world import World, blend, direction
+from tests.world import pair_world
 
 HOSTILE = st.one_of(
     st.text(max_size=40),
@@ -46,22 +46,12 @@ FUZZ = settings(
 )
 
 
-async def seeded(engine: AsyncEngine) -> tuple[str, str]:
-    world = World()
-    account, key = world.account()
-    viewed, other = world.session(account), world.session(account)
-    world.chunk(viewed, blend(direction(1), direction(2), 0.2))
-    world.chunk(other, blend(direction(1), direction(3), 0.2))
-    await world.write(engine)
-    return viewed, key
-
-
 @FUZZ
 @given(parameter=st.sampled_from(PARAMETERS), value=HOSTILE)
 async def test_rest_parameters(
     client: httpx.AsyncClient, engine: AsyncEngine, parameter: str, value: str
 ) -> None:
-    viewed, key = await seeded(engine)
+    viewed, key = await pair_world(engine)
     before = await counts(engine)
     response = await client.get(
         f"/api/v1/runtime-sessions/{viewed}/similar", params={parameter: value}, headers=bearer(key)
@@ -75,7 +65,7 @@ async def test_rest_parameters(
 @FUZZ
 @given(value=HOSTILE)
 async def test_rest_session_ids(client: httpx.AsyncClient, engine: AsyncEngine, value: str) -> None:
-    _, key = await seeded(engine)
+    _, key = await pair_world(engine)
     response = await client.get(
         f"/api/v1/runtime-sessions/{quote(value, safe='')}/similar", headers=bearer(key)
     )
@@ -104,7 +94,7 @@ QUERY = """query($id: UUID!, $limit: Int!, $m: Int!, $w: Int, $t: Boolean!, $aft
 async def test_graphql_variables(
     client: httpx.AsyncClient, engine: AsyncEngine, variable: str, value: object
 ) -> None:
-    viewed, key = await seeded(engine)
+    viewed, key = await pair_world(engine)
     variables: dict[str, object] = {
         "id": viewed,
         "limit": 5,

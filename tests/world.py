@@ -134,3 +134,14 @@ class World:
         async with engine.begin() as conn:
             await write(conn, parsed)
         self.lines.clear()
+
+
+async def pair_world(engine: AsyncEngine) -> tuple[str, str]:
+    """One account, a viewed session and one similar session: (viewed session id, key)."""
+    world = World()
+    account, key = world.account()
+    viewed, other = world.session(account), world.session(account)
+    world.chunk(viewed, blend(direction(1), direction(2), 0.2))
+    world.chunk(other, blend(direction(1), direction(3), 0.2))
+    await world.write(engine)
+    return viewed, key
