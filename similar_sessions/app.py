@@ -22,6 +22,7 @@ from data.server import resolve_url
 from resolvers.context import Context
 from resolvers.similar import Tuning
 from schema.query import make_schema
+from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.edge import EXCEPTION_HANDLERS, AuthMiddleware, context_for
 from similar_sessions.logs import configure_logging
 from similar_sessions.rest import similar_route
@@ -83,6 +84,7 @@ def create_app(
         Route("/healthz", healthz),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
+        *console_routes,
     ]
     app = Starlette(
         routes=routes,

@@ -102,6 +102,26 @@ class World:
         })
         return chunk_id
 
+    def activity(
+        self,
+        session_id: str,
+        ordinal: int,
+        content: str,
+        *,
+        role: str = "user",
+        kind: str = "message",
+        occurred_at: datetime | None = None,
+    ) -> str:
+        """One replay row of a session (a runtime_session_activity record)."""
+        activity_id = uid()
+        self.lines.append({
+            "type": "activity", "id": activity_id, "runtime_session_id": session_id,
+            "ordinal": ordinal,
+            "occurred_at": (occurred_at or T0 + timedelta(minutes=ordinal)).isoformat(),
+            "role": role, "kind": kind, "content": content, "api_usage_id": None,
+        })
+        return activity_id
+
     def jsonl(self) -> list[str]:
         return [json.dumps(line) for line in self.lines]
 
