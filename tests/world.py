@@ -90,11 +90,12 @@ class World:
         state: str | None = None,
         kind: str = "transcript_message",
         occurred_at: datetime | None = None,
+        source_id: str | None = None,
     ) -> str:
         chunk_id = uid()
         self.lines.append({
             "type": "chunk", "id": chunk_id, "runtime_session_id": session_id, "source_kind": kind,
-            "source_id": uid(), "chunk_index": index,
+            "source_id": source_id or uid(), "chunk_index": index,
             "occurred_at": (occurred_at or T0 + timedelta(minutes=index)).isoformat(),
             "role": "assistant", "content": content or f"passage {index} of {session_id[:8]}",
             "redaction_state": redaction, "embedding_state": state,

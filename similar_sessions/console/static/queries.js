@@ -32,7 +32,7 @@ query ConsoleSimilarSessions($id: UUID!, $limit: Int!, $maxMatches: Int!, $after
       results {
         runtimeSessionId title startedAt similarity band matchedChunkCount
         matches {
-          documentId sourceKind chunkIndex similarity band redactionState text
+          documentId sourceKind chunkIndex role similarity band redactionState text
           probe { documentId sourceKind sourceId chunkIndex role occurredAt }
         }
       }

@@ -45,16 +45,30 @@ function band(value, similarity) {
   );
 }
 
-function words(sourceKind) {
+/** "assistant message", "tool call", "operator note": what a passage was, in words. */
+function describe(sourceKind, role) {
+  if (sourceKind === "transcript_message") return role ? `${role} message` : "message";
   return sourceKind.replaceAll("_", " ");
 }
 
+function capitalised(text) {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
 function probeLine(probe, replayIds) {
-  const what = `${probe.role ? `${probe.role} ` : ""}${words(probe.sourceKind)} #${probe.chunkIndex}`;
-  const where = probe.sourceId && replayIds.has(probe.sourceId)
-    ? h("a", { href: `#entry-${probe.sourceId}` }, what)
-    : h("span", {}, what);
-  return h("p", { class: "probe" }, "Found by this session's ", where, " at ", time(probe.occurredAt, { short: true }));
+  const what = `${describe(probe.sourceKind, probe.role)} (passage #${probe.chunkIndex})`;
+  const where =
+    probe.sourceId && replayIds.has(probe.sourceId)
+      ? h("a", { href: `#entry-${probe.sourceId}` }, what)
+      : h("span", {}, what);
+  return h(
+    "p",
+    { class: "probe" },
+    "Matched this session's ",
+    where,
+    " at ",
+    time(probe.occurredAt, { short: true }),
+  );
 }
 
 function match(m, replayIds) {
@@ -70,7 +84,11 @@ function match(m, replayIds) {
   return h(
     "li",
     { class: "match" },
-    h("p", { class: "match-source" }, `Matching ${words(m.sourceKind)} #${m.chunkIndex}`),
+    h(
+      "p",
+      { class: "match-source" },
+      `${capitalised(describe(m.sourceKind, m.role))} · passage #${m.chunkIndex}`,
+    ),
     passage,
     probeLine(m.probe, replayIds),
   );
