@@ -154,6 +154,14 @@ async def open_panel(tab: Tab) -> None:
     await expect(tab.page.locator("#similar-body")).to_have_attribute("aria-busy", "false")
 
 
+async def test_debians_chromium_launches() -> None:
+    """Run in the test body, not a fixture: no browser is a failure, never a skip."""
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        assert chromium.version.split(".")[0].isdigit()
+        await chromium.close()
+
+
 # Signing in
 
 
@@ -199,6 +207,19 @@ async def test_sign_in_keeps_the_key_for_the_tab_and_sign_out_clears_it(
         r.headers["authorization"] in (f"Bearer {key}", "Bearer sk-test-not-a-key-at-all")
         for r in tab.graphql
     )
+
+
+async def test_a_stored_key_that_stops_working_asks_to_sign_in_again(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    c = await corpus(engine)
+    await tab.sign_in(c.key)
+    await tab.page.evaluate(
+        "() => window.sessionStorage.setItem('similar-sessions.api-key', 'sk-test-revoked-key')"
+    )
+    await tab.page.reload()
+    await expect(tab.page.locator("#sign-in-error")).to_have_text(re.compile("no longer accepted"))
+    assert await tab.stored_key() is None
 
 
 async def test_a_key_without_the_scope_is_told_so(engine: AsyncEngine, tab: Tab) -> None:
@@ -343,6 +364,14 @@ async def test_an_entry_shows_the_band_word_the_number_in_a_tooltip_and_links_to
 
     link = neighbours.first.get_by_role("link", name="Cancelled flight, refund to card")
     await expect(link).to_have_attribute("href", f"{CONSOLE}?sessionId={c.close}")
+
+    # A keyboard user reaches the band and sees the tooltip's number while it has focus.
+    await link.focus()
+    await tab.page.keyboard.press("Tab")
+    band = neighbours.first.locator(".band")
+    await expect(band).to_be_focused()
+    shown = await band.evaluate("(el) => getComputedStyle(el, '::after').content")
+    assert shown == json.dumps(await band.get_attribute("title"))
     await expect(neighbours.first.locator("blockquote.passage")).to_have_text(
         "Cancelled flight; refund to card."
     )
@@ -445,6 +474,7 @@ async def test_an_error_shows_a_sentence_and_a_retry(
     await expect(tab.page.locator(".neighbour")).to_have_count(0)
     await problem.get_by_role("button", name="Retry").click()
     await expect(tab.page.locator(".neighbour")).to_have_count(3)
+    await expect(tab.page.locator(".neighbour-title").first).to_be_focused()
     assert len(tab.similar_requests()) == 2
 
 

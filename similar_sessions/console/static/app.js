@@ -4,7 +4,7 @@ import { Forbidden, RequestFailed, Unauthorized, apiKey, graphql } from "./api.j
 import { h } from "./dom.js";
 import { PAGE_SIZE, SESSION, SESSION_LIST } from "./queries.js";
 import { renderReplay, renderSessionHeader, renderSessionList } from "./sessions.js";
-import { similarPanel } from "./similar.js";
+import { forgetSimilarSessions, similarPanel } from "./similar.js";
 
 const FEATURE = "similarSessions";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -19,6 +19,8 @@ const accountName = document.getElementById("account-name");
 
 function showSignIn(message = "", { invalid = Boolean(message) } = {}) {
   apiKey.clear();
+  forgetSimilarSessions();
+  document.title = "Sign in · Runtime sessions";
   view.replaceChildren();
   account.hidden = true;
   signIn.hidden = false;
@@ -33,7 +35,9 @@ function showView(viewer, children) {
   account.hidden = false;
   accountName.textContent = viewer.name;
   view.replaceChildren(...children);
-  view.querySelector("h1")?.focus({ preventScroll: true });
+  const heading = view.querySelector("h1");
+  document.title = `${heading?.textContent ?? "Console"} · Runtime sessions`;
+  heading?.focus({ preventScroll: true });
 }
 
 function showProblem(sentence) {

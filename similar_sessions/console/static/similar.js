@@ -130,9 +130,24 @@ function problem(sentence, onRetry) {
   );
 }
 
+/** Forgets every answer, so a sign-out leaves nothing of the last account on the page. */
+export function forgetSimilarSessions() {
+  states.clear();
+}
+
+function announcement(state) {
+  if (state.status === "loading") return "Looking for similar sessions…";
+  if (state.status === "error") return "Similar sessions could not be loaded.";
+  if (state.status !== "ready") return "";
+  if (state.results.length === 0) return emptySentence(state.answer.degraded.reasons);
+  return `${plural(state.results.length, "similar session")} shown.`;
+}
+
 /** The panel for one session; `replayIds` lets a probe link to its replay entry. */
 export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized }) {
-  const body = h("div", { id: "similar-body", class: "panel-body", hidden: true });
+  const body = h("div", { id: "similar-body", class: "panel-body", hidden: true, tabindex: "-1" });
+  // Short news for screen readers; the list itself is not read out as it arrives.
+  const status = h("p", { class: "visually-hidden", role: "status" });
   const toggle = h(
     "button",
     {
@@ -149,6 +164,7 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
 
   async function load(after) {
     const first = after === null;
+    const shown = state.results.length;
     if (first) state.status = "loading";
     else state.more = "loading";
     render();
@@ -159,9 +175,9 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
       if (first) state.status = "ready";
       else state.more = "idle";
     } catch (error) {
+      if (first) state.status = "idle";
+      else state.more = "idle";
       if (error instanceof Unauthorized) {
-        if (first) state.status = "idle";
-        else state.more = "idle";
         onUnauthorized?.();
         return;
       }
@@ -169,16 +185,25 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
       if (first) state.status = "error";
       else state.more = "error";
     }
+    const hadFocus = body.contains(document.activeElement) || document.activeElement === document.body;
     render();
+    // A Retry or "Show more" button that was pressed is gone now: keep the reader's place.
+    if (hadFocus && !body.hidden) {
+      const next = body.querySelectorAll(".neighbour-title")[first ? 0 : shown];
+      (next ?? body.querySelector("button") ?? body).focus();
+    }
   }
 
   function render() {
     body.replaceChildren(...content());
     body.setAttribute("aria-busy", String(state.status === "loading"));
+    status.textContent = announcement(state);
   }
 
   function content() {
-    if (state.status === "loading") return [h("p", { class: "loading" }, "Looking for similar sessions…")];
+    if (state.status === "loading") {
+      return [h("p", { class: "loading" }, "Looking for similar sessions…")];
+    }
     if (state.status === "error") {
       return [problem(`Similar sessions could not be loaded. ${state.error}`, () => load(null))];
     }
@@ -191,10 +216,16 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
     if (state.results.length === 0) {
       parts.push(h("p", { class: "empty" }, emptySentence(answer.degraded.reasons)));
     } else {
-      parts.push(h("ol", { class: "neighbours" }, state.results.map((n) => neighbour(n, replayIds))));
+      parts.push(
+        h("ol", { class: "neighbours" }, state.results.map((n) => neighbour(n, replayIds))),
+      );
     }
     if (state.more === "error") {
-      parts.push(problem(`More similar sessions could not be loaded. ${state.error}`, () => load(answer.endCursor)));
+      parts.push(
+        problem(`More similar sessions could not be loaded. ${state.error}`, () =>
+          load(answer.endCursor),
+        ),
+      );
     } else if (answer.hasNextPage && answer.endCursor) {
       parts.push(
         h(
@@ -234,6 +265,7 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
     "section",
     { class: "panel", "aria-labelledby": "similar-toggle" },
     h("h2", { class: "panel-heading" }, toggle),
-    h("div", { class: "panel-region", "aria-live": "polite" }, body),
+    body,
+    status,
   );
 }
