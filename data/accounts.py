@@ -37,7 +37,12 @@ async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None
     digest = hash_key(key)
     row = (
         await conn.execute(
-            sa.select(t.api_keys.c.key_hash, t.api_keys.c.scopes, t.accounts.c.account_id, t.accounts.c.name)
+            sa.select(
+                t.api_keys.c.key_hash,
+                t.api_keys.c.scopes,
+                t.accounts.c.account_id,
+                t.accounts.c.name,
+            )
             .join(t.accounts, t.accounts.c.account_id == t.api_keys.c.account_id)
             .where(t.api_keys.c.key_hash == digest, t.api_keys.c.revoked_at.is_(None))
         )
@@ -45,7 +50,9 @@ async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None
     if row is None or not hmac.compare_digest(row.key_hash, digest):
         return None
     features = await conn.execute(
-        sa.select(t.account_features.c.feature).where(t.account_features.c.account_id == row.account_id)
+        sa.select(t.account_features.c.feature).where(
+            t.account_features.c.account_id == row.account_id
+        )
     )
     return Principal(row.account_id, row.name, frozenset(row.scopes), frozenset(features.scalars()))
 

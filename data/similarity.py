@@ -85,9 +85,7 @@ async def inventories(
             result[session_id].embedded.setdefault(model, []).append(chunk_id)
         elif not summaries_only or kind == "session_summary":
             pending[session_id] = pending.get(session_id, 0) + 1
-    return {
-        sid: Inventory(inv.embedded, pending.get(sid, 0)) for sid, inv in result.items()
-    }
+    return {sid: Inventory(inv.embedded, pending.get(sid, 0)) for sid, inv in result.items()}
 
 
 async def comparable_count(
@@ -180,7 +178,9 @@ async def nearest_chunks(
     identities = sorted({p.identity for p in probes}, key=str)
     groups = [(identity, paths[identity]) for identity in identities]
     params: dict[str, object] = {
-        "account_id": account_id, "per_probe": per_probe, "floor": floor,
+        "account_id": account_id,
+        "per_probe": per_probe,
+        "floor": floor,
         "overfetch": max(overfetch, per_probe),
     }
     for n, identity in enumerate(identities):
@@ -217,7 +217,8 @@ async def comparable_elsewhere(
     """The keys whose account has another session with a comparable chunk of the model."""
     if not asks:
         return set()
-    branches, params = [], {"account_id": account_id}
+    branches: list[str] = []
+    params: dict[str, object] = {"account_id": account_id}
     for n, (key, session_id, identity, cutoff) in enumerate(asks):
         branches.append(
             f"SELECT {int(key)} AS key WHERE EXISTS (SELECT 1 FROM session_chunks c "

@@ -49,7 +49,9 @@ accounts = sa.Table(
 api_keys = sa.Table(
     "api_keys",
     metadata,
-    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
     sa.Column("key_hash", sa.LargeBinary, primary_key=True),
     sa.Column("scopes", ARRAY(sa.Text), nullable=False),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
@@ -60,14 +62,18 @@ api_keys = sa.Table(
 account_features = sa.Table(
     "account_features",
     metadata,
-    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
     sa.Column("feature", sa.Text, primary_key=True),
 )
 
 embedding_settings = sa.Table(
     "embedding_settings",
     metadata,
-    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
     sa.Column("enabled", sa.Boolean, nullable=False),
     sa.Column("provider", sa.Text, nullable=False),
     sa.Column("model", sa.Text, nullable=False),
@@ -89,7 +95,9 @@ embedding_settings = sa.Table(
 runtime_sessions = sa.Table(
     "runtime_sessions",
     metadata,
-    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
     sa.Column("id", UUID(as_uuid=True), primary_key=True),
     sa.Column("title", sa.Text, nullable=False),
     sa.Column("source_type", sa.Text, nullable=False),
@@ -98,7 +106,9 @@ runtime_sessions = sa.Table(
     sa.Column("status", sa.Text, nullable=False),
     sa.Column("started_at", TZ, nullable=False),
     sa.Column("last_activity_at", TZ, nullable=False),
-    sa.Index("runtime_sessions_recent_idx", "account_id", sa.text("started_at DESC"), sa.text("id DESC")),
+    sa.Index(
+        "runtime_sessions_recent_idx", "account_id", sa.text("started_at DESC"), sa.text("id DESC")
+    ),
 )
 
 runtime_session_activity = sa.Table(
@@ -124,7 +134,9 @@ runtime_session_activity = sa.Table(
 api_usage = sa.Table(
     "api_usage",
     metadata,
-    sa.Column("account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True),
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
     sa.Column("id", UUID(as_uuid=True), primary_key=True),
     sa.Column("kind", sa.Text, nullable=False),
     sa.Column("runtime_session_id", UUID(as_uuid=True)),
@@ -170,7 +182,13 @@ session_chunks = sa.Table(
         "embedding_state <> 'embedded' OR (embedding IS NOT NULL AND embedding_model IS NOT NULL)",
         name="embedded_has_vector",
     ),
-    sa.Index("session_chunks_session_idx", "account_id", "runtime_session_id", "occurred_at", "chunk_index"),
+    sa.Index(
+        "session_chunks_session_idx",
+        "account_id",
+        "runtime_session_id",
+        "occurred_at",
+        "chunk_index",
+    ),
     sa.Index(
         "session_chunks_comparable_idx",
         "account_id",

@@ -13,6 +13,28 @@ from data.sessions import ActivityRow, SessionRow
 from resolvers import loaders
 from resolvers.similar import SimilarArgs, SimilarResult, Tuning
 
+MAX_SIMILAR_PER_REQUEST = 50
+
+
+class LimitExceeded(Exception):
+    """A request asked for more than a documented limit allows."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what}: at most {limit} per request")
+        self.limit = limit
+
+
+class RequestBudget:
+    """Counts the comparisons one request asks for, across every batch it runs."""
+
+    def __init__(self, limit: int = MAX_SIMILAR_PER_REQUEST) -> None:
+        self.limit, self.used = limit, 0
+
+    def spend(self) -> None:
+        self.used += 1
+        if self.used > self.limit:
+            raise LimitExceeded("similarSessions comparisons", self.limit)
+
 
 @dataclass(frozen=True)
 class Context:
@@ -24,6 +46,7 @@ class Context:
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
     replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
+    budget: RequestBudget = field(default_factory=RequestBudget)
 
     def __post_init__(self) -> None:
         account = self.principal.account_id

@@ -20,7 +20,9 @@ SENTENCES: dict[str, str] = {
         "This session was embedded with a model other than the account's configured one; "
         "it was compared only with sessions embedded by the same model."
     ),
-    "similar_window_applied": "Only sessions with passages inside the requested window were compared.",
+    "similar_window_applied": (
+        "Only sessions with passages inside the requested window were compared."
+    ),
     "similar_session_sampled": (
         "This session is longer than the probe budget; a sample of its passages was compared."
     ),

@@ -19,6 +19,7 @@ async def similar_sessions(
     context: Context, session_id: UUID, args: SimilarArgs
 ) -> SimilarResult | None:
     """The comparison for one session of the caller's account; None when it has no such session."""
+    context.budget.spend()
     return await context.similar.load((session_id, args))
 
 
@@ -54,9 +55,11 @@ def selects(selections: Iterable[Selection], *path: str) -> bool:
         return True
     for selection in selections:
         if isinstance(selection, FragmentSpread | InlineFragment):
-            if selects(selection.selections, *path):
-                return True
+            rest: tuple[str, ...] = path
         elif isinstance(selection, SelectedField) and selection.name == path[0]:
-            if selects(selection.selections, *path[1:]):
-                return True
+            rest = path[1:]
+        else:
+            continue
+        if selects(selection.selections, *rest):
+            return True
     return False

@@ -102,7 +102,9 @@ def rank_neighbours(hits: Iterable[Hit], max_matches: int) -> list[Neighbour]:
                 score=top + SIMILAR_BREADTH_WEIGHT * math.log(len(chunk_hits)),
                 similarity=top,
                 matched_chunk_count=len(chunk_hits),
-                matches=tuple(Match(h.chunk_id, h.similarity, h.probe) for h in chunk_hits[:max_matches]),
+                matches=tuple(
+                    Match(h.chunk_id, h.similarity, h.probe) for h in chunk_hits[:max_matches]
+                ),
             )
         )
     neighbours.sort(key=lambda n: n.sort_key)

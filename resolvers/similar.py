@@ -153,7 +153,9 @@ async def compare_sessions(
     setting = await embedding_setting(conn, account_id)
     found = [(i, sid, args) for i, (sid, args) in enumerate(keys) if sid in sessions]
     summaries_only = setting is not None and setting.scope == "summaries_only"
-    inventory = await sql.inventories(conn, account_id, [sid for _, sid, _ in found], summaries_only)
+    inventory = await sql.inventories(
+        conn, account_id, [sid for _, sid, _ in found], summaries_only
+    )
     configured = None if setting is None else str(setting.identity)
 
     plans: dict[int, _Plan] = {}
@@ -195,7 +197,7 @@ async def compare_sessions(
         for i, plan in plans.items()
         if plan.identity is not None and not by_key[i] and not timed_out
     ]
-    comparable = await sql.comparable_elsewhere(conn, account_id, lonely)  # type: ignore[arg-type]
+    comparable = await sql.comparable_elsewhere(conn, account_id, lonely)
     details = await _details(conn, account_id, plans, ranked)
     neighbour_ids = [n.session_id for page, _ in ranked.values() for n in page]
     neighbour_rows = await sessions_by_id(conn, account_id, neighbour_ids)
@@ -245,10 +247,14 @@ async def _lookup(
         async with conn.begin_nested():
             await sql.set_statement_timeout(conn, tuning.comparison_timeout_ms)
             hits = await sql.nearest_chunks(
-                conn, account_id, specs, paths,
+                conn,
+                account_id,
+                specs,
+                paths,
                 per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
                 floor=ranking.MIN_SIMILAR_SIMILARITY,
-                ef_search=tuning.ef_search, overfetch=tuning.overfetch,
+                ef_search=tuning.ef_search,
+                overfetch=tuning.overfetch,
             )
             return hits, False
     except DBAPIError as exc:
@@ -292,16 +298,27 @@ def _neighbour(
     matches = []
     for match in n.matches:
         chunk = details[match.chunk_id]
-        text = chunk.text if plan.args.include_match_text and chunk.redaction_state == "clear" else None
+        text = (
+            chunk.text
+            if plan.args.include_match_text and chunk.redaction_state == "clear"
+            else None
+        )
         matches.append(
             MatchResult(
-                chunk, match.similarity, ranking.band(match.similarity), text,
+                chunk,
+                match.similarity,
+                ranking.band(match.similarity),
+                text,
                 details[plan.probes[match.probe]],
             )
         )
     return NeighbourResult(
-        sessions[n.session_id], n.score, n.similarity, ranking.band(n.similarity),
-        n.matched_chunk_count, tuple(matches),
+        sessions[n.session_id],
+        n.score,
+        n.similarity,
+        ranking.band(n.similarity),
+        n.matched_chunk_count,
+        tuple(matches),
     )
 
 

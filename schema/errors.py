@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
+from resolvers.context import LimitExceeded
 from resolvers.similar import BadArgument
 
 
 def bad_user_input(exc: BadArgument) -> GraphQLError:
     return GraphQLError(str(exc), extensions={"code": "BAD_USER_INPUT", "argument": exc.argument})
+
+
+def limit_exceeded(exc: LimitExceeded) -> GraphQLError:
+    return GraphQLError(str(exc), extensions={"code": "LIMIT_EXCEEDED", "limit": exc.limit})

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from uuid import UUID
 
 import strawberry
+import structlog
 from graphql import GraphQLError
 from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimiter, SchemaExtension
+from strawberry.types import ExecutionContext
 
 from resolvers.context import Context
 from resolvers.fields import session_cursor, session_page
@@ -37,7 +39,9 @@ class Query:
     def viewer(self, info: strawberry.Info[Context, None]) -> Viewer:
         p = info.context.principal
         return Viewer(
-            account_id=p.account_id, name=p.account_name, features=sorted(p.features),
+            account_id=p.account_id,
+            name=p.account_name,
+            features=sorted(p.features),
             scopes=sorted(p.scopes),
         )
 
@@ -68,14 +72,30 @@ def _should_mask(error: GraphQLError) -> bool:
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
 
 
+log = structlog.get_logger(__name__)
 MAX_QUERY_DEPTH = 12
 MAX_ALIASES = 30
+
+
+class Schema(strawberry.Schema):
+    """Logs only unexpected errors, by type: never the query, its variables or any content."""
+
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        for error in errors:
+            if _should_mask(error):
+                log.error(
+                    "graphql_unexpected_error",
+                    error_type=type(error.original_error).__name__,
+                    path=error.path,
+                )
 
 
 def make_schema(
     extra_extensions: Sequence[type[SchemaExtension]] = (),
 ) -> strawberry.Schema:
-    return strawberry.Schema(
+    return Schema(
         query=Query,
         extensions=[
             lambda: QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH),

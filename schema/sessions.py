@@ -8,10 +8,10 @@ from uuid import UUID
 import strawberry
 
 from data.sessions import ActivityRow, SessionRow
-from resolvers.context import Context
+from resolvers.context import Context, LimitExceeded
 from resolvers.fields import selects, similar_sessions
 from resolvers.similar import BadArgument, SimilarArgs
-from schema.errors import bad_user_input
+from schema.errors import bad_user_input, limit_exceeded
 from schema.similar import SimilarSessions
 
 _GRAPHQL_NAMES = {
@@ -35,8 +35,13 @@ class ReplayEntry:
     @classmethod
     def of(cls, row: ActivityRow) -> ReplayEntry:
         return cls(
-            id=row.id, ordinal=row.ordinal, occurred_at=row.occurred_at, role=row.role,
-            kind=row.kind, content=row.content, api_usage_id=row.api_usage_id,
+            id=row.id,
+            ordinal=row.ordinal,
+            occurred_at=row.occurred_at,
+            role=row.role,
+            kind=row.kind,
+            content=row.content,
+            api_usage_id=row.api_usage_id,
         )
 
 
@@ -54,8 +59,13 @@ class RuntimeSession:
     @classmethod
     def of(cls, row: SessionRow) -> RuntimeSession:
         return cls(
-            id=row.id, title=row.title, source_type=row.source_type, source_id=row.source_id,
-            reference=row.reference, status=row.status, started_at=row.started_at,
+            id=row.id,
+            title=row.title,
+            source_type=row.source_type,
+            source_id=row.source_id,
+            reference=row.reference,
+            status=row.status,
+            started_at=row.started_at,
             last_activity_at=row.last_activity_at,
         )
 
@@ -86,6 +96,9 @@ class RuntimeSession:
             )
         except BadArgument as exc:
             raise bad_user_input(exc) from None
-        result = await similar_sessions(info.context, self.id, args)
+        try:
+            result = await similar_sessions(info.context, self.id, args)
+        except LimitExceeded as exc:
+            raise limit_exceeded(exc) from None
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result)

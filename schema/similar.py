@@ -55,12 +55,23 @@ class Match:
     def of(cls, m: MatchResult) -> Match:
         c, p = m.chunk, m.probe
         return cls(
-            document_id=c.id, source_kind=c.source_kind, source_id=c.source_id,
-            chunk_index=c.chunk_index, occurred_at=c.occurred_at, role=c.role,
-            similarity=m.similarity, band=m.band, redaction_state=c.redaction_state, text=m.text,
+            document_id=c.id,
+            source_kind=c.source_kind,
+            source_id=c.source_id,
+            chunk_index=c.chunk_index,
+            occurred_at=c.occurred_at,
+            role=c.role,
+            similarity=m.similarity,
+            band=m.band,
+            redaction_state=c.redaction_state,
+            text=m.text,
             probe=Probe(
-                document_id=p.id, source_kind=p.source_kind, source_id=p.source_id,
-                chunk_index=p.chunk_index, occurred_at=p.occurred_at, role=p.role,
+                document_id=p.id,
+                source_kind=p.source_kind,
+                source_id=p.source_id,
+                chunk_index=p.chunk_index,
+                occurred_at=p.occurred_at,
+                role=p.role,
             ),
         )
 
@@ -88,11 +99,19 @@ class Neighbour:
 
         s = n.session
         return cls(
-            runtime_session_id=s.id, session_source_type=s.source_type,
-            session_source_id=s.source_id, session_reference=s.reference, title=s.title,
-            started_at=s.started_at, last_activity_at=s.last_activity_at,
-            session=RuntimeSession.of(s), score=n.score, similarity=n.similarity, band=n.band,
-            matched_chunk_count=n.matched_chunk_count, matches=[Match.of(m) for m in n.matches],
+            runtime_session_id=s.id,
+            session_source_type=s.source_type,
+            session_source_id=s.source_id,
+            session_reference=s.reference,
+            title=s.title,
+            started_at=s.started_at,
+            last_activity_at=s.last_activity_at,
+            session=RuntimeSession.of(s),
+            score=n.score,
+            similarity=n.similarity,
+            band=n.band,
+            matched_chunk_count=n.matched_chunk_count,
+            matches=[Match.of(m) for m in n.matches],
             console_link=CONSOLE_PATH + str(s.id),
         )
 
@@ -116,14 +135,21 @@ class SimilarSessions:
     @classmethod
     def of(cls, r: SimilarResult) -> SimilarSessions:
         return cls(
-            runtime_session_id=r.runtime_session_id, model_identity=r.model_identity,
-            embedded_chunks=r.embedded_chunks, probe_chunks=r.probe_chunks,
-            pending_chunks=r.pending_chunks, window_days=r.args.window_days, limit=r.args.limit,
+            runtime_session_id=r.runtime_session_id,
+            model_identity=r.model_identity,
+            embedded_chunks=r.embedded_chunks,
+            probe_chunks=r.probe_chunks,
+            pending_chunks=r.pending_chunks,
+            window_days=r.args.window_days,
+            limit=r.args.limit,
             max_matches_per_session=r.args.max_matches_per_session,
             degraded=Degraded(
-                semantic=r.degraded.semantic, reasons=list(r.degraded.reasons),
+                semantic=r.degraded.semantic,
+                reasons=list(r.degraded.reasons),
                 detail=r.degraded.detail,
             ),
-            elapsed_ms=r.elapsed_ms, results=[Neighbour.of(n) for n in r.results],
-            end_cursor=r.next_cursor, has_next_page=r.next_cursor is not None,
+            elapsed_ms=r.elapsed_ms,
+            results=[Neighbour.of(n) for n in r.results],
+            end_cursor=r.next_cursor,
+            has_next_page=r.next_cursor is not None,
         )

@@ -10,9 +10,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.extensions import DisableIntrospection
 
@@ -23,13 +24,27 @@ from resolvers.context import Context
 from resolvers.similar import Tuning
 from schema.query import make_schema
 from similar_sessions.console.routes import routes as console_routes
-from similar_sessions.edge import EXCEPTION_HANDLERS, AuthMiddleware, context_for
+from similar_sessions.edge import (
+    EXCEPTION_HANDLERS,
+    AuthMiddleware,
+    context_for,
+    is_graphiql_page,
+)
+from similar_sessions.limits import BodySizeLimit
 from similar_sessions.logs import configure_logging
 from similar_sessions.rest import similar_route
 from similar_sessions.settings import Settings
 
 
 class GraphQLApp(GraphQL[Context, None]):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and is_graphiql_page(HTTPConnection(scope)):
+            # The IDE's page runs no query and needs no key (AuthMiddleware lets it pass).
+            response = await self.render_graphql_ide(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
     async def get_context(self, request: Any, response: Any) -> Context:
         return context_for(request)
 
@@ -54,7 +69,10 @@ async def healthz(request: Request) -> Response:
 
 
 def create_app(
-    settings: Settings | None = None, *, engine: AsyncEngine | None = None, run_migrations: bool = True
+    settings: Settings | None = None,
+    *,
+    engine: AsyncEngine | None = None,
+    run_migrations: bool = True,
 ) -> Starlette:
     """The app; with no engine given it opens DATABASE_URL (or the embedded server) at start-up."""
     settings = settings or Settings.from_env()
@@ -88,8 +106,8 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(AuthMiddleware)],
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
+        exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
     app.state.settings = settings

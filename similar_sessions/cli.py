@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -41,8 +42,10 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from similar_sessions.app import create_app
 
-    print(f"serving on http://{args.host}:{args.port} (console at /console/runtime-sessions)",
-          file=sys.stderr)
+    print(
+        f"serving on http://{args.host}:{args.port} (console at /console/runtime-sessions)",
+        file=sys.stderr,
+    )
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -66,16 +69,19 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    async def work(engine: AsyncEngine) -> int:
-        if args.output in (None, "-"):
-            lines = await export(engine, sys.stdout)
-        else:
-            with open(args.output, "w", encoding="utf-8") as out:
-                lines = await export(engine, out)
-        print(f"exported {lines} lines", file=sys.stderr)
-        return 0
+    to_stdout = args.output in (None, "-")
+    with (
+        contextlib.nullcontext(sys.stdout)
+        if to_stdout
+        else open(args.output, "w", encoding="utf-8") as out
+    ):
 
-    return asyncio.run(with_engine(settings, work))
+        async def work(engine: AsyncEngine) -> int:
+            lines = await export(engine, out)
+            print(f"exported {lines} lines", file=sys.stderr)
+            return 0
+
+        return asyncio.run(with_engine(settings, work))
 
 
 Command = Callable[[Settings, argparse.Namespace], int]
@@ -83,7 +89,8 @@ Command = Callable[[Settings, argparse.Namespace], int]
 
 def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     top = argparse.ArgumentParser(
-        prog="similar-sessions", description="Sessions similar to this one, on PostgreSQL + pgvector."
+        prog="similar-sessions",
+        description="Sessions similar to this one, on PostgreSQL + pgvector.",
     )
     sub = top.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="migrate, then serve the API and console")
@@ -95,7 +102,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     exp = sub.add_parser("export", help="write every account back in the import format")
     exp.add_argument("-o", "--output", default=None)
     commands: dict[str, Command] = {
-        "serve": cmd_serve, "migrate": cmd_migrate, "import": cmd_import, "export": cmd_export,
+        "serve": cmd_serve,
+        "migrate": cmd_migrate,
+        "import": cmd_import,
+        "export": cmd_export,
     }
     return top, commands
 

@@ -77,7 +77,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
-        if self._is_graphiql_page(connection):
+        if is_graphiql_page(connection):
             await self.app(scope, receive, send)
             return
         try:
@@ -88,9 +88,7 @@ class AuthMiddleware:
             )
             response.headers["WWW-Authenticate"] = "Bearer"
         except Forbidden:
-            response = error(
-                403, "forbidden", "this API key lacks the view_runtime_sessions scope"
-            )
+            response = error(403, "forbidden", "this API key lacks the view_runtime_sessions scope")
         except Exception as exc:
             if not is_unavailable(exc):
                 raise
@@ -101,11 +99,12 @@ class AuthMiddleware:
             return
         await response(scope, receive, send)
 
-    @staticmethod
-    def _is_graphiql_page(connection: HTTPConnection) -> bool:
-        return (
-            connection.scope["method"] == "GET"
-            and connection.url.path == "/graphql"
-            and "text/html" in connection.headers.get("accept", "")
-            and bool(connection.app.state.settings.graphiql)
-        )
+
+def is_graphiql_page(connection: HTTPConnection) -> bool:
+    """A browser asking /graphql for the GraphiQL page, when GraphiQL is on."""
+    return (
+        connection.scope["method"] == "GET"
+        and connection.url.path == "/graphql"
+        and "text/html" in connection.headers.get("accept", "")
+        and bool(connection.app.state.settings.graphiql)
+    )

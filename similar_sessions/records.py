@@ -186,8 +186,9 @@ def describe(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "union_tag_invalid":
-            where, message = "type", (
-                f"unknown type {error['ctx']['tag']}; expected account, session, activity or chunk"
+            where, message = (
+                "type",
+                f"unknown type {error['ctx']['tag']}; expected account, session, activity or chunk",
             )
         elif error["type"] == "union_tag_not_found":
             where, message = "type", "every line needs a 'type'"
@@ -195,4 +196,3 @@ def describe(exc: ValidationError) -> str:
             where, message = "", f"malformed JSON ({error.get('ctx', {}).get('error', '')})"
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
-

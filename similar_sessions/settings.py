@@ -66,7 +66,9 @@ class Settings:
             log_level=env.get("SIMILAR_SESSIONS_LOG_LEVEL", "WARNING").upper(),
             pool_size=_int(env, "SIMILAR_SESSIONS_POOL_SIZE", 5, 1, 200),
             pool_timeout_s=_int(env, "SIMILAR_SESSIONS_POOL_TIMEOUT_S", 5, 1, 300),
-            statement_timeout_ms=_int(env, "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000),
+            statement_timeout_ms=_int(
+                env, "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS", 5000, 10, 600_000
+            ),
             comparison_timeout_ms=_int(
                 env, "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS", 3000, 10, 600_000
             ),

@@ -7,10 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from uuid import UUID
 
-import structlog
 import sqlalchemy as sa
+import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import load
@@ -49,8 +48,10 @@ class ParsedFile:
     @property
     def counts(self) -> dict[str, int]:
         return {
-            "accounts": len(self.accounts), "sessions": len(self.sessions),
-            "activity": len(self.activity), "chunks": len(self.chunks),
+            "accounts": len(self.accounts),
+            "sessions": len(self.sessions),
+            "activity": len(self.activity),
+            "chunks": len(self.chunks),
         }
 
 
@@ -66,8 +67,10 @@ def parse_lines(path: str, lines: Iterable[str]) -> ParsedFile:
             errors.append(LineError(path, number, str(exc)))
             continue
         bucket = {
-            "account": parsed.accounts, "session": parsed.sessions,
-            "activity": parsed.activity, "chunk": parsed.chunks,
+            "account": parsed.accounts,
+            "session": parsed.sessions,
+            "activity": parsed.activity,
+            "chunk": parsed.chunks,
         }[record.type]
         bucket.append((number, record))  # type: ignore[attr-defined]
     if errors:
@@ -125,7 +128,10 @@ async def write(conn: AsyncConnection, parsed: ParsedFile) -> None:
     for _, row in chunk_rows:
         row["embedding_state"] = ChunkRecord.stored_state(row["embedding_state"], row["embedding"])
         row["content_hash"] = load.content_hash(row["content"])
-    for table, rows in ((t.runtime_session_activity, activity_rows), (t.session_chunks, chunk_rows)):
+    for table, rows in (
+        (t.runtime_session_activity, activity_rows),
+        (t.session_chunks, chunk_rows),
+    ):
         owners = await load.existing_owners(conn, table, [row["id"] for _, row in rows])
         for line, row in rows:
             if owners.get(row["id"], row["account_id"]) != row["account_id"]:
@@ -160,4 +166,3 @@ async def export(engine: AsyncEngine, out: IO[str]) -> int:
             out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             count += 1
     return count
-

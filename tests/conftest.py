@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -18,9 +18,11 @@ from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
 from similar_sessions.app import create_app
+from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
 
 _counter = itertools.count()
+configure_logging("WARNING")
 
 
 def _with_database(url: str, database: str) -> str:
@@ -68,16 +70,30 @@ async def _drop(server_url: str, name: str) -> None:
 
 
 @pytest.fixture
-async def database_url(server_url: str, template_db: str) -> AsyncIterator[str]:
-    """A fresh database cloned from the migrated template, dropped afterwards."""
-    name = f"sstest_{os.getpid()}_{next(_counter)}"
-    admin = await asyncpg.connect(_asyncpg_dsn(_with_database(server_url, "postgres")))
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    finally:
-        await admin.close()
-    yield _with_database(server_url, name)
-    await _drop(server_url, name)
+async def new_database(
+    server_url: str, template_db: str
+) -> AsyncIterator[Callable[[], Awaitable[str]]]:
+    """Makes fresh databases cloned from the migrated template; drops them afterwards."""
+    made: list[str] = []
+
+    async def make() -> str:
+        name = f"sstest_{os.getpid()}_{next(_counter)}"
+        admin = await asyncpg.connect(_asyncpg_dsn(_with_database(server_url, "postgres")))
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        finally:
+            await admin.close()
+        made.append(name)
+        return _with_database(server_url, name)
+
+    yield make
+    for name in made:
+        await _drop(server_url, name)
+
+
+@pytest.fixture
+async def database_url(new_database: Callable[[], Awaitable[str]]) -> str:
+    return await new_database()
 
 
 @pytest.fixture

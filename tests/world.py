@@ -54,15 +54,22 @@ class World:
     ) -> tuple[str, str]:
         account_id, key = uid(), key or f"sk-test-{name}-{uid()[:8]}"
         record: dict[str, Any] = {
-            "type": "account", "id": account_id, "name": name, "features": list(features),
+            "type": "account",
+            "id": account_id,
+            "name": name,
+            "features": list(features),
             "api_keys": [{"key": key, "scopes": list(scopes)}],
         }
         if model is not None:
             provider, rest = model.split(":", 1)
             model_name, dims = rest.rsplit("@", 1)
             record["embedding"] = {
-                "enabled": enabled, "provider": provider, "model": model_name,
-                "dimensions": int(dims), "scope": scope, "daily_cap_usd": daily_cap_usd,
+                "enabled": enabled,
+                "provider": provider,
+                "model": model_name,
+                "dimensions": int(dims),
+                "scope": scope,
+                "daily_cap_usd": daily_cap_usd,
             }
         self.lines.append(record)
         return account_id, key
@@ -70,12 +77,20 @@ class World:
     def session(self, account_id: str, title: str = "a session", *, day: int = 0) -> str:
         session_id = uid()
         started = T0 + timedelta(days=day)
-        self.lines.append({
-            "type": "session", "id": session_id, "account_id": account_id, "title": title,
-            "source_type": "agent", "source_id": f"src-{session_id[:8]}",
-            "reference": f"ref-{session_id[:8]}", "status": "completed",
-            "started_at": started.isoformat(), "last_activity_at": (started + timedelta(hours=1)).isoformat(),
-        })
+        self.lines.append(
+            {
+                "type": "session",
+                "id": session_id,
+                "account_id": account_id,
+                "title": title,
+                "source_type": "agent",
+                "source_id": f"src-{session_id[:8]}",
+                "reference": f"ref-{session_id[:8]}",
+                "status": "completed",
+                "started_at": started.isoformat(),
+                "last_activity_at": (started + timedelta(hours=1)).isoformat(),
+            }
+        )
         return session_id
 
     def chunk(
@@ -93,14 +108,23 @@ class World:
         source_id: str | None = None,
     ) -> str:
         chunk_id = uid()
-        self.lines.append({
-            "type": "chunk", "id": chunk_id, "runtime_session_id": session_id, "source_kind": kind,
-            "source_id": source_id or uid(), "chunk_index": index,
-            "occurred_at": (occurred_at or T0 + timedelta(minutes=index)).isoformat(),
-            "role": "assistant", "content": content or f"passage {index} of {session_id[:8]}",
-            "redaction_state": redaction, "embedding_state": state,
-            "embedding_model": model if vector is not None else None, "embedding": vector,
-        })
+        self.lines.append(
+            {
+                "type": "chunk",
+                "id": chunk_id,
+                "runtime_session_id": session_id,
+                "source_kind": kind,
+                "source_id": source_id or uid(),
+                "chunk_index": index,
+                "occurred_at": (occurred_at or T0 + timedelta(minutes=index)).isoformat(),
+                "role": "assistant",
+                "content": content or f"passage {index} of {session_id[:8]}",
+                "redaction_state": redaction,
+                "embedding_state": state,
+                "embedding_model": model if vector is not None else None,
+                "embedding": vector,
+            }
+        )
         return chunk_id
 
     def activity(
@@ -115,12 +139,19 @@ class World:
     ) -> str:
         """One replay row of a session (a runtime_session_activity record)."""
         activity_id = uid()
-        self.lines.append({
-            "type": "activity", "id": activity_id, "runtime_session_id": session_id,
-            "ordinal": ordinal,
-            "occurred_at": (occurred_at or T0 + timedelta(minutes=ordinal)).isoformat(),
-            "role": role, "kind": kind, "content": content, "api_usage_id": None,
-        })
+        self.lines.append(
+            {
+                "type": "activity",
+                "id": activity_id,
+                "runtime_session_id": session_id,
+                "ordinal": ordinal,
+                "occurred_at": (occurred_at or T0 + timedelta(minutes=ordinal)).isoformat(),
+                "role": role,
+                "kind": kind,
+                "content": content,
+                "api_usage_id": None,
+            }
+        )
         return activity_id
 
     def jsonl(self) -> list[str]:

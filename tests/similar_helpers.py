@@ -1,0 +1,66 @@
+"""Helpers for the comparison's database tests: the exact answer by a forced full scan."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from resolvers.similar import SimilarArgs, SimilarResult, Tuning, compare_sessions
+
+EXACT_SQL = """
+SELECT c.id, 1 - ((c.embedding::vector(384)) <=> (p.embedding::vector(384))) AS similarity
+FROM session_chunks c, session_chunks p
+WHERE p.account_id = :account AND p.id = :probe
+  AND c.account_id = :account AND c.runtime_session_id <> p.runtime_session_id
+  AND c.embedding_model = p.embedding_model
+  AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
+  AND 1 - ((c.embedding::vector(384)) <=> (p.embedding::vector(384))) >= 0.35
+ORDER BY (c.embedding::vector(384)) <=> (p.embedding::vector(384)), c.id
+LIMIT 25
+"""
+
+
+async def full_scan(engine: AsyncEngine, account: str, probe: uuid.UUID) -> list[uuid.UUID]:
+    """The 25 nearest candidates of one probe by a sequential scan: the exact answer."""
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("SET LOCAL enable_indexscan = off"))
+        await conn.execute(sa.text("SET LOCAL enable_bitmapscan = off"))
+        rows = await conn.execute(sa.text(EXACT_SQL), {"account": account, "probe": probe})
+        return [row[0] for row in rows]
+
+
+async def compare(
+    engine: AsyncEngine,
+    account: str,
+    session: str,
+    tuning: Tuning | None = None,
+    **args: Any,
+) -> SimilarResult:
+    async with engine.begin() as conn:
+        [result] = await compare_sessions(
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(session), SimilarArgs(**args))],
+            tuning or Tuning(),
+        )
+    assert result is not None
+    return result
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"}
+
+
+async def graphql(
+    client: httpx.AsyncClient, key: str, query: str, **variables: Any
+) -> dict[str, Any]:
+    response = await client.post(
+        "/graphql", json={"query": query, "variables": variables}, headers=bearer(key)
+    )
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body

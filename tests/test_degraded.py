@@ -1,0 +1,35 @@
+import pytest
+
+from resolvers.degraded import SENTENCES, degraded
+
+CONTRACT_ORDER = [
+    "semantic_disabled_by_deployment",
+    "semantic_not_enabled",
+    "similar_session_not_embedded",
+    "semantic_backfill_incomplete",
+    "semantic_model_mismatch",
+    "similar_window_applied",
+    "similar_session_sampled",
+    "similar_no_comparable_sessions",
+]
+
+
+def test_the_contracts_codes_come_first_in_its_order() -> None:
+    assert list(SENTENCES)[: len(CONTRACT_ORDER)] == CONTRACT_ORDER
+
+
+def test_reasons_are_ordered_and_detail_joins_one_sentence_each() -> None:
+    block = degraded(True, {"similar_session_sampled", "semantic_model_mismatch"})
+    assert block.reasons == ("semantic_model_mismatch", "similar_session_sampled")
+    assert block.detail == (
+        SENTENCES["semantic_model_mismatch"] + " " + SENTENCES["similar_session_sampled"]
+    )
+
+
+def test_no_reason_means_no_detail() -> None:
+    assert degraded(True, set()).detail is None
+
+
+def test_an_undocumented_code_is_refused() -> None:
+    with pytest.raises(ValueError, match="undocumented"):
+        degraded(True, {"made_up"})

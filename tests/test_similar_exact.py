@@ -1,0 +1,164 @@
+"""The served lookups equal the exact answer of a full scan, on both lookup paths."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.identity import ModelIdentity
+from data.similarity import LookupPath, ProbeSpec, nearest_chunks
+from resolvers.ranking import probe_positions
+from resolvers.similar import Tuning
+from tests.similar_helpers import compare, full_scan
+from tests.world import World, blend, direction, unit
+
+IDENTITY = ModelIdentity.parse("local:hash-384@384")
+EXACT = Tuning(exact_scan_max_chunks=1_000_000)
+INDEX = Tuning(exact_scan_max_chunks=0)
+
+
+async def crowded_world(engine: AsyncEngine) -> tuple[str, str, list[str]]:
+    """One small account among a crowd of near-identical vectors in other accounts, and a
+    viewed session whose own chunks are the nearest of all."""
+    world = World()
+    topic = direction(7)
+    account, _ = world.account("small")
+    viewed = world.session(account, "viewed")
+    for i in range(12):
+        world.chunk(viewed, blend(topic, direction(1000 + i), 0.05), index=i)
+    others = []
+    rng = np.random.default_rng(3)
+    for s in range(10):
+        other = world.session(account, f"other {s}")
+        others.append(other)
+        for i in range(6):
+            world.chunk(
+                other, blend(topic, direction(2000 + s * 10 + i), rng.uniform(0.3, 0.7)), index=i
+            )
+    for a in range(6):
+        crowd_account, _ = world.account(f"crowd {a}")
+        for s in range(10):
+            crowd = world.session(crowd_account)
+            for i in range(20):
+                world.chunk(
+                    crowd, blend(topic, direction(5000 + a * 1000 + s * 20 + i), 0.1), index=i
+                )
+    await world.write(engine)
+    return account, viewed, others
+
+
+async def test_the_naive_index_query_loses_rows_in_this_world(engine: AsyncEngine) -> None:
+    account, viewed, _ = await crowded_world(engine)
+    async with engine.begin() as conn:
+        probe = (
+            await conn.execute(
+                sa.text(
+                    "SELECT embedding FROM session_chunks WHERE runtime_session_id = :s LIMIT 1"
+                ),
+                {"s": viewed},
+            )
+        ).scalar_one()
+        await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+        rows = await conn.execute(
+            sa.text(
+                "SELECT id FROM session_chunks WHERE embedding_model = 'local:hash-384@384' "
+                "AND redaction_state = 'clear' AND embedding_state = 'embedded' "
+                "AND account_id = :a AND runtime_session_id <> :s "
+                "ORDER BY (embedding::vector(384)) <=> CAST(:q AS vector(384)) LIMIT 25"
+            ),
+            {"a": account, "s": viewed, "q": probe},
+        )
+        naive = rows.all()
+    assert len(naive) < 25, "the trap this test guards against did not reproduce"
+
+
+async def _per_probe(
+    engine: AsyncEngine, account: str, viewed: str, path: LookupPath
+) -> tuple[dict[int, list[uuid.UUID]], list[uuid.UUID]]:
+    async with engine.begin() as conn:
+        chunks = (
+            (
+                await conn.execute(
+                    sa.text(
+                        "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
+                        "ORDER BY occurred_at, chunk_index, id"
+                    ),
+                    {"s": viewed},
+                )
+            )
+            .scalars()
+            .all()
+        )
+        probes = [chunks[p] for p in probe_positions(len(chunks))]
+        specs = [
+            ProbeSpec(0, n, chunk, uuid.UUID(viewed), IDENTITY, None)
+            for n, chunk in enumerate(probes)
+        ]
+        rows = await nearest_chunks(
+            conn,
+            uuid.UUID(account),
+            specs,
+            {IDENTITY: path},
+            per_probe=25,
+            floor=0.35,
+            ef_search=200,
+            overfetch=100,
+        )
+    served: dict[int, list[uuid.UUID]] = {n: [] for n in range(len(probes))}
+    for row in sorted(rows, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
+        served[row.probe].append(row.chunk_id)
+    return served, probes
+
+
+async def _assert_served_equals_exact(engine: AsyncEngine, path: LookupPath) -> None:
+    account, viewed, _ = await crowded_world(engine)
+    served, probes = await _per_probe(engine, account, viewed, path)
+    for n, probe in enumerate(probes):
+        exact = await full_scan(engine, account, probe)
+        assert len(exact) == 25
+        assert served[n] == exact, f"probe {n} differs from the full scan"
+
+
+async def test_exact_path_equals_the_full_scan(engine: AsyncEngine) -> None:
+    await _assert_served_equals_exact(engine, LookupPath.EXACT)
+
+
+async def test_index_path_equals_the_full_scan_despite_the_crowd(engine: AsyncEngine) -> None:
+    await _assert_served_equals_exact(engine, LookupPath.INDEX)
+
+
+async def test_the_path_is_chosen_by_the_accounts_size(engine: AsyncEngine) -> None:
+    account, viewed, others = await crowded_world(engine)
+    small = await compare(engine, account, viewed, Tuning(exact_scan_max_chunks=72))
+    large = await compare(engine, account, viewed, Tuning(exact_scan_max_chunks=71))
+    assert (small.lookup_path, large.lookup_path) == ("exact", "index")
+    assert [n.session.id for n in small.results] == [n.session.id for n in large.results]
+    assert {str(n.session.id) for n in small.results} <= set(others)
+
+
+async def test_both_paths_agree_on_every_similarity(engine: AsyncEngine) -> None:
+    world = World()
+    account, _ = world.account()
+    rng = np.random.default_rng(11)
+    centres = [direction(40 + k) for k in range(4)]
+    sessions = []
+    for s in range(40):
+        sid = world.session(account)
+        sessions.append(sid)
+        centre = centres[s % 4]
+        for i in range(int(rng.integers(3, 15))):
+            world.chunk(
+                sid,
+                unit(centre / np.linalg.norm(centre) + 0.6 * rng.standard_normal(384) / 19.6),
+                index=i,
+            )
+    await world.write(engine)
+    for viewed in sessions[:6]:
+        exact = await compare(engine, account, viewed, EXACT, limit=20, max_matches_per_session=5)
+        index = await compare(engine, account, viewed, INDEX, limit=20, max_matches_per_session=5)
+        assert [(n.session.id, round(n.score, 9)) for n in exact.results] == [
+            (n.session.id, round(n.score, 9)) for n in index.results
+        ]

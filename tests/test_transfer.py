@@ -1,0 +1,183 @@
+"""Import and export: whole files or nothing, idempotent, and a faithful round trip."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.engine import make_engine
+from similar_sessions.transfer import ImportRefused, export, import_file
+from tests.world import World, blend, direction
+
+TABLES = (
+    "accounts",
+    "api_keys",
+    "account_features",
+    "embedding_settings",
+    "runtime_sessions",
+    "runtime_session_activity",
+    "session_chunks",
+    "embedding_models",
+)
+
+
+def sample_world() -> World:
+    world = World()
+    account, _ = world.account("acme", key="sk-test-acme-000001")
+    other, _ = world.account("globex", key="sk-test-globex-00001", model=None, features=())
+    for owner in (account, other):
+        session = world.session(owner, "fixing the migration")
+        world.lines.append(
+            {
+                "type": "activity",
+                "id": f"7c0c1a3e-55a3-4c21-9e1c-{len(world.lines):012d}",
+                "runtime_session_id": session,
+                "ordinal": 0,
+                "occurred_at": "2026-01-01T00:00:00+00:00",
+                "role": "user",
+                "kind": "message",
+                "content": "the migration fails",
+                "api_usage_id": None,
+            }
+        )
+        world.chunk(session, blend(direction(1), direction(2), 0.3), index=0)
+        world.chunk(session, None, index=1)
+        world.chunk(session, blend(direction(1), direction(3), 0.3), index=2, redaction="withheld")
+    return world
+
+
+def write_file(tmp_path: Path, lines: list[str], name: str = "data.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+async def counts(engine: AsyncEngine) -> dict[str, int]:
+    async with engine.connect() as conn:
+        return {
+            t: (await conn.execute(sa.text(f"SELECT count(*) FROM {t}"))).scalar_one()
+            for t in TABLES
+        }
+
+
+async def dump(engine: AsyncEngine) -> str:
+    out = io.StringIO()
+    await export(engine, out)
+    return out.getvalue()
+
+
+async def test_importing_twice_changes_nothing(engine: AsyncEngine, tmp_path: Path) -> None:
+    path = write_file(tmp_path, sample_world().jsonl())
+    await import_file(engine, path)
+    first, first_counts = await dump(engine), await counts(engine)
+    await import_file(engine, path)
+    assert await dump(engine) == first
+    assert await counts(engine) == first_counts
+    assert first_counts["session_chunks"] == 6 and first_counts["embedding_models"] == 1
+
+
+async def test_an_export_imports_into_an_empty_database_unchanged(
+    engine: AsyncEngine, new_database: Callable[[], Awaitable[str]], tmp_path: Path
+) -> None:
+    await import_file(engine, write_file(tmp_path, sample_world().jsonl()))
+    exported = await dump(engine)
+    assert "sk-test" not in exported, "API keys are never exported"
+    empty = make_engine(await new_database())
+    try:
+        await import_file(empty, write_file(tmp_path, exported.splitlines(), "export.jsonl"))
+        assert await dump(empty) == exported
+        assert await counts(empty) == {**await counts(engine), "api_keys": 0}
+    finally:
+        await empty.dispose()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda lines: [*lines[:-1], "{not json"], "malformed JSON"),
+        (lambda lines: [*lines[:-1], '{"type": "planet", "id": "x"}'], "unknown type"),
+        (
+            lambda lines: [
+                *lines[:-1],
+                json.dumps({**json.loads(lines[-1]), "embedding": [0.1] * 3}),
+            ],
+            "embedding has 3 dimensions, model local:hash-384@384 needs 384",
+        ),
+        (
+            lambda lines: [
+                *lines[:-1],
+                json.dumps(
+                    {
+                        **json.loads(lines[-1]),
+                        "runtime_session_id": "00000000-0000-4000-8000-000000000000",
+                    }
+                ),
+            ],
+            "runtime_session_id: unknown session",
+        ),
+        (
+            lambda lines: [
+                *lines[:-1],
+                json.dumps({**json.loads(lines[-1]), "embedding_model": "hash 384"}),
+            ],
+            "is not of the form <provider>:<model>@<dimensions>",
+        ),
+        (
+            lambda lines: [
+                *lines[:-1],
+                json.dumps({**json.loads(lines[-1]), "occurred_at": "2026-01-01T00:00:00"}),
+            ],
+            "occurred_at: Input should have timezone info",
+        ),
+    ],
+)
+async def test_a_bad_line_is_reported_and_nothing_of_the_file_is_written(
+    engine: AsyncEngine, tmp_path: Path, mutate: object, reason: str
+) -> None:
+    world = World()
+    account, _ = world.account()
+    session = world.session(account)
+    world.chunk(session, blend(direction(1), direction(2), 0.2))
+    lines = mutate(world.jsonl())  # type: ignore[operator]
+    path = write_file(tmp_path, lines)
+    before = await counts(engine)
+    with pytest.raises(ImportRefused) as refused:
+        await import_file(engine, path)
+    [error] = refused.value.errors
+    assert (error.path, error.line) == (str(path), len(lines))
+    assert reason in error.reason
+    assert f"{path}:{len(lines)}:" in str(refused.value)
+    assert await counts(engine) == before
+
+
+async def test_sessions_of_an_unknown_account_are_refused(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    world = World()
+    world.session("00000000-0000-4000-8000-000000000001")
+    with pytest.raises(ImportRefused, match="unknown account"):
+        await import_file(engine, write_file(tmp_path, world.jsonl()))
+
+
+async def test_import_lists_exactly_that_accounts_sessions(
+    engine: AsyncEngine, tmp_path: Path, client: object
+) -> None:
+    import httpx
+
+    assert isinstance(client, httpx.AsyncClient)
+    await import_file(engine, write_file(tmp_path, sample_world().jsonl()))
+    query = "{ runtimeSessions(first: 10) { nodes { title } } viewer { name } }"
+    for key, name in (("sk-test-acme-000001", "acme"), ("sk-test-globex-00001", "globex")):
+        body = (
+            await client.post(
+                "/graphql", json={"query": query}, headers={"authorization": f"Bearer {key}"}
+            )
+        ).json()
+        assert body["data"]["viewer"]["name"] == name
+        assert len(body["data"]["runtimeSessions"]["nodes"]) == 1
