@@ -14,6 +14,7 @@ const signIn = document.getElementById("sign-in");
 const signInForm = document.getElementById("sign-in-form");
 const keyInput = document.getElementById("api-key");
 const signInError = document.getElementById("sign-in-error");
+const signInButton = signInForm.querySelector("button[type=submit]");
 const account = document.getElementById("account");
 const accountName = document.getElementById("account-name");
 
@@ -97,6 +98,8 @@ async function route(key = apiKey.get(), { signingIn = false } = {}) {
     return;
   }
   view.setAttribute("aria-busy", "true");
+  if (!view.hasChildNodes()) view.replaceChildren(h("p", { class: "loading" }, "Loading…"));
+  signInButton.disabled = true;
   try {
     const [viewer, children] = await load(key);
     if (signingIn) {
@@ -114,14 +117,19 @@ async function route(key = apiKey.get(), { signingIn = false } = {}) {
     } else if (error instanceof Forbidden) {
       showSignIn("That API key lacks the view_runtime_sessions scope.");
     } else if (error instanceof RequestFailed) {
-      if (signingIn) signInError.textContent = `${error.message} Try again.`;
-      else showProblem(`The console could not load this page. ${error.message}`);
+      if (signingIn) {
+        view.replaceChildren();
+        signInError.textContent = `${error.message} Try again.`;
+      } else {
+        showProblem(`The console could not load this page. ${error.message}`);
+      }
     } else {
       showProblem("The console ran into an unexpected problem.");
       throw error;
     }
   } finally {
     view.removeAttribute("aria-busy");
+    signInButton.disabled = false;
   }
 }
 
