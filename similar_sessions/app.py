@@ -23,6 +23,7 @@ from data.server import resolve_url
 from resolvers.context import Context
 from resolvers.similar import Tuning
 from schema.query import make_schema
+from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.edge import (
     EXCEPTION_HANDLERS,
     AuthMiddleware,
@@ -101,6 +102,7 @@ def create_app(
         Route("/healthz", healthz),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
+        *console_routes,
     ]
     app = Starlette(
         routes=routes,

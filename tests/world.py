@@ -105,6 +105,7 @@ class World:
         state: str | None = None,
         kind: str = "transcript_message",
         occurred_at: datetime | None = None,
+        source_id: str | None = None,
     ) -> str:
         chunk_id = uid()
         self.lines.append(
@@ -113,7 +114,7 @@ class World:
                 "id": chunk_id,
                 "runtime_session_id": session_id,
                 "source_kind": kind,
-                "source_id": uid(),
+                "source_id": source_id or uid(),
                 "chunk_index": index,
                 "occurred_at": (occurred_at or T0 + timedelta(minutes=index)).isoformat(),
                 "role": "assistant",
@@ -125,6 +126,33 @@ class World:
             }
         )
         return chunk_id
+
+    def activity(
+        self,
+        session_id: str,
+        ordinal: int,
+        content: str,
+        *,
+        role: str = "user",
+        kind: str = "message",
+        occurred_at: datetime | None = None,
+    ) -> str:
+        """One replay row of a session (a runtime_session_activity record)."""
+        activity_id = uid()
+        self.lines.append(
+            {
+                "type": "activity",
+                "id": activity_id,
+                "runtime_session_id": session_id,
+                "ordinal": ordinal,
+                "occurred_at": (occurred_at or T0 + timedelta(minutes=ordinal)).isoformat(),
+                "role": role,
+                "kind": kind,
+                "content": content,
+                "api_usage_id": None,
+            }
+        )
+        return activity_id
 
     def jsonl(self) -> list[str]:
         return [json.dumps(line) for line in self.lines]

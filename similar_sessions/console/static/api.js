@@ -1,0 +1,67 @@
+// The one way the console talks to the server: POST /graphql with the operator's key.
+
+const KEY_NAME = "similar-sessions.api-key";
+
+/** The API key lives in this tab's sessionStorage only: never in the URL, never logged. */
+export const apiKey = {
+  get() {
+    return window.sessionStorage.getItem(KEY_NAME);
+  },
+  set(key) {
+    window.sessionStorage.setItem(KEY_NAME, key);
+  },
+  clear() {
+    window.sessionStorage.removeItem(KEY_NAME);
+  },
+};
+
+/** The server refused the key (401). */
+export class Unauthorized extends Error {}
+
+/** The key is valid but lacks the scope to view sessions (403). */
+export class Forbidden extends Error {}
+
+/** Anything else that kept an answer from arriving; `message` is a sentence for people. */
+export class RequestFailed extends Error {}
+
+export async function graphql(query, variables = {}, key = apiKey.get()) {
+  let response;
+  try {
+    response = await fetch("/graphql", {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json",
+        authorization: `Bearer ${key ?? ""}`,
+      },
+      body: JSON.stringify({ query, variables }),
+      credentials: "omit",
+      cache: "no-store",
+    });
+  } catch {
+    throw new RequestFailed("The server could not be reached. Check your connection.");
+  }
+  if (response.status === 401) throw new Unauthorized("The API key was not accepted.");
+  if (response.status === 403) {
+    throw new Forbidden("This API key lacks the view_runtime_sessions scope.");
+  }
+  if (response.status === 503) {
+    throw new RequestFailed("The database is unavailable right now.");
+  }
+  if (!response.ok) {
+    throw new RequestFailed(`The server answered with an error (HTTP ${response.status}).`);
+  }
+  let body;
+  try {
+    body = await response.json();
+  } catch {
+    throw new RequestFailed("The server sent an answer the console could not read.");
+  }
+  if (Array.isArray(body.errors) && body.errors.length > 0) {
+    const input = body.errors.find((e) => e.extensions?.code === "BAD_USER_INPUT");
+    throw new RequestFailed(
+      input ? `The request was refused: ${input.message}` : "The server could not answer this request.",
+    );
+  }
+  return body.data;
+}
