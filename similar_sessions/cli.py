@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import DatabaseUnavailable, resolve_url
+from indexer.embedders import EmbedderUnavailable
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings, SettingsError
 from similar_sessions.transfer import ImportRefused, export, import_file
@@ -78,6 +79,18 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(with_engine(settings, work))
 
 
+def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
+    from indexer.commands import run_index
+
+    return asyncio.run(with_engine(settings, lambda engine: run_index(engine, settings, args.watch)))
+
+
+def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
+    from indexer.commands import run_demo
+
+    return asyncio.run(with_engine(settings, lambda engine: run_demo(engine, settings)))
+
+
 Command = Callable[[Settings, argparse.Namespace], int]
 
 
@@ -94,8 +107,12 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     imp.add_argument("files", nargs="+")
     exp = sub.add_parser("export", help="write every account back in the import format")
     exp.add_argument("-o", "--output", default=None)
+    index = sub.add_parser("index", help="chunk sessions and embed pending chunks")
+    index.add_argument("--watch", action="store_true", help="keep indexing until stopped")
+    sub.add_parser("demo", help="load and index the tau-bench demo corpus, print an API key")
     commands: dict[str, Command] = {
         "serve": cmd_serve, "migrate": cmd_migrate, "import": cmd_import, "export": cmd_export,
+        "index": cmd_index, "demo": cmd_demo,
     }
     return top, commands
 
@@ -107,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
         configure_logging(settings.log_level)
         return commands[args.command](settings, args)
-    except (SettingsError, DatabaseUnavailable, ImportRefused, FileNotFoundError) as exc:
+    except (
+        SettingsError, DatabaseUnavailable, ImportRefused, FileNotFoundError, EmbedderUnavailable
+    ) as exc:
         first, *rest = str(exc).splitlines() or [type(exc).__name__]
         print(f"similar-sessions {args.command}: {first}", file=sys.stderr)
         for line in rest:
