@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from uuid import UUID, uuid5
 
@@ -46,16 +46,18 @@ class Turn:
 class ChunkPolicy:
     """How turns become chunks; each field is a setting with a measured default."""
 
-    window_tokens: int = 192
+    window_tokens: int = 384
     overlap_turns: int = 0
     split_overlap_tokens: int = 32
+    tool_result_tokens: int = 32
     chunk_system_prompts: bool = False
-    role_labels: bool = True
+    role_labels: bool = False
 
     def fingerprint(self) -> str:
         return (
             f"w{self.window_tokens}-o{self.overlap_turns}-s{self.split_overlap_tokens}"
-            f"-sys{int(self.chunk_system_prompts)}-r{int(self.role_labels)}"
+            f"-t{self.tool_result_tokens}-sys{int(self.chunk_system_prompts)}"
+            f"-r{int(self.role_labels)}"
         )
 
 
@@ -96,6 +98,22 @@ def source_kind(turn: Turn) -> str:
     return "transcript_message"
 
 
+def is_tool_result(turn: Turn) -> bool:
+    return turn.kind in ("tool_result", "tool") or turn.role == "tool"
+
+
+def _head(turn: Turn, tokens: int, cost: TokenCost) -> Turn:
+    """A tool result cut to its first tokens: they name what was looked up; the rest is
+    detail that recurs in every session that looks up the same record."""
+    words, used = [], 0
+    for word in _WORD.findall(turn.content):
+        used += max(1, cost(word))
+        if used > tokens:
+            return replace(turn, content=" ".join(words) + " …")
+        words.append(word)
+    return turn
+
+
 def label(turn: Turn, policy: ChunkPolicy) -> str:
     text = turn.content.strip()
     if not policy.role_labels:
@@ -116,6 +134,10 @@ def chunk_session(turns: Sequence[Turn], policy: ChunkPolicy, cost: TokenCost) -
         if turn.role == "system" and not policy.chunk_system_prompts:
             continue
         kind = source_kind(turn)
+        if is_tool_result(turn):
+            if policy.tool_result_tokens == 0:
+                continue
+            turn = _head(turn, policy.tool_result_tokens, cost)
         pieces = _pieces(turn, kind, label(turn, policy), policy, cost)
         if kind in STANDALONE_KINDS.values():
             _emit_windows(run, policy, chunks)
@@ -153,23 +175,37 @@ def _pieces(turn: Turn, kind: str, text: str, policy: ChunkPolicy, cost: TokenCo
 
 
 def _emit_windows(run: list[_Piece], policy: ChunkPolicy, chunks: list[Chunk]) -> None:
-    """Pack a run of pieces into windows of even size, each at most window_tokens; a window
-    may begin with the last overlap_turns pieces of the one before."""
+    """Pack a run of pieces into windows of about even size, none over window_tokens, so no
+    window is a short leftover of generic turns; a window may begin with the last
+    overlap_turns pieces of the one before."""
     if not run:
         return
     total = sum(p.cost for p in run)
     target = math.ceil(total / math.ceil(total / policy.window_tokens))
-    window: list[_Piece] = []
+    windows: list[list[_Piece]] = [[]]
     used = 0
     for piece in run:
-        if window and used + piece.cost > min(target, policy.window_tokens):
-            _emit(chunks, window)
+        window = windows[-1]
+        if window and (used >= target or used + piece.cost > policy.window_tokens):
             carried = window[len(window) - policy.overlap_turns :] if policy.overlap_turns else []
-            window = [p for p in carried if sum(c.cost for c in carried) + piece.cost <= policy.window_tokens]
-            used = sum(p.cost for p in window)
+            if sum(p.cost for p in carried) + piece.cost > policy.window_tokens:
+                carried = []
+            windows.append(list(carried))
+            window, used = windows[-1], sum(p.cost for p in carried)
         window.append(piece)
         used += piece.cost
-    _emit(chunks, window)
+    if len(windows) > 1:
+        last, before = windows[-1], windows[-2]
+        fresh = [p for p in last if p not in before]
+        if sum(p.cost for p in fresh) < target / 2 and _cost(before) + _cost(fresh) <= policy.window_tokens:
+            before.extend(fresh)
+            windows.pop()
+    for window in windows:
+        _emit(chunks, window)
+
+
+def _cost(pieces: list[_Piece]) -> int:
+    return sum(p.cost for p in pieces)
 
 
 def _emit(chunks: list[Chunk], window: list[_Piece]) -> None:

@@ -22,6 +22,7 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         window_tokens=settings.chunk_tokens,
         overlap_turns=settings.chunk_overlap_turns,
         split_overlap_tokens=settings.split_overlap_tokens,
+        tool_result_tokens=settings.tool_result_tokens,
         chunk_system_prompts=settings.chunk_system_prompts,
         role_labels=settings.chunk_role_labels,
     )

@@ -20,6 +20,9 @@ MINILM = ModelIdentity.parse("local:all-minilm-l6-v2@384")
 DEFAULT_MODEL = HASH_384
 
 _TOKEN = re.compile(r"[a-z0-9_]+(?:[.'-][a-z0-9_]+)*")
+# The keys of structured tool output ("flight_number": ...) are its schema, the same in
+# every call of the tool; the values say what the call was about.
+_JSON_KEY = re.compile(r'"[^"\n]{1,64}"\s*:')
 # Words too common to say what a passage is about; kept out of the hash features.
 STOPWORDS = frozenset(
     """a about above after again all also am an and any are as at be been before being below
@@ -60,7 +63,7 @@ class HashEmbedder:
     max_tokens: int | None = None
     usd_per_1k_tokens: float = 0.0
 
-    def __init__(self, dimensions: int = 384, pair_weight: float = 0.5) -> None:
+    def __init__(self, dimensions: int = 384, pair_weight: float = 0.75) -> None:
         self.identity = ModelIdentity.of("local", f"hash-{dimensions}", dimensions)
         self.dimensions = dimensions
         self.pair_weight = pair_weight
@@ -75,7 +78,7 @@ class HashEmbedder:
         return out
 
     def vector(self, text: str) -> np.ndarray:
-        words = [w for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
+        words = [w for w in _TOKEN.findall(_JSON_KEY.sub(" ", text.lower())) if w not in STOPWORDS]
         features: Counter[str] = Counter(words)
         pairs: Counter[str] = Counter(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
         vector = np.zeros(self.dimensions, dtype=np.float64)
