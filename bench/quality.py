@@ -122,14 +122,19 @@ async def fresh_database(server_url: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
 
 
-async def load_and_index(engine: AsyncEngine, settings: Settings, model: tuple[str, str, int]) -> str:
+async def load_and_index(
+    engine: AsyncEngine, settings: Settings, model: tuple[str, str, int]
+) -> str:
 
     await migrate(engine)
     lines = [json.dumps(r) for r in demo.records(demo.load_corpus(), model)]
     async with engine.begin() as conn:
         await write(conn, parse_lines("tau-bench", lines))
     report = await index_once(
-        engine, Registry(), config_from(settings, progress=False), account_ids=[demo.DEMO_ACCOUNT_ID]
+        engine,
+        Registry(),
+        config_from(settings, progress=False),
+        account_ids=[demo.DEMO_ACCOUNT_ID],
     )
     return (
         f"{report.chunks_written} chunks, {report.chunks_skipped} skipped as repeated, "
@@ -142,7 +147,9 @@ async def measure(engine: AsyncEngine) -> tuple[list[Scores], float]:
     async with engine.connect() as conn:
         sessions = (
             await conn.execute(
-                sa.text("SELECT id, source_id FROM runtime_sessions WHERE account_id = :a ORDER BY id"),
+                sa.text(
+                    "SELECT id, source_id FROM runtime_sessions WHERE account_id = :a ORDER BY id"
+                ),
                 {"a": account},
             )
         ).all()
@@ -181,7 +188,7 @@ async def measure(engine: AsyncEngine) -> tuple[list[Scores], float]:
             ),
             {"a": account},
         )
-        text_of = dict(texts.tuples().all())
+        text_of: dict[UUID, str] = {sid: text for sid, text in texts}
     dims = next(iter(by_session.values()))[0].shape[0]
     centroids = np.stack([np.mean(by_session.get(s, [np.zeros(dims)]), axis=0) for s in ids])
     tfidf = tfidf_vectors([text_of.get(s, "") for s in ids])
@@ -194,7 +201,7 @@ async def measure(engine: AsyncEngine) -> tuple[list[Scores], float]:
 
 def table(rows: list[tuple[str, Scores]]) -> str:
     def pct(x: float) -> str:
-        return "–" if math.isnan(x) else f"{x:.0%}"
+        return "-" if math.isnan(x) else f"{x:.0%}"
 
     lines = [
         "| embedder | ranking | P@1 | P@5 | close: same task (shown) "
@@ -220,7 +227,9 @@ async def main(argv: list[str] | None = None) -> int:
     for name in ["hash", "minilm"] if opts.model == "both" else [opts.model]:
         model = MODELS[name]
         identity = f"{model[0]}:{model[1]}@{model[2]}"
-        engine = make_engine(await fresh_database(server_url, f"ss_bench_{name}"), statement_timeout_ms=600_000)
+        engine = make_engine(
+            await fresh_database(server_url, f"ss_bench_{name}"), statement_timeout_ms=600_000
+        )
         try:
             started = time.perf_counter()
             indexed = await load_and_index(engine, settings, model)
@@ -235,25 +244,31 @@ async def main(argv: list[str] | None = None) -> int:
         )
         print(notes[-1], file=sys.stderr)
     policy = config_from(settings).policy
-    report = "\n".join([
-        "# Similar sessions: ranking quality on tau-bench airline (200 sessions, 50 tasks x 4)",
-        "",
-        "Relevant = another session of the same task_id (3 per session). P@5 divides by 5.",
-        "Bands use the contract's cut points (close >= 0.70, related >= 0.50) on each",
-        "ranking's own cosine similarity; a band's share is over the top-5 neighbours shown.",
-        "",
-        table(rows),
-        "",
-        f"Chunking: {policy}, repeat_min_sessions={settings.repeat_min_sessions}.",
-        *notes,
-        "",
-        "Reproduce: `python -m bench.quality --model both`",
-        "",
-    ])
+    report = "\n".join(
+        [
+            "# Similar sessions: ranking quality on tau-bench airline (200 sessions, 50 tasks x 4)",
+            "",
+            "Relevant = another session of the same task_id (3 per session). P@5 divides by 5.",
+            "Bands use the contract's cut points (close >= 0.70, related >= 0.50) on each",
+            "ranking's own cosine similarity; a band's share is over the top-5 neighbours shown.",
+            "",
+            table(rows),
+            "",
+            f"Chunking: {policy}, repeat_min_sessions={settings.repeat_min_sessions}.",
+            *notes,
+            "",
+            "Reproduce: `python -m bench.quality --model both`",
+            "",
+        ]
+    )
     print(report)
-    Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(opts.out).write_text(report, encoding="utf-8")
+    write_report(Path(opts.out), report)
     return 0
+
+
+def write_report(path: Path, report: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -52,19 +52,34 @@ class ClaimedChunk:
     content: str
 
 
-async def enabled_accounts(conn: AsyncConnection, account_ids: Sequence[UUID] | None) -> list[AccountWork]:
+async def enabled_accounts(
+    conn: AsyncConnection, account_ids: Sequence[UUID] | None
+) -> list[AccountWork]:
     s = t.embedding_settings.c
-    query = sa.select(
-        s.account_id, s.provider, s.model, s.dimensions, s.scope, s.daily_cap_usd,
-        s.degraded_reason, s.degraded_until,
-    ).where(s.enabled.is_(True)).order_by(s.account_id)
+    query = (
+        sa.select(
+            s.account_id,
+            s.provider,
+            s.model,
+            s.dimensions,
+            s.scope,
+            s.daily_cap_usd,
+            s.degraded_reason,
+            s.degraded_until,
+        )
+        .where(s.enabled.is_(True))
+        .order_by(s.account_id)
+    )
     if account_ids is not None:
         query = query.where(s.account_id.in_(list(account_ids)))
     return [
         AccountWork(
-            row.account_id, ModelIdentity.of(row.provider, row.model, row.dimensions), row.scope,
+            row.account_id,
+            ModelIdentity.of(row.provider, row.model, row.dimensions),
+            row.scope,
             None if row.daily_cap_usd is None else float(row.daily_cap_usd),
-            row.degraded_reason, row.degraded_until,
+            row.degraded_reason,
+            row.degraded_until,
         )
         for row in await conn.execute(query)
     ]
@@ -95,7 +110,9 @@ async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
     return int(result.rowcount)
 
 
-async def stale_sessions(conn: AsyncConnection, account_id: UUID, policy: str) -> list[StaleSession]:
+async def stale_sessions(
+    conn: AsyncConnection, account_id: UUID, policy: str
+) -> list[StaleSession]:
     """Sessions never chunked, or whose activity or chunking policy changed since."""
     rows = await conn.execute(
         sa.text(
@@ -127,7 +144,9 @@ async def lock_session(conn: AsyncConnection, account_id: UUID, session_id: UUID
     return row.first() is not None
 
 
-async def stored_chunks(conn: AsyncConnection, account_id: UUID, session_id: UUID) -> list[StoredChunk]:
+async def stored_chunks(
+    conn: AsyncConnection, account_id: UUID, session_id: UUID
+) -> list[StoredChunk]:
     c = t.session_chunks.c
     rows = await conn.execute(
         sa.select(c.id, c.chunk_index, c.content_hash).where(
@@ -141,32 +160,52 @@ async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -
     """Write new or changed chunks: their text changed, so any vector of theirs goes."""
     if not rows:
         return
-    reset = {"embedding_state": "pending", "embedding": None, "embedding_model": None, "embedded_at": None}
+    reset = {
+        "embedding_state": "pending",
+        "embedding": None,
+        "embedding_model": None,
+        "embedded_at": None,
+    }
     for start in range(0, len(rows), 200):
-        stmt = insert(t.session_chunks).values([{**row, **reset} for row in rows[start : start + 200]])
+        stmt = insert(t.session_chunks).values(
+            [{**row, **reset} for row in rows[start : start + 200]]
+        )
         kept = ("account_id", "id", "redaction_state")
-        updated = {c.name: stmt.excluded[c.name] for c in t.session_chunks.columns if c.name not in kept}
-        await conn.execute(stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated))
+        updated = {
+            c.name: stmt.excluded[c.name] for c in t.session_chunks.columns if c.name not in kept
+        }
+        await conn.execute(
+            stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated)
+        )
 
 
 async def delete_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID]) -> None:
     if ids:
         c = t.session_chunks.c
-        await conn.execute(sa.delete(t.session_chunks).where(c.account_id == account_id, c.id.in_(list(ids))))
+        await conn.execute(
+            sa.delete(t.session_chunks).where(c.account_id == account_id, c.id.in_(list(ids)))
+        )
 
 
 async def record_chunking(
     conn: AsyncConnection, account_id: UUID, session: StaleSession, policy: str, chunk_count: int
 ) -> None:
     stmt = insert(t.session_chunking).values(
-        account_id=account_id, runtime_session_id=session.id, policy=policy,
-        activity_count=session.activity_count, last_ordinal=session.last_ordinal,
-        chunk_count=chunk_count, chunked_at=sa.func.now(),
+        account_id=account_id,
+        runtime_session_id=session.id,
+        policy=policy,
+        activity_count=session.activity_count,
+        last_ordinal=session.last_ordinal,
+        chunk_count=chunk_count,
+        chunked_at=sa.func.now(),
     )
     await conn.execute(
         stmt.on_conflict_do_update(
             index_elements=["account_id", "runtime_session_id"],
-            set_={k: stmt.excluded[k] for k in ("policy", "activity_count", "last_ordinal", "chunk_count", "chunked_at")},
+            set_={
+                k: stmt.excluded[k]
+                for k in ("policy", "activity_count", "last_ordinal", "chunk_count", "chunked_at")
+            },
         )
     )
 
@@ -250,8 +289,13 @@ async def record_usage(
     usage_id = uuid.uuid4()
     await conn.execute(
         sa.insert(t.api_usage).values(
-            account_id=account_id, id=usage_id, kind="embedding", provider=identity.provider,
-            model=identity.model, units=units, cost_usd=cost_usd,
+            account_id=account_id,
+            id=usage_id,
+            kind="embedding",
+            provider=identity.provider,
+            model=identity.model,
+            units=units,
+            cost_usd=cost_usd,
         )
     )
     return usage_id

@@ -105,7 +105,8 @@ def is_tool_result(turn: Turn) -> bool:
 def _head(turn: Turn, tokens: int, cost: TokenCost) -> Turn:
     """A tool result cut to its first tokens: they name what was looked up; the rest is
     detail that recurs in every session that looks up the same record."""
-    words, used = [], 0
+    words: list[str] = []
+    used = 0
     for word in _WORD.findall(turn.content):
         used += max(1, cost(word))
         if used > tokens:
@@ -197,7 +198,10 @@ def _emit_windows(run: list[_Piece], policy: ChunkPolicy, chunks: list[Chunk]) -
     if len(windows) > 1:
         last, before = windows[-1], windows[-2]
         fresh = [p for p in last if p not in before]
-        if sum(p.cost for p in fresh) < target / 2 and _cost(before) + _cost(fresh) <= policy.window_tokens:
+        if (
+            sum(p.cost for p in fresh) < target / 2
+            and _cost(before) + _cost(fresh) <= policy.window_tokens
+        ):
             before.extend(fresh)
             windows.pop()
     for window in windows:

@@ -45,8 +45,10 @@ def describe(report: PassReport) -> str:
 async def run_index(engine: AsyncEngine, settings: Settings, keep_watching: bool) -> int:
     registry, config = Registry(), config_from(settings)
     if not settings.embeddings_enabled:
-        print("embeddings are turned off (SIMILAR_SESSIONS_EMBEDDINGS=false): nothing to do",
-              file=sys.stderr)
+        print(
+            "embeddings are turned off (SIMILAR_SESSIONS_EMBEDDINGS=false): nothing to do",
+            file=sys.stderr,
+        )
         return 0
     if not keep_watching:
         print(describe(await index_once(engine, registry, config)), file=sys.stderr)

@@ -37,10 +37,16 @@ def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
 def account_record(model: tuple[str, str, int] = DEMO_MODEL) -> dict[str, Any]:
     provider, name, dims = model
     return {
-        "type": "account", "id": str(DEMO_ACCOUNT_ID), "name": "tau-bench airline (demo)",
+        "type": "account",
+        "id": str(DEMO_ACCOUNT_ID),
+        "name": "tau-bench airline (demo)",
         "embedding": {
-            "enabled": True, "provider": provider, "model": name, "dimensions": dims,
-            "scope": "full", "daily_cap_usd": None,
+            "enabled": True,
+            "provider": provider,
+            "model": name,
+            "dimensions": dims,
+            "scope": "full",
+            "daily_cap_usd": None,
         },
         "features": ["similarSessions"],
         "api_keys": [{"key": DEMO_API_KEY, "scopes": ["view_runtime_sessions"]}],
@@ -49,7 +55,9 @@ def account_record(model: tuple[str, str, int] = DEMO_MODEL) -> dict[str, Any]:
 
 def title_of(item: dict[str, Any]) -> str:
     """The customer's opening request, which is what an operator would call the session."""
-    first = next((m["content"] for m in item["traj"] if m["role"] == "user" and m.get("content")), "")
+    first = next(
+        (m["content"] for m in item["traj"] if m["role"] == "user" and m.get("content")), ""
+    )
     text = " ".join(str(first).split())
     return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
@@ -65,7 +73,9 @@ def activity_of(item: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
             yield role, "tool_call", f"{function.get('name')} {function.get('arguments', '')}"
 
 
-def records(corpus: list[dict[str, Any]], model: tuple[str, str, int] = DEMO_MODEL) -> Iterator[dict[str, Any]]:
+def records(
+    corpus: list[dict[str, Any]], model: tuple[str, str, int] = DEMO_MODEL
+) -> Iterator[dict[str, Any]]:
     """The account, then each session followed by its activity."""
     yield account_record(model)
     for position, item in enumerate(corpus):
@@ -74,8 +84,11 @@ def records(corpus: list[dict[str, Any]], model: tuple[str, str, int] = DEMO_MOD
         started = FIRST_SESSION_AT + position * SESSION_SPACING
         turns = list(activity_of(item))
         yield {
-            "type": "session", "id": str(sid), "account_id": str(DEMO_ACCOUNT_ID),
-            "title": title_of(item), "source_type": "tau-bench",
+            "type": "session",
+            "id": str(sid),
+            "account_id": str(DEMO_ACCOUNT_ID),
+            "title": title_of(item),
+            "source_type": "tau-bench",
             "source_id": f"airline/task-{task_id}/trial-{trial}",
             "reference": f"sierra-research/tau-bench gpt-4o-airline.json #{position}",
             "status": "completed" if item.get("reward") == 1.0 else "failed",
@@ -84,10 +97,15 @@ def records(corpus: list[dict[str, Any]], model: tuple[str, str, int] = DEMO_MOD
         }
         for ordinal, (role, kind, content) in enumerate(turns):
             yield {
-                "type": "activity", "id": str(uuid5(sid, f"activity:{ordinal}")),
-                "runtime_session_id": str(sid), "ordinal": ordinal,
+                "type": "activity",
+                "id": str(uuid5(sid, f"activity:{ordinal}")),
+                "runtime_session_id": str(sid),
+                "ordinal": ordinal,
                 "occurred_at": (started + ordinal * TURN_SPACING).isoformat(),
-                "role": role, "kind": kind, "content": content, "api_usage_id": None,
+                "role": role,
+                "kind": kind,
+                "content": content,
+                "api_usage_id": None,
             }
 
 

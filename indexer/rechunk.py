@@ -52,18 +52,26 @@ async def rechunk_session(
         for chunk in chunks:
             cid = chunk_id(session.id, chunk.chunk_index)
             wanted[cid] = {
-                "account_id": account_id, "id": cid, "runtime_session_id": session.id,
-                "source_kind": chunk.source_kind, "source_id": chunk.source_id,
-                "chunk_index": chunk.chunk_index, "occurred_at": chunk.occurred_at,
-                "role": chunk.role, "content": chunk.content,
+                "account_id": account_id,
+                "id": cid,
+                "runtime_session_id": session.id,
+                "source_kind": chunk.source_kind,
+                "source_id": chunk.source_id,
+                "chunk_index": chunk.chunk_index,
+                "occurred_at": chunk.occurred_at,
+                "role": chunk.role,
+                "content": chunk.content,
                 "content_hash": content_hash(chunk.content),
             }
         changed = [
-            row for cid, row in wanted.items()
+            row
+            for cid, row in wanted.items()
             if cid not in stored or stored[cid].content_hash != row["content_hash"]
         ]
         ours = [c.id for c in stored.values() if c.id == chunk_id(session.id, c.chunk_index)]
         await sql.upsert_chunks(conn, changed)
         await sql.delete_chunks(conn, account_id, [cid for cid in ours if cid not in wanted])
-        await sql.record_chunking(conn, account_id, session, fingerprint(policy, embedder), len(chunks))
+        await sql.record_chunking(
+            conn, account_id, session, fingerprint(policy, embedder), len(chunks)
+        )
     return len(changed)

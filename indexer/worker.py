@@ -4,6 +4,7 @@ clear chunks in batches, each batch (vectors, states, spend) in one transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
@@ -100,7 +101,9 @@ async def chunk_account(
     report: PassReport,
 ) -> None:
     async with engine.connect() as conn:
-        stale = await sql.stale_sessions(conn, work.account_id, fingerprint(config.policy, embedder))
+        stale = await sql.stale_sessions(
+            conn, work.account_id, fingerprint(config.policy, embedder)
+        )
     bar = tqdm(stale, desc="chunking", unit="session", disable=_quiet(config), leave=False)
     for session in bar:
         written = await rechunk_session(engine, work.account_id, session, config.policy, embedder)
@@ -197,15 +200,15 @@ async def watch(
     while not stop.is_set():
         try:
             await index_once(engine, registry, config)
-        except Exception:  # noqa: BLE001 - the watcher outlives a failed pass
+        except Exception:
             log.exception("index_pass_failed")
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=interval_s)
-        except TimeoutError:
-            pass
 
 
-async def _mark(engine: AsyncEngine, work: sql.AccountWork, reason: str | None, until: datetime | None) -> None:
+async def _mark(
+    engine: AsyncEngine, work: sql.AccountWork, reason: str | None, until: datetime | None
+) -> None:
     async with engine.begin() as conn:
         await sql.set_degraded(conn, work.account_id, reason, until)
 

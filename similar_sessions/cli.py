@@ -82,13 +82,19 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_index
 
-    return asyncio.run(with_engine(settings, lambda engine: run_index(engine, settings, args.watch)))
+    def work(engine: AsyncEngine) -> Awaitable[int]:
+        return run_index(engine, settings, args.watch)
+
+    return asyncio.run(with_engine(settings, work))
 
 
 def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_demo
 
-    return asyncio.run(with_engine(settings, lambda engine: run_demo(engine, settings)))
+    def work(engine: AsyncEngine) -> Awaitable[int]:
+        return run_demo(engine, settings)
+
+    return asyncio.run(with_engine(settings, work))
 
 
 Command = Callable[[Settings, argparse.Namespace], int]

@@ -14,7 +14,9 @@ def words(n: int, stem: str = "w") -> str:
     return " ".join(f"{stem}{i}" for i in range(n))
 
 
-def turn(ordinal: int, role: str, content: str, kind: str = "message", usage: UUID | None = None) -> Turn:
+def turn(
+    ordinal: int, role: str, content: str, kind: str = "message", usage: UUID | None = None
+) -> Turn:
     return Turn(uuid4(), ordinal, T0 + timedelta(seconds=ordinal), role, kind, content, usage)
 
 
@@ -41,7 +43,9 @@ def test_system_prompts_are_not_chunked_unless_asked() -> None:
 
 def test_a_long_turn_is_split_with_overlap() -> None:
     chunks = chunk_session(
-        [turn(0, "assistant", words(250))], ChunkPolicy(window_tokens=100, split_overlap_tokens=10), one
+        [turn(0, "assistant", words(250))],
+        ChunkPolicy(window_tokens=100, split_overlap_tokens=10),
+        one,
     )
     parts = [c.content.split() for c in chunks]
     assert all(len(p) <= 100 for p in parts)
@@ -70,8 +74,10 @@ def test_role_labels_are_a_setting() -> None:
 
 def test_summaries_and_notes_stand_alone() -> None:
     turns = [
-        turn(0, "user", "a"), turn(1, "assistant", "summary text", kind="summary"),
-        turn(2, "user", "b"), turn(3, "operator", "a note", kind="operator_note"),
+        turn(0, "user", "a"),
+        turn(1, "assistant", "summary text", kind="summary"),
+        turn(2, "user", "b"),
+        turn(3, "operator", "a note", kind="operator_note"),
     ]
     kinds = [c.source_kind for c in chunk_session(turns, ChunkPolicy(), one)]
     assert kinds == ["transcript_message", "session_summary", "transcript_message", "operator_note"]
@@ -88,7 +94,9 @@ def test_source_kinds_follow_the_contract() -> None:
 
 def test_token_cost_comes_from_the_embedder() -> None:
     expensive = chunk_session(
-        [turn(0, "user", words(40))], ChunkPolicy(window_tokens=50, split_overlap_tokens=0), lambda w: 3
+        [turn(0, "user", words(40))],
+        ChunkPolicy(window_tokens=50, split_overlap_tokens=0),
+        lambda w: 3,
     )
     assert len(expensive) == 3  # 120 tokens in windows of at most 50
 

@@ -35,10 +35,13 @@ async def test_demo_loads_indexes_and_is_harmless_to_rerun(engine: AsyncEngine) 
     assert (again.report.chunks_written, again.report.chunks_embedded) == (0, 0)
     async with engine.connect() as conn:
         counts = (
-            await conn.execute(sa.text(
-                "SELECT (SELECT count(*) FROM runtime_sessions), (SELECT count(*) FROM api_keys), "
-                "(SELECT count(*) FROM session_chunks WHERE embedding_state = 'embedded')"
-            ))
+            await conn.execute(
+                sa.text(
+                    "SELECT (SELECT count(*) FROM runtime_sessions), "
+                    "(SELECT count(*) FROM api_keys), "
+                    "(SELECT count(*) FROM session_chunks WHERE embedding_state = 'embedded')"
+                )
+            )
         ).one()
     assert counts == (200, 1, loaded.report.chunks_embedded)
 

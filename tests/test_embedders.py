@@ -35,15 +35,22 @@ def test_hash_embedder_is_deterministic_across_processes() -> None:
         f"print(repr(HashEmbedder().embed([{TEXTS[0]!r}])[0].tolist()))"
     )
     other = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PYTHONHASHSEED": "12345"},
     )
-    assert np.array_equal(here, np.array(eval(other.stdout), dtype=np.float32))  # noqa: S307
+    assert np.array_equal(here, np.array(eval(other.stdout), dtype=np.float32))
 
 
 def test_hash_embedder_ranks_shared_words_and_pairs_higher() -> None:
     a, b, c = HashEmbedder().embed(
-        ["cancel reservation H8Q05L refund", "please cancel reservation H8Q05L", "baggage allowance gold member"]
+        [
+            "cancel reservation H8Q05L refund",
+            "please cancel reservation H8Q05L",
+            "baggage allowance gold member",
+        ]
     )
     assert float(a @ b) > 0.5 > float(a @ c)
 

@@ -22,16 +22,28 @@ from indexer.embedders import HASH_384, HashEmbedder, Registry
 from indexer.worker import IndexerConfig, index_once
 from tests.world import T0, World
 
-CONFIG = IndexerConfig(ChunkPolicy(window_tokens=40), repeat_min_sessions=5, batch_size=4, progress=False)
+CONFIG = IndexerConfig(
+    ChunkPolicy(window_tokens=40), repeat_min_sessions=5, batch_size=4, progress=False
+)
 
 
-def add_activity(world: World, session_id: str, contents: Sequence[tuple[str, str]], kind: str = "message") -> None:
+def add_activity(
+    world: World, session_id: str, contents: Sequence[tuple[str, str]], kind: str = "message"
+) -> None:
     for ordinal, (role, content) in enumerate(contents):
-        world.lines.append({
-            "type": "activity", "id": str(uuid.uuid4()), "runtime_session_id": session_id,
-            "ordinal": ordinal, "occurred_at": (T0 + timedelta(seconds=ordinal)).isoformat(),
-            "role": role, "kind": kind, "content": content, "api_usage_id": None,
-        })
+        world.lines.append(
+            {
+                "type": "activity",
+                "id": str(uuid.uuid4()),
+                "runtime_session_id": session_id,
+                "ordinal": ordinal,
+                "occurred_at": (T0 + timedelta(seconds=ordinal)).isoformat(),
+                "role": role,
+                "kind": kind,
+                "content": content,
+                "api_usage_id": None,
+            }
+        )
 
 
 def talk(topic: str, turns: int = 6) -> list[tuple[str, str]]:
@@ -43,7 +55,11 @@ def talk(topic: str, turns: int = 6) -> list[tuple[str, str]]:
 
 
 async def world_with(
-    engine: AsyncEngine, sessions: int = 2, *, scope: str = "full", cap: float | None = 5.0,
+    engine: AsyncEngine,
+    sessions: int = 2,
+    *,
+    scope: str = "full",
+    cap: float | None = 5.0,
     model: str = str(HASH_384),
 ) -> tuple[uuid.UUID, list[uuid.UUID]]:
     world = World()
@@ -68,17 +84,20 @@ async def states(engine: AsyncEngine) -> dict[str, int]:
 
 
 async def usage(engine: AsyncEngine) -> list[Any]:
-    return await rows(engine, "SELECT units, cost_usd, provider, model FROM api_usage WHERE kind = 'embedding'")
+    return await rows(
+        engine, "SELECT units, cost_usd, provider, model FROM api_usage WHERE kind = 'embedding'"
+    )
 
 
 async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> None:
-    account, sessions = await world_with(engine)
+    _account, _sessions = await world_with(engine)
     report = await index_once(engine, Registry(), CONFIG)
     assert report.sessions_chunked == 2 and report.chunks_embedded == report.chunks_written == 6
     chunks = await rows(
         engine,
         "SELECT id, runtime_session_id, chunk_index, content, embedding::text, embedding_model, "
-        "embedding_state, embedded_at, content_hash FROM session_chunks ORDER BY runtime_session_id, chunk_index",
+        "embedding_state, embedded_at, content_hash FROM session_chunks "
+        "ORDER BY runtime_session_id, chunk_index",
     )
     hasher = HashEmbedder()
     for c in chunks:
@@ -92,20 +111,32 @@ async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> No
     assert len(spend) == report.batches == 2  # batches of 4: 4 + 2
     assert sum(u.units for u in spend) == sum(len(c.content.split()) for c in chunks)
     assert {(u.provider, u.model) for u in spend} == {("local", "hash-384")}
-    assert await rows(engine, "SELECT 1 FROM embedding_models WHERE model_identity = :m", m=str(HASH_384))
+    assert await rows(
+        engine, "SELECT 1 FROM embedding_models WHERE model_identity = :m", m=str(HASH_384)
+    )
 
 
-async def test_a_second_pass_changes_nothing_and_new_activity_is_picked_up(engine: AsyncEngine) -> None:
+async def test_a_second_pass_changes_nothing_and_new_activity_is_picked_up(
+    engine: AsyncEngine,
+) -> None:
     _, sessions = await world_with(engine, sessions=1)
     await index_once(engine, Registry(), CONFIG)
     again = await index_once(engine, Registry(), CONFIG)
     assert (again.sessions_chunked, again.chunks_written, again.chunks_embedded) == (0, 0, 0)
     world = World()
-    world.lines.append({
-        "type": "activity", "id": str(uuid.uuid4()), "runtime_session_id": str(sessions[0]),
-        "ordinal": 99, "occurred_at": (T0 + timedelta(minutes=5)).isoformat(), "role": "user",
-        "kind": "message", "content": " ".join(f"late{j}" for j in range(30)), "api_usage_id": None,
-    })
+    world.lines.append(
+        {
+            "type": "activity",
+            "id": str(uuid.uuid4()),
+            "runtime_session_id": str(sessions[0]),
+            "ordinal": 99,
+            "occurred_at": (T0 + timedelta(minutes=5)).isoformat(),
+            "role": "user",
+            "kind": "message",
+            "content": " ".join(f"late{j}" for j in range(30)),
+            "api_usage_id": None,
+        }
+    )
     await world.write(engine)
     later = await index_once(engine, Registry(), CONFIG)
     assert later.sessions_chunked == 1 and later.chunks_written >= 1
@@ -120,7 +151,9 @@ async def test_imported_chunks_are_left_alone(engine: AsyncEngine) -> None:
     add_activity(world, sid, talk("own"))
     await world.write(engine)
     await index_once(engine, Registry(), CONFIG)
-    kept = await rows(engine, "SELECT content FROM session_chunks WHERE id = :id", id=uuid.UUID(imported))
+    kept = await rows(
+        engine, "SELECT content FROM session_chunks WHERE id = :id", id=uuid.UUID(imported)
+    )
     assert kept[0].content == "brought my own vector"
 
 
@@ -129,15 +162,28 @@ async def test_summaries_only_scope_embeds_only_summaries(engine: AsyncEngine) -
     account, _ = world.account(scope="summaries_only")
     sid = world.session(account)
     add_activity(world, sid, talk("chat", 2))
-    world.lines.append({
-        "type": "activity", "id": str(uuid.uuid4()), "runtime_session_id": sid, "ordinal": 10,
-        "occurred_at": T0.isoformat(), "role": "assistant", "kind": "summary",
-        "content": "the customer cancelled a flight and got a refund", "api_usage_id": None,
-    })
+    world.lines.append(
+        {
+            "type": "activity",
+            "id": str(uuid.uuid4()),
+            "runtime_session_id": sid,
+            "ordinal": 10,
+            "occurred_at": T0.isoformat(),
+            "role": "assistant",
+            "kind": "summary",
+            "content": "the customer cancelled a flight and got a refund",
+            "api_usage_id": None,
+        }
+    )
     await world.write(engine)
     await index_once(engine, Registry(), CONFIG)
-    found = await rows(engine, "SELECT source_kind, embedding_state FROM session_chunks ORDER BY source_kind")
-    assert {(k, s) for k, s in found} == {("session_summary", "embedded"), ("transcript_message", "pending")}
+    found = await rows(
+        engine, "SELECT source_kind, embedding_state FROM session_chunks ORDER BY source_kind"
+    )
+    assert {(k, s) for k, s in found} == {
+        ("session_summary", "embedded"),
+        ("transcript_message", "pending"),
+    }
 
 
 class PricedHash(HashEmbedder):
@@ -153,7 +199,9 @@ async def test_the_daily_cap_stops_embedding_and_resumes_the_next_day(engine: As
     first = await index_once(engine, registry, CONFIG, now=now)
     assert first.chunks_embedded == 2  # $0.80 spent; a third chunk would pass $1.00
     assert first.degraded == {account: budget.CAP_REACHED}
-    (setting,) = await rows(engine, "SELECT degraded_reason, degraded_until FROM embedding_settings")
+    (setting,) = await rows(
+        engine, "SELECT degraded_reason, degraded_until FROM embedding_settings"
+    )
     assert setting.degraded_reason == "daily_cap_reached"
     assert setting.degraded_until == budget.next_day(now)
     assert float(sum(u.cost_usd for u in await usage(engine))) <= 1.0
@@ -166,7 +214,9 @@ async def test_the_daily_cap_stops_embedding_and_resumes_the_next_day(engine: As
     assert resumed.chunks_embedded == 2 and resumed.degraded == {account: budget.CAP_REACHED}
     last = await index_once(engine, registry, CONFIG, now=budget.next_day(tomorrow))
     assert last.chunks_embedded == 2 and not last.degraded
-    (setting,) = await rows(engine, "SELECT degraded_reason, degraded_until FROM embedding_settings")
+    (setting,) = await rows(
+        engine, "SELECT degraded_reason, degraded_until FROM embedding_settings"
+    )
     assert setting.degraded_reason is None and setting.degraded_until is None
 
 
@@ -177,9 +227,9 @@ async def test_only_clear_chunks_are_embedded_and_a_chunk_leaving_clear_loses_it
     first = await index_once(engine, Registry(), CONFIG)
     assert first.chunks_embedded == 3
     async with engine.begin() as conn:
-        await conn.execute(sa.text(
-            "UPDATE session_chunks SET redaction_state = 'withheld' WHERE chunk_index = 0"
-        ))
+        await conn.execute(
+            sa.text("UPDATE session_chunks SET redaction_state = 'withheld' WHERE chunk_index = 0")
+        )
     second = await index_once(engine, Registry(), CONFIG)
     assert second.vectors_stripped == 1 and second.chunks_embedded == 0
     (withheld,) = await rows(
@@ -205,7 +255,9 @@ async def test_content_repeated_across_many_sessions_is_skipped(engine: AsyncEng
     assert await states(engine) == {"skipped": 3, "embedded": 1}
 
 
-async def test_an_account_without_an_embedder_is_marked_and_left_pending(engine: AsyncEngine) -> None:
+async def test_an_account_without_an_embedder_is_marked_and_left_pending(
+    engine: AsyncEngine,
+) -> None:
     account, _ = await world_with(engine, sessions=1, model="remote:unknown-model@8")
     report = await index_once(engine, Registry(), CONFIG)
     assert report.degraded == {account: budget.EMBEDDER_UNAVAILABLE}
@@ -224,7 +276,9 @@ class FailsOnSecondBatch(HashEmbedder):
         return super().embed(texts)
 
 
-async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(engine: AsyncEngine) -> None:
+async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(
+    engine: AsyncEngine,
+) -> None:
     await world_with(engine, sessions=2)  # 6 chunks: a batch of 4 is written, the next fails
     registry = Registry({str(HASH_384): FailsOnSecondBatch})
     with pytest.raises(RuntimeError, match="went away"):
@@ -233,7 +287,8 @@ async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(engine:
     assert len(await usage(engine)) == 1
     half = await rows(
         engine,
-        "SELECT id FROM session_chunks WHERE (embedding IS NULL) <> (embedding_state <> 'embedded') "
+        "SELECT id FROM session_chunks "
+        "WHERE (embedding IS NULL) <> (embedding_state <> 'embedded') "
         "OR (embedded_at IS NULL) <> (embedding IS NULL)",
     )
     assert half == []
@@ -253,7 +308,9 @@ class Blocks(HashEmbedder):
         return super().embed(texts)
 
 
-async def test_cancelling_the_worker_mid_batch_leaves_nothing_half_written(engine: AsyncEngine) -> None:
+async def test_cancelling_the_worker_mid_batch_leaves_nothing_half_written(
+    engine: AsyncEngine,
+) -> None:
     await world_with(engine, sessions=1)
     task = asyncio.create_task(index_once(engine, Registry({str(HASH_384): Blocks}), CONFIG))
     await asyncio.to_thread(Blocks.entered.wait, 60)
@@ -288,7 +345,9 @@ async def test_two_workers_at_once_embed_every_chunk_exactly_once(engine: AsyncE
     barrier, seen_a, seen_b = threading.Barrier(2), [], []
     a = Registry({str(HASH_384): meeting_embedder(barrier, seen_a)})
     b = Registry({str(HASH_384): meeting_embedder(barrier, seen_b)})
-    first, second = await asyncio.gather(index_once(engine, a, CONFIG), index_once(engine, b, CONFIG))
+    first, second = await asyncio.gather(
+        index_once(engine, a, CONFIG), index_once(engine, b, CONFIG)
+    )
     assert seen_a and seen_b and not set(seen_a) & set(seen_b)
     assert first.chunks_embedded + second.chunks_embedded == 12
     assert await states(engine) == {"embedded": 12}
