@@ -196,6 +196,7 @@ session_chunks = sa.Table(
         "runtime_session_id",
         postgresql_where=sa.text("redaction_state = 'clear' AND embedding_state = 'embedded'"),
     ),
+    sa.Index("session_chunks_content_hash_idx", "account_id", "content_hash"),
     sa.Index(
         "session_chunks_work_idx",
         "account_id",
@@ -212,4 +213,23 @@ embedding_models = sa.Table(
     sa.Column("dimensions", sa.Integer, nullable=False),
     sa.Column("index_name", sa.Text, nullable=False, unique=True),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+)
+
+# What the indexer last chunked of each session: re-chunked when the activity or the
+# chunking policy (which includes the embedder it sized windows for) changes.
+session_chunking = sa.Table(
+    "session_chunking",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("runtime_session_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("policy", sa.Text, nullable=False),
+    sa.Column("activity_count", sa.Integer, nullable=False),
+    sa.Column("last_ordinal", sa.Integer),
+    sa.Column("chunk_count", sa.Integer, nullable=False),
+    sa.Column("chunked_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.ForeignKeyConstraint(
+        ["account_id", "runtime_session_id"],
+        ["runtime_sessions.account_id", "runtime_sessions.id"],
+        name="session_chunking_session_fkey",
+    ),
 )

@@ -15,6 +15,7 @@ from data.accounts import revoke_key
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import DatabaseUnavailable, resolve_url
+from indexer.embedders import EmbedderUnavailable
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings, SettingsError
 from similar_sessions.transfer import ImportRefused, export, import_file
@@ -99,6 +100,24 @@ def cmd_revoke_key(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(with_engine(settings, work))
 
 
+def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
+    from indexer.commands import run_index
+
+    def work(engine: AsyncEngine) -> Awaitable[int]:
+        return run_index(engine, settings, args.watch)
+
+    return asyncio.run(with_engine(settings, work))
+
+
+def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
+    from indexer.commands import run_demo
+
+    def work(engine: AsyncEngine) -> Awaitable[int]:
+        return run_demo(engine, settings)
+
+    return asyncio.run(with_engine(settings, work))
+
+
 Command = Callable[[Settings, argparse.Namespace], int]
 
 
@@ -117,12 +136,17 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     exp = sub.add_parser("export", help="write every account back in the import format")
     exp.add_argument("-o", "--output", default=None)
     sub.add_parser("revoke-key", help="revoke the API key read from standard input")
+    index = sub.add_parser("index", help="chunk sessions and embed pending chunks")
+    index.add_argument("--watch", action="store_true", help="keep indexing until stopped")
+    sub.add_parser("demo", help="load and index the tau-bench demo corpus, print an API key")
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
         "import": cmd_import,
         "export": cmd_export,
         "revoke-key": cmd_revoke_key,
+        "index": cmd_index,
+        "demo": cmd_demo,
     }
     return top, commands
 
@@ -134,7 +158,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
         configure_logging(settings.log_level)
         return commands[args.command](settings, args)
-    except (SettingsError, DatabaseUnavailable, ImportRefused, FileNotFoundError) as exc:
+    except (
+        SettingsError,
+        DatabaseUnavailable,
+        ImportRefused,
+        FileNotFoundError,
+        EmbedderUnavailable,
+    ) as exc:
         first, *rest = str(exc).splitlines() or [type(exc).__name__]
         print(f"similar-sessions {args.command}: {first}", file=sys.stderr)
         for line in rest:

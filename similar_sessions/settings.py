@@ -55,6 +55,15 @@ class Settings:
     hnsw_overfetch: int
     graphiql: bool
     introspection: bool
+    chunk_tokens: int = 384
+    chunk_overlap_turns: int = 0
+    split_overlap_tokens: int = 32
+    tool_result_tokens: int = 32
+    chunk_system_prompts: bool = False
+    chunk_role_labels: bool = False
+    repeat_min_sessions: int = 5
+    embed_batch: int = 64
+    index_interval_s: int = 10
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -80,4 +89,13 @@ class Settings:
             hnsw_overfetch=_int(env, "SIMILAR_SESSIONS_HNSW_OVERFETCH", 100, 25, 1000),
             graphiql=_bool(env, "SIMILAR_SESSIONS_GRAPHIQL", True),
             introspection=_bool(env, "SIMILAR_SESSIONS_INTROSPECTION", True),
+            chunk_tokens=_int(env, "SIMILAR_SESSIONS_CHUNK_TOKENS", 384, 16, 8192),
+            chunk_overlap_turns=_int(env, "SIMILAR_SESSIONS_CHUNK_OVERLAP_TURNS", 0, 0, 8),
+            split_overlap_tokens=_int(env, "SIMILAR_SESSIONS_SPLIT_OVERLAP_TOKENS", 32, 0, 1024),
+            tool_result_tokens=_int(env, "SIMILAR_SESSIONS_TOOL_RESULT_TOKENS", 32, 0, 8192),
+            chunk_system_prompts=_bool(env, "SIMILAR_SESSIONS_CHUNK_SYSTEM_PROMPTS", False),
+            chunk_role_labels=_bool(env, "SIMILAR_SESSIONS_CHUNK_ROLE_LABELS", False),
+            repeat_min_sessions=_int(env, "SIMILAR_SESSIONS_REPEAT_MIN_SESSIONS", 5, 2, 1_000_000),
+            embed_batch=_int(env, "SIMILAR_SESSIONS_EMBED_BATCH", 64, 1, 4096),
+            index_interval_s=_int(env, "SIMILAR_SESSIONS_INDEX_INTERVAL_S", 10, 1, 86_400),
         )

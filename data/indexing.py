@@ -1,0 +1,314 @@
+"""The indexer's SQL: what to chunk, chunk writes, repeated content, claiming pending
+chunks (FOR UPDATE SKIP LOCKED), vector writes, spend and the degraded mark."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import tables as t
+from data.identity import ModelIdentity
+
+_SUMMARY_ONLY = "(NOT :summaries_only OR source_kind = 'session_summary')"
+
+
+@dataclass(frozen=True, slots=True)
+class AccountWork:
+    """An account whose embedding setting is enabled, as the indexer reads it."""
+
+    account_id: UUID
+    identity: ModelIdentity
+    scope: str
+    daily_cap_usd: float | None
+    degraded_reason: str | None
+    degraded_until: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StaleSession:
+    id: UUID
+    activity_count: int
+    last_ordinal: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    id: UUID
+    chunk_index: int
+    content_hash: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedChunk:
+    id: UUID
+    content: str
+
+
+async def enabled_accounts(
+    conn: AsyncConnection, account_ids: Sequence[UUID] | None
+) -> list[AccountWork]:
+    s = t.embedding_settings.c
+    query = (
+        sa.select(
+            s.account_id,
+            s.provider,
+            s.model,
+            s.dimensions,
+            s.scope,
+            s.daily_cap_usd,
+            s.degraded_reason,
+            s.degraded_until,
+        )
+        .where(s.enabled.is_(True))
+        .order_by(s.account_id)
+    )
+    if account_ids is not None:
+        query = query.where(s.account_id.in_(list(account_ids)))
+    return [
+        AccountWork(
+            row.account_id,
+            ModelIdentity.of(row.provider, row.model, row.dimensions),
+            row.scope,
+            None if row.daily_cap_usd is None else float(row.daily_cap_usd),
+            row.degraded_reason,
+            row.degraded_until,
+        )
+        for row in await conn.execute(query)
+    ]
+
+
+async def set_degraded(
+    conn: AsyncConnection, account_id: UUID, reason: str | None, until: datetime | None
+) -> None:
+    """Mark the setting degraded (reason, until when), or clear the mark with None."""
+    await conn.execute(
+        sa.update(t.embedding_settings)
+        .where(t.embedding_settings.c.account_id == account_id)
+        .values(degraded_reason=reason, degraded_until=until, updated_at=sa.func.now())
+    )
+
+
+async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
+    """A chunk that left `clear` loses its vector and waits (pending) in case it comes back."""
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks SET embedding = NULL, embedding_model = NULL, "
+            "embedded_at = NULL, embedding_state = 'pending' "
+            "WHERE account_id = :account_id AND redaction_state <> 'clear' "
+            "AND (embedding IS NOT NULL OR embedding_state IN ('embedded', 'in_progress'))"
+        ),
+        {"account_id": account_id},
+    )
+    return int(result.rowcount)
+
+
+async def stale_sessions(
+    conn: AsyncConnection, account_id: UUID, policy: str
+) -> list[StaleSession]:
+    """Sessions never chunked, or whose activity or chunking policy changed since."""
+    rows = await conn.execute(
+        sa.text(
+            "SELECT s.id, act.n, act.last FROM runtime_sessions s "
+            "CROSS JOIN LATERAL (SELECT count(*)::int AS n, max(a.ordinal) AS last "
+            "  FROM runtime_session_activity a "
+            "  WHERE a.account_id = s.account_id AND a.runtime_session_id = s.id) AS act "
+            "LEFT JOIN session_chunking k "
+            "  ON k.account_id = s.account_id AND k.runtime_session_id = s.id "
+            "WHERE s.account_id = :account_id AND (k.runtime_session_id IS NULL "
+            "  OR k.policy <> :policy OR k.activity_count <> act.n "
+            "  OR k.last_ordinal IS DISTINCT FROM act.last) "
+            "ORDER BY s.started_at, s.id"
+        ),
+        {"account_id": account_id, "policy": policy},
+    )
+    return [StaleSession(*row) for row in rows]
+
+
+async def lock_session(conn: AsyncConnection, account_id: UUID, session_id: UUID) -> bool:
+    """Lock the session row for this transaction; False when another worker holds it."""
+    row = await conn.execute(
+        sa.text(
+            "SELECT 1 FROM runtime_sessions WHERE account_id = :account_id AND id = :id "
+            "FOR NO KEY UPDATE SKIP LOCKED"
+        ),
+        {"account_id": account_id, "id": session_id},
+    )
+    return row.first() is not None
+
+
+async def stored_chunks(
+    conn: AsyncConnection, account_id: UUID, session_id: UUID
+) -> list[StoredChunk]:
+    c = t.session_chunks.c
+    rows = await conn.execute(
+        sa.select(c.id, c.chunk_index, c.content_hash).where(
+            c.account_id == account_id, c.runtime_session_id == session_id
+        )
+    )
+    return [StoredChunk(*row) for row in rows]
+
+
+async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write new or changed chunks: their text changed, so any vector of theirs goes."""
+    if not rows:
+        return
+    reset = {
+        "embedding_state": "pending",
+        "embedding": None,
+        "embedding_model": None,
+        "embedded_at": None,
+    }
+    for start in range(0, len(rows), 200):
+        stmt = insert(t.session_chunks).values(
+            [{**row, **reset} for row in rows[start : start + 200]]
+        )
+        kept = ("account_id", "id", "redaction_state")
+        updated = {
+            c.name: stmt.excluded[c.name] for c in t.session_chunks.columns if c.name not in kept
+        }
+        await conn.execute(
+            stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated)
+        )
+
+
+async def delete_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID]) -> None:
+    if ids:
+        c = t.session_chunks.c
+        await conn.execute(
+            sa.delete(t.session_chunks).where(c.account_id == account_id, c.id.in_(list(ids)))
+        )
+
+
+async def record_chunking(
+    conn: AsyncConnection, account_id: UUID, session: StaleSession, policy: str, chunk_count: int
+) -> None:
+    stmt = insert(t.session_chunking).values(
+        account_id=account_id,
+        runtime_session_id=session.id,
+        policy=policy,
+        activity_count=session.activity_count,
+        last_ordinal=session.last_ordinal,
+        chunk_count=chunk_count,
+        chunked_at=sa.func.now(),
+    )
+    await conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["account_id", "runtime_session_id"],
+            set_={
+                k: stmt.excluded[k]
+                for k in ("policy", "activity_count", "last_ordinal", "chunk_count", "chunked_at")
+            },
+        )
+    )
+
+
+async def skip_repeated(
+    conn: AsyncConnection, account_id: UUID, min_sessions: int, identity: ModelIdentity
+) -> int:
+    """Mark `skipped` the chunks whose content (by hash) recurs in min_sessions or more sessions
+    of the account: those waiting, and those holding a vector of the account's model."""
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks c SET embedding_state = 'skipped', embedding = NULL, "
+            "embedding_model = NULL, embedded_at = NULL "
+            "FROM (SELECT content_hash FROM session_chunks "
+            "  WHERE account_id = :account_id AND content_hash IS NOT NULL "
+            "  GROUP BY content_hash HAVING count(DISTINCT runtime_session_id) >= :min_sessions"
+            ") AS repeated "
+            "WHERE c.account_id = :account_id AND c.content_hash = repeated.content_hash "
+            "AND (c.embedding_state = 'pending' "
+            "  OR (c.embedding_state = 'embedded' AND c.embedding_model = :model))"
+        ),
+        {"account_id": account_id, "min_sessions": min_sessions, "model": str(identity)},
+    )
+    return int(result.rowcount)
+
+
+async def pending_count(conn: AsyncConnection, account_id: UUID, summaries_only: bool) -> int:
+    return int(
+        (
+            await conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM session_chunks WHERE account_id = :account_id "
+                    "AND embedding_state = 'pending' AND redaction_state = 'clear' "
+                    f"AND {_SUMMARY_ONLY}"
+                ),
+                {"account_id": account_id, "summaries_only": summaries_only},
+            )
+        ).scalar_one()
+    )
+
+
+async def claim_pending(
+    conn: AsyncConnection, account_id: UUID, summaries_only: bool, limit: int
+) -> list[ClaimedChunk]:
+    """Lock up to `limit` pending clear chunks in scope that no other worker holds."""
+    rows = await conn.execute(
+        sa.text(
+            "SELECT id, content FROM session_chunks WHERE account_id = :account_id "
+            "AND embedding_state = 'pending' AND redaction_state = 'clear' "
+            f"AND {_SUMMARY_ONLY} "
+            "ORDER BY runtime_session_id, chunk_index, id LIMIT :limit FOR UPDATE SKIP LOCKED"
+        ),
+        {"account_id": account_id, "summaries_only": summaries_only, "limit": limit},
+    )
+    return [ClaimedChunk(*row) for row in rows]
+
+
+async def write_vectors(
+    conn: AsyncConnection,
+    account_id: UUID,
+    identity: ModelIdentity,
+    ids: Sequence[UUID],
+    vectors: Sequence[str],
+) -> int:
+    """Store the vectors (pgvector text form) of claimed chunks that are still clear."""
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks c SET embedding = CAST(v.vec AS vector), "
+            "embedding_model = :model, embedding_state = 'embedded', embedded_at = now() "
+            "FROM unnest(CAST(:ids AS uuid[]), CAST(:vecs AS text[])) AS v(id, vec) "
+            "WHERE c.account_id = :account_id AND c.id = v.id AND c.redaction_state = 'clear'"
+        ),
+        {"account_id": account_id, "model": str(identity), "ids": list(ids), "vecs": list(vectors)},
+    )
+    return int(result.rowcount)
+
+
+async def record_usage(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, units: int, cost_usd: float
+) -> UUID:
+    usage_id = uuid.uuid4()
+    await conn.execute(
+        sa.insert(t.api_usage).values(
+            account_id=account_id,
+            id=usage_id,
+            kind="embedding",
+            provider=identity.provider,
+            model=identity.model,
+            units=units,
+            cost_usd=cost_usd,
+        )
+    )
+    return usage_id
+
+
+async def spent_since(conn: AsyncConnection, account_id: UUID, since: datetime) -> float:
+    """Embedding spend of the account since a moment (the start of its UTC day)."""
+    u = t.api_usage.c
+    total = (
+        await conn.execute(
+            sa.select(sa.func.coalesce(sa.func.sum(u.cost_usd), 0)).where(
+                u.account_id == account_id, u.kind == "embedding", u.occurred_at >= since
+            )
+        )
+    ).scalar_one()
+    return float(total)

@@ -1,0 +1,1 @@
+"""The indexing worker: chunks sessions' activity and embeds the chunks."""

@@ -1,0 +1,96 @@
+"""What `similar-sessions index` and `similar-sessions demo` do, on an engine."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from indexer import demo
+from indexer.chunking import ChunkPolicy
+from indexer.embedders import Registry
+from indexer.worker import IndexerConfig, PassReport, index_once, watch
+from similar_sessions.settings import Settings
+from similar_sessions.transfer import parse_lines, write
+
+
+def config_from(settings: Settings, progress: bool | None = None) -> IndexerConfig:
+    policy = ChunkPolicy(
+        window_tokens=settings.chunk_tokens,
+        overlap_turns=settings.chunk_overlap_turns,
+        split_overlap_tokens=settings.split_overlap_tokens,
+        tool_result_tokens=settings.tool_result_tokens,
+        chunk_system_prompts=settings.chunk_system_prompts,
+        role_labels=settings.chunk_role_labels,
+    )
+    return IndexerConfig(policy, settings.repeat_min_sessions, settings.embed_batch, progress)
+
+
+def describe(report: PassReport) -> str:
+    text = (
+        f"{report.accounts} account(s): {report.sessions_chunked} session(s) chunked, "
+        f"{report.chunks_written} chunk(s) written, {report.chunks_skipped} skipped as repeated, "
+        f"{report.chunks_embedded} embedded in {report.batches} batch(es)"
+    )
+    if report.vectors_stripped:
+        text += f", {report.vectors_stripped} vector(s) of non-clear chunks removed"
+    for account_id, reason in report.degraded.items():
+        text += f"; account {account_id} degraded: {reason}"
+    return text
+
+
+async def run_index(engine: AsyncEngine, settings: Settings, keep_watching: bool) -> int:
+    registry, config = Registry(), config_from(settings)
+    if not settings.embeddings_enabled:
+        print(
+            "embeddings are turned off (SIMILAR_SESSIONS_EMBEDDINGS=false): nothing to do",
+            file=sys.stderr,
+        )
+        return 0
+    if not keep_watching:
+        print(describe(await index_once(engine, registry, config)), file=sys.stderr)
+        return 0
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"indexing every {settings.index_interval_s}s; Ctrl-C stops", file=sys.stderr)
+    await watch(engine, registry, config, settings.index_interval_s, stop)
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class DemoLoaded:
+    sessions: int
+    activity: int
+    report: PassReport
+
+
+async def load_demo(engine: AsyncEngine, config: IndexerConfig, registry: Registry) -> DemoLoaded:
+    """Import the corpus as the demo account (an upsert: harmless again), then index it."""
+    import json
+
+    lines = [json.dumps(r) for r in demo.records(demo.load_corpus())]
+    parsed = parse_lines(str(demo.CORPUS), lines)
+    async with engine.begin() as conn:
+        await write(conn, parsed)
+    report = await index_once(engine, registry, config, account_ids=[demo.DEMO_ACCOUNT_ID])
+    return DemoLoaded(len(parsed.sessions), len(parsed.activity), report)
+
+
+async def run_demo(engine: AsyncEngine, settings: Settings) -> int:
+    loaded = await load_demo(engine, config_from(settings), Registry())
+    some = demo.session_id(0, 0)
+    print(
+        f"demo account loaded: {loaded.sessions} tau-bench sessions, {loaded.activity} turns\n"
+        f"indexed: {describe(loaded.report)}\n"
+        f"API key (scope view_runtime_sessions): {demo.DEMO_API_KEY}\n"
+        f"a session to start from: {some}\n"
+        "serve it with `similar-sessions serve`, then:\n"
+        f"  curl -H 'Authorization: Bearer {demo.DEMO_API_KEY}' "
+        f"http://127.0.0.1:8000/api/v1/runtime-sessions/{some}/similar"
+    )
+    return 0

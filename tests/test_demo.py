@@ -1,0 +1,71 @@
+"""The demo: tau-bench sessions load as one account, index, and answer through both APIs."""
+
+from __future__ import annotations
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from indexer import demo
+from indexer.commands import load_demo
+from indexer.embedders import Registry
+from indexer.worker import IndexerConfig
+
+AUTH = {"Authorization": f"Bearer {demo.DEMO_API_KEY}"}
+CONFIG = IndexerConfig(progress=False)
+
+
+def test_records_are_deterministic_and_in_the_import_format() -> None:
+    corpus = demo.load_corpus()[:2]
+    first, second = list(demo.records(corpus)), list(demo.records(corpus))
+    assert first == second
+    assert first[0]["type"] == "account" and first[0]["features"] == ["similarSessions"]
+    assert first[0]["embedding"]["model"] == "hash-384"
+    sessions = [r for r in first if r["type"] == "session"]
+    assert sessions[0]["id"] == str(demo.session_id(0, 0))
+    assert demo.task_of(sessions[0]["source_id"]) == 0
+    assert not any(r["type"] == "activity" and r["content"] in ("", "None") for r in first)
+
+
+async def test_demo_loads_indexes_and_is_harmless_to_rerun(engine: AsyncEngine) -> None:
+    loaded = await load_demo(engine, CONFIG, Registry())
+    assert (loaded.sessions, loaded.report.sessions_chunked) == (200, 200)
+    assert loaded.report.chunks_embedded == loaded.report.chunks_written > 200
+    again = await load_demo(engine, CONFIG, Registry())
+    assert (again.report.chunks_written, again.report.chunks_embedded) == (0, 0)
+    async with engine.connect() as conn:
+        counts = (
+            await conn.execute(
+                sa.text(
+                    "SELECT (SELECT count(*) FROM runtime_sessions), "
+                    "(SELECT count(*) FROM api_keys), "
+                    "(SELECT count(*) FROM session_chunks WHERE embedding_state = 'embedded')"
+                )
+            )
+        ).one()
+    assert counts == (200, 1, loaded.report.chunks_embedded)
+
+
+async def test_demo_session_has_same_task_neighbours_over_rest_and_graphql(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    await load_demo(engine, CONFIG, Registry())
+    session = demo.session_id(0, 0)
+    rest = await client.get(f"/api/v1/runtime-sessions/{session}/similar", headers=AUTH)
+    assert rest.status_code == 200
+    body = rest.json()
+    assert body["model_identity"] == "local:hash-384@384" and body["degraded"]["semantic"]
+    tasks = [demo.task_of(r["session_source_id"]) for r in body["results"]]
+    assert tasks[:3] == [0, 0, 0]  # the other three trials of the same task come first
+    query = (
+        "query($id: UUID!) { runtimeSession(id: $id) { title "
+        "similarSessions(limit: 3) { results { similarity band session { sourceId } } } } }"
+    )
+    graphql = await client.post(
+        "/graphql", json={"query": query, "variables": {"id": str(session)}}, headers=AUTH
+    )
+    data = graphql.json()["data"]["runtimeSession"]
+    assert data["title"].startswith("Hi! I'm looking to book a flight")
+    results = data["similarSessions"]["results"]
+    assert [demo.task_of(r["session"]["sourceId"]) for r in results] == tasks[:3]
+    assert [r["similarity"] for r in results] == [r["similarity"] for r in body["results"][:3]]
