@@ -96,26 +96,24 @@ async def inventories(
 
 async def lookup_facts(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, cap: int
-) -> tuple[bool, int | None]:
-    """(the account has a valid index of its own for the model, its comparable chunks counted
-    up to cap + 1); the count is skipped (None) when the own index exists, as it was built
-    because the account had grown past the cap. One statement."""
+) -> tuple[bool, int]:
+    """(the account has a valid index of its own for the model, its comparable chunks
+    counted up to cap + 1), in one statement."""
     row = (
         await conn.execute(
             sa.text(
-                "WITH own AS (SELECT 1 FROM account_model_indexes r "
+                "SELECT EXISTS (SELECT 1 FROM account_model_indexes r "
                 "JOIN pg_class i ON i.relname = r.index_name "
                 "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
-                "WHERE r.account_id = :account_id AND r.model_identity = :identity) "
-                "SELECT EXISTS (SELECT 1 FROM own), CASE WHEN EXISTS (SELECT 1 FROM own) "
-                "THEN NULL ELSE (SELECT count(*) FROM (SELECT 1 FROM session_chunks "
+                "WHERE r.account_id = :account_id AND r.model_identity = :identity), "
+                "(SELECT count(*) FROM (SELECT 1 FROM session_chunks "
                 f"WHERE account_id = :account_id AND {comparable_predicate(identity)} "
-                "LIMIT :cap) AS bounded) END"
+                "LIMIT :cap) AS bounded)"
             ),
             {"account_id": account_id, "identity": str(identity), "cap": cap + 1},
         )
     ).one()
-    return bool(row[0]), None if row[1] is None else int(row[1])
+    return bool(row[0]), int(row[1])
 
 
 async def comparable_count(
@@ -161,14 +159,17 @@ def _candidate_filter(identity: ModelIdentity, own_index_of: UUID | None = None)
 
 
 def _exact_branch(name: str, identity: ModelIdentity) -> str:
+    # OFFSET 0 keeps the scored rows narrow (ids and one distance each): without it the
+    # planner carries every chunk's vector into the window's sort, which spills to disk.
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
-        "SELECT key, probe, chunk_id, session_id, similarity FROM ("
+        "SELECT key, probe, chunk_id, session_id, 1 - distance AS similarity FROM ("
+        "SELECT key, probe, chunk_id, session_id, distance, row_number() OVER "
+        "(PARTITION BY key, probe ORDER BY distance, chunk_id) AS rank FROM ("
         f"SELECT p.key, p.probe, c.id AS chunk_id, c.runtime_session_id AS session_id, "
-        f"1 - {distance} AS similarity, row_number() OVER "
-        f"(PARTITION BY p.key, p.probe ORDER BY {distance}, c.id) AS rank "
-        f"FROM {name} p JOIN session_chunks c ON {_candidate_filter(identity)} "
-        f"WHERE 1 - {distance} >= :floor) AS ranked WHERE rank <= :per_probe"
+        f"{distance} AS distance "
+        f"FROM {name} p JOIN session_chunks c ON {_candidate_filter(identity)} OFFSET 0"
+        ") AS scored WHERE 1 - distance >= :floor) AS ranked WHERE rank <= :per_probe"
     )
 
 

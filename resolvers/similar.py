@@ -120,7 +120,7 @@ class SimilarResult:
 @dataclass(frozen=True, slots=True)
 class Tuning:
     embeddings_enabled: bool = True
-    exact_scan_max_chunks: int = 20_000
+    exact_scan_max_chunks: int = 2_000
     ef_search: int = 200
     overfetch: int = 100
     comparison_timeout_ms: int = 3000
@@ -172,7 +172,7 @@ async def compare_sessions(
         plans[i] = plan
 
     paths: dict[ModelIdentity, sql.LookupPath] = {}
-    sizes: dict[str, int | None] = {}
+    sizes: dict[str, int] = {}
     for identity in sorted({p.identity for p in plans.values() if p.identity is not None}, key=str):
         own_index, count = await sql.lookup_facts(
             conn, account_id, identity, tuning.exact_scan_max_chunks
@@ -238,14 +238,14 @@ async def compare_sessions(
     return results
 
 
-def choose_path(own_index: bool, count: int | None, exact_scan_max_chunks: int) -> sql.LookupPath:
+def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> sql.LookupPath:
     """Exact for an account of at most exact_scan_max_chunks comparable chunks (one pass is
-    then faster than any index, and exact); else its own index, or until that is built the
-    model's shared index. count is None when it was not counted (the own index exists)."""
+    then as fast as an index, and exact); else its own index, or until that is built the
+    model's shared index."""
+    if count <= exact_scan_max_chunks:
+        return sql.LookupPath.EXACT
     if own_index:
         return sql.LookupPath.ACCOUNT_INDEX
-    if count is not None and count <= exact_scan_max_chunks:
-        return sql.LookupPath.EXACT
     return sql.LookupPath.INDEX
 
 

@@ -1,0 +1,166 @@
+"""Create (or reuse) the benchmark database and load the corpus: accounts through the
+product's import functions, sessions and chunks by binary COPY, then the indexes the
+product would build (the model's shared index, each large account's own index)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import sqlalchemy as sa
+from pgvector.asyncpg import register_vector
+from sqlalchemy.ext.asyncio import AsyncEngine
+from tqdm import tqdm
+
+from bench.corpus import (
+    CHUNK_COLUMNS,
+    MODEL,
+    SESSION_COLUMNS,
+    Corpus,
+    generate_account,
+    now_utc,
+    topic_space,
+)
+from data import load
+from data import tables as t
+from data.account_indexes import ensure_large_account_indexes
+from data.engine import make_engine
+from data.identity import ModelIdentity
+from data.migrate import migrate
+from data.model_indexes import ensure_model_index
+
+IDENTITY = ModelIdentity.parse(MODEL)
+
+
+def with_database(url: str, database: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
+
+
+def libpq(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+async def _admin(server_url: str, sql: str) -> None:
+    conn = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+async def _meta(url: str) -> dict[str, Any] | None:
+    try:
+        conn = await asyncpg.connect(libpq(url))
+    except asyncpg.InvalidCatalogNameError:
+        return None
+    try:
+        raw = await conn.fetchval(
+            "SELECT value FROM bench_meta WHERE key = 'corpus'"
+            " AND to_regclass('bench_meta') IS NOT NULL"
+        )
+    except asyncpg.UndefinedTableError:
+        return None
+    finally:
+        await conn.close()
+    return None if raw is None else dict(json.loads(raw))
+
+
+async def prepare(
+    server_url: str, database: str, corpus: Corpus, exact_max: int, fresh: bool
+) -> tuple[str, dict[str, Any]]:
+    """The database URL and what was measured while loading (reused when already loaded)."""
+    url = with_database(server_url, database)
+    meta = None if fresh else await _meta(url)
+    wanted = {"total": corpus.total, "seed": corpus.seed, "exact_max": exact_max}
+    if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
+        print(f"reusing database {database} (loaded {meta['loaded_at']})")
+        return url, meta
+    await _admin(server_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    await _admin(server_url, f'CREATE DATABASE "{database}"')
+    engine = make_engine(url, statement_timeout_ms=0)
+    try:
+        await migrate(engine)
+        meta = {**wanted, **await _load(engine, url, corpus, exact_max)}
+    finally:
+        await engine.dispose()
+    conn = await asyncpg.connect(libpq(url))
+    try:
+        await conn.execute("CREATE TABLE bench_meta (key text PRIMARY KEY, value text)")
+        await conn.execute("INSERT INTO bench_meta VALUES ('corpus', $1)", json.dumps(meta))
+    finally:
+        await conn.close()
+    return url, meta
+
+
+async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    async with engine.begin() as conn:
+        for a in corpus.accounts:
+            await load.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
+            await load.replace_features(conn, a.id, ["similarSessions"])
+            await load.replace_embedding_setting(
+                conn,
+                a.id,
+                {
+                    "enabled": True,
+                    "provider": "local",
+                    "model": "hash-384",
+                    "dimensions": 384,
+                    "scope": "full",
+                    "daily_cap_usd": 5.0,
+                },
+            )
+            await load.add_api_keys(conn, a.id, [(a.key, ["view_runtime_sessions"])])
+    centres, subs = topic_space(corpus.seed)
+    now = now_utc()
+    raw = await asyncpg.connect(libpq(url))
+    await register_vector(raw)
+    try:
+        with tqdm(total=corpus.total, desc="generate+COPY", unit="chunk") as bar:
+            for i in range(len(corpus.accounts)):
+                sessions, chunks = generate_account(corpus, i, centres, subs, now)
+                await raw.copy_records_to_table(
+                    "runtime_sessions", records=sessions, columns=SESSION_COLUMNS
+                )
+                await raw.copy_records_to_table(
+                    "session_chunks", records=chunks, columns=CHUNK_COLUMNS
+                )
+                bar.update(len(chunks))
+        copy_s = time.perf_counter() - started
+        print("VACUUM ANALYZE ...")
+        await raw.execute("VACUUM ANALYZE session_chunks")
+        await raw.execute("VACUUM ANALYZE runtime_sessions")
+    finally:
+        await raw.close()
+    print("building the model's shared HNSW index ...")
+    t0 = time.perf_counter()
+    async with engine.begin() as conn:
+        await ensure_model_index(conn, IDENTITY)
+    shared_s = time.perf_counter() - t0
+    print(f"  {shared_s:.1f} s; building own indexes of accounts over {exact_max} chunks ...")
+    async with engine.begin() as conn:
+        built = await ensure_large_account_indexes(conn, exact_max)
+    for b in built:
+        print(f"  {b.index_name}: {b.chunks} chunks in {b.seconds:.1f} s")
+    return {
+        "loaded_at": now.isoformat(),
+        "copy_s": round(copy_s, 1),
+        "shared_index_s": round(shared_s, 1),
+        "account_index_s": {str(b.account_id): round(b.seconds, 1) for b in built},
+        "load_total_s": round(time.perf_counter() - started, 1),
+    }
+
+
+async def sessions_of(engine: AsyncEngine) -> dict[str, list[Any]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.text("SELECT account_id, id FROM runtime_sessions ORDER BY account_id, id")
+        )
+        out: dict[str, list[Any]] = {}
+        for account_id, sid in rows:
+            out.setdefault(str(account_id), []).append(sid)
+        return out
