@@ -120,7 +120,7 @@ class SimilarResult:
 @dataclass(frozen=True, slots=True)
 class Tuning:
     embeddings_enabled: bool = True
-    exact_scan_max_chunks: int = 2_000
+    exact_scan_max_chunks: int = 1_000
     ef_search: int = 200
     overfetch: int = 100
     comparison_timeout_ms: int = 3000
