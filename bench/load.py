@@ -1,128 +1,166 @@
-"""Load harness: drive the REST route and the GraphQL field of a running server.
-
-    python -m bench.load --base-url http://127.0.0.1:8000 --key sk-demo-tau-bench-airline \
-        --concurrency 20 --seconds 30
-
-Prints throughput, p50/p95/p99 latency and the count of each status; a 503 with Retry-After
-is a refusal the service chose, a 500 or a hang (timeout) is a failure. Loopback only."""
+"""Create (or reuse) the benchmark database and load the corpus: accounts through the
+product's import functions, sessions and chunks by binary COPY, then the indexes the
+product would build (the model's shared index, each large account's own index)."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import random
-import statistics
-import sys
+import json
 import time
-from collections import Counter
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+import asyncpg
+import sqlalchemy as sa
+from pgvector.asyncpg import register_vector
+from sqlalchemy.ext.asyncio import AsyncEngine
+from tqdm import tqdm
 
-GRAPHQL = """query($id: UUID!) { runtimeSession(id: $id) { title replay { role content }
-  similarSessions(limit: 5) { degraded { reasons } results { title band similarity
-    matches { text probe { chunkIndex } } } } } }"""
-LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+from bench.corpus import (
+    CHUNK_COLUMNS,
+    MODEL,
+    SESSION_COLUMNS,
+    Corpus,
+    generate_account,
+    now_utc,
+    topic_space,
+)
+from data import load
+from data import tables as t
+from data.account_indexes import ensure_large_account_indexes
+from data.engine import make_engine
+from data.identity import ModelIdentity
+from data.migrate import migrate
+from data.model_indexes import ensure_model_index
 
-
-async def session_ids(client: httpx.AsyncClient, limit: int = 100) -> list[str]:
-    response = await client.post(
-        "/graphql", json={"query": f"{{ runtimeSessions(first: {limit}) {{ nodes {{ id }} }} }}"}
-    )
-    response.raise_for_status()
-    return [node["id"] for node in response.json()["data"]["runtimeSessions"]["nodes"]]
-
-
-async def worker(
-    client: httpx.AsyncClient,
-    ids: list[str],
-    deadline: float,
-    results: list[tuple[str, int, float]],
-) -> None:
-    rng = random.Random()
-    while time.monotonic() < deadline:
-        sid = rng.choice(ids)
-        kind = rng.choice(["rest", "graphql"])
-        started = time.perf_counter()
-        try:
-            if kind == "rest":
-                response = await client.get(f"/api/v1/runtime-sessions/{sid}/similar")
-            else:
-                response = await client.post(
-                    "/graphql", json={"query": GRAPHQL, "variables": {"id": sid}}
-                )
-            status = response.status_code
-            if status == 200 and kind == "graphql" and "errors" in response.json():
-                status = 299  # answered, with GraphQL errors
-        except httpx.TimeoutException:
-            status = 0
-        results.append((kind, status, (time.perf_counter() - started) * 1000))
+IDENTITY = ModelIdentity.parse(MODEL)
 
 
-def percentile(values: list[float], q: float) -> float:
-    return (
-        statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
-        if len(values) > 1
-        else values[0]
-    )
+def with_database(url: str, database: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
 
 
-async def run(base_url: str, key: str, concurrency: int, seconds: float, hang_s: float) -> int:
-    host = urlsplit(base_url).hostname or ""
-    if host not in LOOPBACK:
-        print(f"refusing to load {host}: this harness only targets loopback", file=sys.stderr)
-        return 2
-    headers = {"authorization": f"Bearer {key}"}
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(
-        base_url=base_url, headers=headers, timeout=hang_s, limits=limits
-    ) as client:
-        ids = await session_ids(client)
-        results: list[tuple[str, int, float]] = []
-        deadline = time.monotonic() + seconds
-        tasks = [
-            asyncio.create_task(worker(client, ids, deadline, results)) for _ in range(concurrency)
-        ]
-        while not all(t.done() for t in tasks):
-            await asyncio.sleep(1)
-            print(f"\r{len(results)} requests", end="", file=sys.stderr, flush=True)
-        print(file=sys.stderr)
-    statuses = Counter(status for _, status, _ in results)
-    ok = [ms for _, status, ms in results if status == 200]
-    print(
-        f"concurrency {concurrency}, {seconds:.0f} s, {len(results)} requests, "
-        f"{len(results) / seconds:.1f} req/s"
-    )
-    for kind in ("rest", "graphql"):
-        latencies = [ms for k, status, ms in results if k == kind and status == 200]
-        if latencies:
-            print(
-                f"  {kind:8s} ok {len(latencies):6d}  p50 {percentile(latencies, 50):7.1f} ms  "
-                f"p95 {percentile(latencies, 95):7.1f} ms  p99 {percentile(latencies, 99):7.1f} ms"
+def libpq(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+async def _admin(server_url: str, sql: str) -> None:
+    conn = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+async def _meta(url: str) -> dict[str, Any] | None:
+    try:
+        conn = await asyncpg.connect(libpq(url))
+    except asyncpg.InvalidCatalogNameError:
+        return None
+    try:
+        raw = await conn.fetchval(
+            "SELECT value FROM bench_meta WHERE key = 'corpus'"
+            " AND to_regclass('bench_meta') IS NOT NULL"
+        )
+    except asyncpg.UndefinedTableError:
+        return None
+    finally:
+        await conn.close()
+    return None if raw is None else dict(json.loads(raw))
+
+
+async def prepare(
+    server_url: str, database: str, corpus: Corpus, exact_max: int, fresh: bool
+) -> tuple[str, dict[str, Any]]:
+    """The database URL and what was measured while loading (reused when already loaded)."""
+    url = with_database(server_url, database)
+    meta = None if fresh else await _meta(url)
+    wanted = {"total": corpus.total, "seed": corpus.seed, "exact_max": exact_max}
+    if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
+        print(f"reusing database {database} (loaded {meta['loaded_at']})")
+        return url, meta
+    await _admin(server_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    await _admin(server_url, f'CREATE DATABASE "{database}"')
+    engine = make_engine(url, statement_timeout_ms=0)
+    try:
+        await migrate(engine)
+        meta = {**wanted, **await _load(engine, url, corpus, exact_max)}
+    finally:
+        await engine.dispose()
+    conn = await asyncpg.connect(libpq(url))
+    try:
+        await conn.execute("CREATE TABLE bench_meta (key text PRIMARY KEY, value text)")
+        await conn.execute("INSERT INTO bench_meta VALUES ('corpus', $1)", json.dumps(meta))
+    finally:
+        await conn.close()
+    return url, meta
+
+
+async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    async with engine.begin() as conn:
+        for a in corpus.accounts:
+            await load.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
+            await load.replace_features(conn, a.id, ["similarSessions"])
+            await load.replace_embedding_setting(
+                conn,
+                a.id,
+                {
+                    "enabled": True,
+                    "provider": "local",
+                    "model": "hash-384",
+                    "dimensions": 384,
+                    "scope": "full",
+                    "daily_cap_usd": 5.0,
+                },
             )
-    print("  statuses: " + ", ".join(f"{s or 'timeout'}: {n}" for s, n in sorted(statuses.items())))
-    failures = sum(n for s, n in statuses.items() if (s >= 500 and s != 503) or s == 0)
-    print(
-        f"  failures (500s and hangs): {failures}; "
-        f"refused with 503: {statuses.get(503, 0)}; ok: {len(ok)}"
-    )
-    return 1 if failures else 0
+            await load.add_api_keys(conn, a.id, [(a.key, ["view_runtime_sessions"])])
+    centres, subs = topic_space(corpus.seed)
+    now = now_utc()
+    raw = await asyncpg.connect(libpq(url))
+    await register_vector(raw)
+    try:
+        with tqdm(total=corpus.total, desc="generate+COPY", unit="chunk") as bar:
+            for i in range(len(corpus.accounts)):
+                sessions, chunks = generate_account(corpus, i, centres, subs, now)
+                await raw.copy_records_to_table(
+                    "runtime_sessions", records=sessions, columns=SESSION_COLUMNS
+                )
+                await raw.copy_records_to_table(
+                    "session_chunks", records=chunks, columns=CHUNK_COLUMNS
+                )
+                bar.update(len(chunks))
+        copy_s = time.perf_counter() - started
+        print("VACUUM ANALYZE ...")
+        await raw.execute("VACUUM ANALYZE session_chunks")
+        await raw.execute("VACUUM ANALYZE runtime_sessions")
+    finally:
+        await raw.close()
+    print("building the model's shared HNSW index ...")
+    t0 = time.perf_counter()
+    async with engine.begin() as conn:
+        await ensure_model_index(conn, IDENTITY)
+    shared_s = time.perf_counter() - t0
+    print(f"  {shared_s:.1f} s; building own indexes of accounts over {exact_max} chunks ...")
+    async with engine.begin() as conn:
+        built = await ensure_large_account_indexes(conn, exact_max)
+    for b in built:
+        print(f"  {b.index_name}: {b.chunks} chunks in {b.seconds:.1f} s")
+    return {
+        "loaded_at": now.isoformat(),
+        "copy_s": round(copy_s, 1),
+        "shared_index_s": round(shared_s, 1),
+        "account_index_s": {str(b.account_id): round(b.seconds, 1) for b in built},
+        "load_total_s": round(time.perf_counter() - started, 1),
+    }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--base-url", default="http://127.0.0.1:8000")
-    parser.add_argument("--key", default="sk-demo-tau-bench-airline")
-    parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument(
-        "--timeout", type=float, default=30, help="a request slower than this is a hang"
-    )
-    args = parser.parse_args()
-    return asyncio.run(run(args.base_url, args.key, args.concurrency, args.seconds, args.timeout))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+async def sessions_of(engine: AsyncEngine) -> dict[str, list[Any]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.text("SELECT account_id, id FROM runtime_sessions ORDER BY account_id, id")
+        )
+        out: dict[str, list[Any]] = {}
+        for account_id, sid in rows:
+            out.setdefault(str(account_id), []).append(sid)
+        return out

@@ -12,6 +12,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.account_indexes import account_predicate
 from data.identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
 
@@ -20,7 +21,12 @@ class LookupPath(Enum):
     """How the nearest chunks are found for one account and model."""
 
     EXACT = "exact"  # one pass over the account's chunks: exact by construction
-    INDEX = "index"  # the model's HNSW index, iterative scan, over-fetch, exact re-rank
+    # The account's own partial HNSW index (data/account_indexes.py), iterative scan,
+    # over-fetch, exact re-rank: the path of large accounts.
+    ACCOUNT_INDEX = "account_index"
+    # The model's HNSW index shared by all accounts, filtered by account, same scan: the
+    # fallback of a large account whose own index is not built yet.
+    INDEX = "index"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,28 @@ async def inventories(
     return {sid: Inventory(inv.embedded, pending.get(sid, 0)) for sid, inv in result.items()}
 
 
+async def lookup_facts(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, cap: int
+) -> tuple[bool, int]:
+    """(the account has a valid index of its own for the model, its comparable chunks
+    counted up to cap + 1), in one statement."""
+    row = (
+        await conn.execute(
+            sa.text(
+                "SELECT EXISTS (SELECT 1 FROM account_model_indexes r "
+                "JOIN pg_class i ON i.relname = r.index_name "
+                "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
+                "WHERE r.account_id = :account_id AND r.model_identity = :identity), "
+                "(SELECT count(*) FROM (SELECT 1 FROM session_chunks "
+                f"WHERE account_id = :account_id AND {comparable_predicate(identity)} "
+                "LIMIT :cap) AS bounded)"
+            ),
+            {"account_id": account_id, "identity": str(identity), "cap": cap + 1},
+        )
+    ).one()
+    return bool(row[0]), int(row[1])
+
+
 async def comparable_count(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, cap: int
 ) -> int:
@@ -117,47 +145,65 @@ def _probe_cte(name: str, identity: ModelIdentity, n: int) -> str:
     )
 
 
-def _candidate_filter(identity: ModelIdentity) -> str:
+def _candidate_filter(identity: ModelIdentity, own_index_of: UUID | None = None) -> str:
+    """Candidates of a probe; with own_index_of, the account's index predicate verbatim."""
+    scope = (
+        f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+        if own_index_of is None
+        else account_predicate(own_index_of, identity, "c")
+    )
     return (
-        f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')} "
-        "AND c.runtime_session_id <> p.session_id "
+        f"{scope} AND c.runtime_session_id <> p.session_id "
         "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
     )
 
 
 def _exact_branch(name: str, identity: ModelIdentity) -> str:
+    # OFFSET 0 keeps the scored rows narrow (ids and one distance each): without it the
+    # planner carries every chunk's vector into the window's sort, which spills to disk.
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
-        "SELECT key, probe, chunk_id, session_id, similarity FROM ("
+        "SELECT key, probe, chunk_id, session_id, 1 - distance AS similarity FROM ("
+        "SELECT key, probe, chunk_id, session_id, distance, row_number() OVER "
+        "(PARTITION BY key, probe ORDER BY distance, chunk_id) AS rank FROM ("
         f"SELECT p.key, p.probe, c.id AS chunk_id, c.runtime_session_id AS session_id, "
-        f"1 - {distance} AS similarity, row_number() OVER "
-        f"(PARTITION BY p.key, p.probe ORDER BY {distance}, c.id) AS rank "
-        f"FROM {name} p JOIN session_chunks c ON {_candidate_filter(identity)} "
-        f"WHERE 1 - {distance} >= :floor) AS ranked WHERE rank <= :per_probe"
+        f"{distance} AS distance "
+        f"FROM {name} p JOIN session_chunks c ON {_candidate_filter(identity)} OFFSET 0"
+        ") AS scored WHERE 1 - distance >= :floor) AS ranked WHERE rank <= :per_probe"
     )
 
 
-def _index_branch(name: str, identity: ModelIdentity) -> str:
+def _index_branch(name: str, identity: ModelIdentity, own_index_of: UUID | None = None) -> str:
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
         "SELECT p.key, p.probe, n.chunk_id, n.session_id, 1 - n.distance AS similarity "
         f"FROM {name} p CROSS JOIN LATERAL ("
         "SELECT chunk_id, session_id, distance FROM ("
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
-        f"FROM session_chunks c WHERE {_candidate_filter(identity)} "
+        f"FROM session_chunks c WHERE {_candidate_filter(identity, own_index_of)} "
         f"ORDER BY {distance} LIMIT :overfetch) AS approximate "
         "ORDER BY distance, chunk_id LIMIT :per_probe) AS n "
         "WHERE 1 - n.distance >= :floor"
     )
 
 
-def nearest_chunks_sql(groups: Sequence[tuple[ModelIdentity, LookupPath]]) -> str:
-    """One statement for every probe: a branch per (model, path), joined by UNION ALL."""
+def nearest_chunks_sql(
+    groups: Sequence[tuple[ModelIdentity, LookupPath]], account_id: UUID | None = None
+) -> str:
+    """One statement for every probe: a branch per (model, path), joined by UNION ALL.
+    An ACCOUNT_INDEX branch inlines account_id, so the statement text is per account."""
     ctes, branches = [], []
     for n, (identity, path) in enumerate(groups):
-        ctes.append(_probe_cte(f"probe_{n}", identity, n))
-        builder = _exact_branch if path is LookupPath.EXACT else _index_branch
-        branches.append(builder(f"probe_{n}", identity))
+        name = f"probe_{n}"
+        ctes.append(_probe_cte(name, identity, n))
+        if path is LookupPath.EXACT:
+            branches.append(_exact_branch(name, identity))
+        elif path is LookupPath.INDEX:
+            branches.append(_index_branch(name, identity))
+        else:
+            if account_id is None:
+                raise ValueError("the account_index path needs the account id")
+            branches.append(_index_branch(name, identity, account_id))
     return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(branches)
 
 
@@ -198,7 +244,7 @@ async def nearest_chunks(
         ),
         {"ef": str(ef_search)},
     )
-    rows = await conn.execute(sa.text(nearest_chunks_sql(groups)), params)
+    rows = await conn.execute(sa.text(nearest_chunks_sql(groups, account_id)), params)
     return [HitRow(*row) for row in rows]
 
 

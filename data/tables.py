@@ -233,3 +233,15 @@ session_chunking = sa.Table(
         name="session_chunking_session_fkey",
     ),
 )
+
+# One row per (large account, model identity) with its own partial HNSW index
+# (data/account_indexes.py). Keyed by account first, like every table (the shard key).
+account_model_indexes = sa.Table(
+    "account_model_indexes",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("model_identity", sa.Text, primary_key=True),
+    sa.Column("index_name", sa.Text, nullable=False),
+    sa.Column("chunks_at_build", sa.Integer, nullable=False),
+    sa.Column("built_at", TZ, nullable=False, server_default=sa.func.now()),
+)

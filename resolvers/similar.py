@@ -120,7 +120,7 @@ class SimilarResult:
 @dataclass(frozen=True, slots=True)
 class Tuning:
     embeddings_enabled: bool = True
-    exact_scan_max_chunks: int = 20_000
+    exact_scan_max_chunks: int = 1_000
     ef_search: int = 200
     overfetch: int = 100
     comparison_timeout_ms: int = 3000
@@ -172,10 +172,13 @@ async def compare_sessions(
         plans[i] = plan
 
     paths: dict[ModelIdentity, sql.LookupPath] = {}
-    for identity in {p.identity for p in plans.values() if p.identity is not None}:
-        count = await sql.comparable_count(conn, account_id, identity, tuning.exact_scan_max_chunks)
-        exact = count <= tuning.exact_scan_max_chunks
-        paths[identity] = sql.LookupPath.EXACT if exact else sql.LookupPath.INDEX
+    sizes: dict[str, int] = {}
+    for identity in sorted({p.identity for p in plans.values() if p.identity is not None}, key=str):
+        own_index, count = await sql.lookup_facts(
+            conn, account_id, identity, tuning.exact_scan_max_chunks
+        )
+        paths[identity] = choose_path(own_index, count, tuning.exact_scan_max_chunks)
+        sizes[str(identity)] = count
     specs = [
         sql.ProbeSpec(i, n, chunk_id, plan.session_id, plan.identity, plan.cutoff)
         for i, plan in plans.items()
@@ -227,10 +230,23 @@ async def compare_sessions(
         probes=len(specs),
         hits=len(hits),
         paths={str(k): v.value for k, v in paths.items()},
+        comparable_chunks=sizes,
+        exact_scan_max_chunks=tuning.exact_scan_max_chunks,
         timed_out=timed_out,
         elapsed_ms=elapsed_ms,
     )
     return results
+
+
+def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> sql.LookupPath:
+    """Exact for an account of at most exact_scan_max_chunks comparable chunks (one pass is
+    then as fast as an index, and exact); else its own index, or until that is built the
+    model's shared index."""
+    if count <= exact_scan_max_chunks:
+        return sql.LookupPath.EXACT
+    if own_index:
+        return sql.LookupPath.ACCOUNT_INDEX
+    return sql.LookupPath.INDEX
 
 
 async def _lookup(

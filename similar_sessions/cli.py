@@ -63,7 +63,9 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
     async def work(engine: AsyncEngine) -> int:
         for path in args.files:
-            counts = await import_file(engine, Path(path))
+            counts = await import_file(
+                engine, Path(path), account_index_min_chunks=settings.exact_scan_max_chunks
+            )
             print(f"{path}: " + ", ".join(f"{n} {k}" for k, n in counts.items()), file=sys.stderr)
         return 0
 

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import load
 from data import tables as t
+from data.account_indexes import ensure_large_account_indexes
 from similar_sessions.records import (
     AccountRecord,
     ActivityRecord,
@@ -78,18 +79,24 @@ def parse_lines(path: str, lines: Iterable[str]) -> ParsedFile:
     return parsed
 
 
-async def import_file(engine: AsyncEngine, path: Path) -> dict[str, int]:
-    """Import one file in one transaction: all of it, or (on any bad line) none of it."""
+async def import_file(
+    engine: AsyncEngine, path: Path, account_index_min_chunks: int | None = None
+) -> dict[str, int]:
+    """Import one file in one transaction: all of it, or (on any bad line) none of it.
+    With account_index_min_chunks, accounts grown past it get their own HNSW index."""
     with path.open(encoding="utf-8") as handle:
         parsed = parse_lines(str(path), handle)
     async with engine.begin() as conn:
-        await write(conn, parsed)
+        await write(conn, parsed, account_index_min_chunks)
     log.info("imported", path=str(path), **parsed.counts)
     return parsed.counts
 
 
-async def write(conn: AsyncConnection, parsed: ParsedFile) -> None:
-    """Check references against the file and the database, then upsert everything."""
+async def write(
+    conn: AsyncConnection, parsed: ParsedFile, account_index_min_chunks: int | None = None
+) -> None:
+    """Check references against the file and the database, then upsert everything; then,
+    with account_index_min_chunks, build the own index of each account grown past it."""
     errors: list[LineError] = []
 
     def refuse(line: int, reason: str) -> None:
@@ -162,6 +169,16 @@ async def write(conn: AsyncConnection, parsed: ParsedFile) -> None:
     await load.upsert_rows(conn, t.runtime_session_activity, [row for _, row in activity_rows])
     await load.ensure_model_indexes(conn, identities)
     await load.upsert_rows(conn, t.session_chunks, [row for _, row in chunk_rows], batch=200)
+    if account_index_min_chunks is not None and chunk_rows:
+        touched = sorted({row["account_id"] for _, row in chunk_rows})
+        for built in await ensure_large_account_indexes(conn, account_index_min_chunks, touched):
+            log.info(
+                "account_index_built",
+                account_id=str(built.account_id),
+                model_identity=str(built.identity),
+                chunks=built.chunks,
+                seconds=round(built.seconds, 2),
+            )
 
 
 async def export(engine: AsyncEngine, out: IO[str]) -> int:

@@ -1,0 +1,716 @@
+"""The benchmark: `python -m bench.run --size 100k` (or 1m). Loads (or reuses) the corpus
+in database bench_<size> on the embedded server, measures side by side in one run, and
+writes bench/results/perf-<size>.md. Never part of the test run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+from tqdm import tqdm
+
+from bench.corpus import Corpus
+from bench.load import IDENTITY, libpq, prepare, sessions_of
+from data.account_indexes import account_predicate, ensure_account_index, valid_account_index
+from data.engine import make_engine
+from data.model_indexes import comparable_predicate
+from data.server import resolve_url
+from data.similarity import LookupPath, ProbeSpec, inventories, lookup_facts, nearest_chunks
+from resolvers import ranking
+from resolvers.similar import SimilarArgs, Tuning, choose_path, compare_sessions
+from similar_sessions.logs import configure_logging
+from similar_sessions.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = {"100k": 100_000, "1m": 1_000_000, "20k": 20_000}
+PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
+FLOOR = ranking.MIN_SIMILAR_SIMILARITY
+
+# The one-pass exact scan, written independently of the product's SQL: every probe's
+# distance to every comparable chunk of the account in one statement, ranked per probe.
+EXACT_SCAN = f"""
+WITH p AS MATERIALIZED (
+  SELECT u.ord AS probe, c.runtime_session_id AS sid, (c.embedding::vector(384)) AS v
+  FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS u(id, ord)
+  JOIN session_chunks c ON c.account_id = :account AND c.id = u.id)
+SELECT probe - 1, id, sid, 1 - d FROM (
+  SELECT probe, id, sid, d, row_number() OVER (PARTITION BY probe ORDER BY d, id) AS rn
+  FROM (SELECT p.probe, c.id, c.runtime_session_id AS sid,
+               (c.embedding::vector(384)) <=> p.v AS d
+        FROM p JOIN session_chunks c ON c.account_id = :account
+         AND {comparable_predicate(IDENTITY, "c")} AND c.runtime_session_id <> p.sid
+        OFFSET 0) AS scored
+  WHERE 1 - d >= {FLOOR}) AS ranked
+WHERE rn <= {PER_PROBE}
+"""
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+@dataclass
+class Probe:
+    account: uuid.UUID
+    session: uuid.UUID
+    chunks: list[uuid.UUID]
+
+
+@dataclass
+class Figures:
+    name: str
+    chunks: int
+    sessions: int
+    path: str = ""
+    chunk_recall: list[float] = field(default_factory=list)
+    session_recall: list[float] = field(default_factory=list)
+    route_ms: list[float] = field(default_factory=list)
+    inproc_ms: list[float] = field(default_factory=list)
+    sql_ms: list[float] = field(default_factory=list)
+    exact_ms: list[float] = field(default_factory=list)
+
+
+async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = await work()
+    return (time.perf_counter() - t0) * 1000, out
+
+
+async def probes_of(engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID) -> Probe:
+    async with engine.connect() as conn:
+        inv = (await inventories(conn, account, [session], False))[session]
+    chunks = inv.embedded.get(str(IDENTITY), [])
+    return Probe(account, session, [chunks[p] for p in ranking.probe_positions(len(chunks))])
+
+
+async def served(
+    engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning
+) -> list[ranking.Hit]:
+    specs = [ProbeSpec(0, n, c, probe.session, IDENTITY, None) for n, c in enumerate(probe.chunks)]
+    async with engine.begin() as conn:
+        rows = await nearest_chunks(
+            conn,
+            probe.account,
+            specs,
+            {IDENTITY: path},
+            per_probe=PER_PROBE,
+            floor=FLOOR,
+            ef_search=tuning.ef_search,
+            overfetch=tuning.overfetch,
+        )
+    return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]
+
+
+async def exact(engine: AsyncEngine, probe: Probe) -> list[ranking.Hit]:
+    async with engine.begin() as conn:
+        rows = await conn.execute(
+            sa.text(EXACT_SCAN), {"ids": probe.chunks, "account": probe.account}
+        )
+        return [ranking.Hit(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
+
+
+def recalls(got: list[ranking.Hit], truth: list[ranking.Hit]) -> tuple[list[float], float]:
+    """(chunk recall@25 of each probe with an exact answer, session recall@10)."""
+    per_probe = []
+    for n in {h.probe for h in truth}:
+        want = {h.chunk_id for h in truth if h.probe == n}
+        have = {h.chunk_id for h in got if h.probe == n}
+        per_probe.append(len(want & have) / len(want))
+    top = [n.session_id for n in ranking.rank_neighbours(truth, 2)[:10]]
+    mine = {n.session_id for n in ranking.rank_neighbours(got, 2)[:10]}
+    session = 1.0 if not top else len(set(top) & mine) / len(top)
+    return per_probe, session
+
+
+async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> LookupPath:
+    async with engine.connect() as conn:
+        own, count = await lookup_facts(conn, account, IDENTITY, tuning.exact_scan_max_chunks)
+    return choose_path(own, count, tuning.exact_scan_max_chunks)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": libpq(url),
+        "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
+        "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
+        "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
+        "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
+        "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
+        "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
+    }
+    cli = str(Path(sys.executable).parent / "similar-sessions")
+    proc = subprocess.Popen(
+        [cli, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log_path.open("wb"),
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"server did not start; see {log_path}")
+
+
+PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
+  similarSessions(limit: 10) { results { runtimeSessionId score } } } } }"""
+ONE_QUERY = """query One($id: UUID!) { runtimeSession(id: $id) {
+  similarSessions(limit: 10) { results { runtimeSessionId score } } } }"""
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.size = SIZES[args.size]
+        settings = Settings.from_env()
+        self.server = resolve_url(settings.database_url, settings.data_dir)
+        self.tuning = Tuning(
+            exact_scan_max_chunks=args.exact_max,
+            ef_search=args.ef_search,
+            overfetch=args.overfetch,
+            comparison_timeout_ms=60_000,
+        )
+        self.out: list[str] = []
+        self.rng = np.random.default_rng(11)
+
+    def say(self, line: str = "") -> None:
+        print(line)
+        self.out.append(line)
+
+    async def run(self) -> None:
+        corpus = Corpus.plan(self.size)
+        database = f"bench_{self.args.size}"
+        url, meta = await prepare(
+            self.server, database, corpus, self.tuning.exact_scan_max_chunks, self.args.fresh
+        )
+        engine = make_engine(url, pool_size=4, statement_timeout_ms=120_000)
+        sessions = await sessions_of(engine)
+        sizes = {str(a.id): a.size for a in corpus.accounts}
+        by_size = sorted(corpus.accounts, key=lambda a: a.size)
+        largest, smallest = by_size[-1], by_size[0]
+        medium = min(by_size, key=lambda a: abs(np.log(a.size) - np.log(5_000)))
+        picks = [("small", smallest), ("medium", medium), ("largest", largest)]
+        log_path = ROOT / "bench" / "results" / f"server-{self.args.size}.log"
+        proc, base = start_server(url, self.tuning, log_path)
+        self.say(f"# Similar sessions benchmark, {self.args.size} chunks")
+        self.say()
+        self.say(
+            f"`{' '.join(['python -m bench.run', *sys.argv[1:]])}` on {os.cpu_count()} cores, "
+            f"PostgreSQL embedded, pgvector 0.8; {len(corpus.accounts)} accounts (Zipf, "
+            f"{smallest.size} to {largest.size} chunks), "
+            f"{sum(len(v) for v in sessions.values())} sessions, 384-d, "
+            f"exact scan up to {self.tuning.exact_scan_max_chunks} chunks, "
+            f"ef_search {self.tuning.ef_search}, over-fetch {self.tuning.overfetch}. "
+            f"Loaded by COPY in {meta['copy_s']} s; shared model index built in "
+            f"{meta['shared_index_s']} s. Medians of interleaved runs; ms."
+        )
+        self.say()
+        try:
+            async with httpx.AsyncClient(base_url=base, timeout=120) as http:
+                figures = []
+                for label, account in picks:
+                    figures.append(
+                        await self.account_figures(
+                            engine, http, label, account, sessions[str(account.id)], sizes
+                        )
+                    )
+                self.table(figures)
+                await self.crossover(engine, by_size, sessions)
+                await self.page(engine, http, largest, medium)
+                await self.stability(url, largest, sessions[str(largest.id)])
+                await self.ef_sweep(engine, largest, sessions[str(largest.id)])
+                await self.storage(engine, largest, sessions[str(largest.id)], meta)
+                await self.partitions(engine, [a.id for a in by_size[-1:] + by_size[:8]])
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+            await engine.dispose()
+        self.say()
+        self.say(f"Every request's path is logged (`similar_sessions` lines in {log_path.name}).")
+        target = ROOT / "bench" / "results" / f"perf-{self.args.size}.md"
+        target.write_text("\n".join(self.out) + "\n")
+        print(f"\nwritten to {target}")
+
+    def sample(self, sessions: list[uuid.UUID], n: int) -> list[uuid.UUID]:
+        if len(sessions) <= n:
+            return list(sessions)
+        return [sessions[i] for i in self.rng.choice(len(sessions), n, replace=False)]
+
+    async def account_figures(
+        self,
+        engine: AsyncEngine,
+        http: httpx.AsyncClient,
+        label: str,
+        account: Any,
+        sessions: list[uuid.UUID],
+        sizes: dict[str, int],
+    ) -> Figures:
+        fig = Figures(label, sizes[str(account.id)], len(sessions))
+        path = await path_of(engine, account.id, self.tuning)
+        fig.path = path.value
+        probes = [await probes_of(engine, account.id, s) for s in self.sample(sessions, 15)]
+        probes = [p for p in probes if p.chunks]
+        headers = {"authorization": f"Bearer {account.key}"}
+        for p in tqdm(probes, desc=f"{label} recall", leave=False):
+            truth = await exact(engine, p)
+            got = await served(engine, p, path, self.tuning)
+            per_probe, session = recalls(got, truth)
+            fig.chunk_recall += per_probe
+            fig.session_recall.append(session)
+        for _ in tqdm(range(self.args.rounds), desc=f"{label} latency", leave=False):
+            for p in probes:
+                ms, response = await timed(
+                    lambda p=p: http.get(
+                        f"/api/v1/runtime-sessions/{p.session}/similar",
+                        params={"limit": 10},
+                        headers=headers,
+                    )
+                )
+                assert response.status_code == 200, response.text
+                fig.route_ms.append(ms)
+                fig.inproc_ms.append((await timed(lambda p=p: self.in_process(engine, p)))[0])
+                fig.sql_ms.append(
+                    (await timed(lambda p=p: served(engine, p, path, self.tuning)))[0]
+                )
+                fig.exact_ms.append((await timed(lambda p=p: exact(engine, p)))[0])
+        return fig
+
+    async def in_process(self, engine: AsyncEngine, p: Probe) -> None:
+        async with engine.begin() as conn:
+            await compare_sessions(
+                conn, p.account, [(p.session, SimilarArgs(limit=10))], self.tuning
+            )
+
+    def table(self, figures: list[Figures]) -> None:
+        self.say("## Recall and latency by account size")
+        self.say()
+        self.say(
+            "| account | chunks | sessions | path | chunk recall@25 | session recall@10 "
+            "| route p50 / p95 (HTTP) | in-process p50 | SQL p50 / p95 | exact scan p50 / p95 "
+            "| route / exact | SQL / exact | HTTP+GraphQL share |"
+        )
+        self.say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for f in figures:
+            route, scan = p50(f.route_ms), p50(f.exact_ms)
+            self.say(
+                f"| {f.name} | {f.chunks} | {f.sessions} | {f.path} "
+                f"| {np.mean(f.chunk_recall):.3f} (min {min(f.chunk_recall, default=1):.2f}) "
+                f"| {np.mean(f.session_recall):.3f} "
+                f"| {route:.1f} / {pct(f.route_ms, 95):.1f} | {p50(f.inproc_ms):.1f} "
+                f"| {p50(f.sql_ms):.1f} / {pct(f.sql_ms, 95):.1f} "
+                f"| {scan:.1f} / {pct(f.exact_ms, 95):.1f} "
+                f"| {route / scan:.2f} | {p50(f.sql_ms) / scan:.2f} "
+                f"| {(route - p50(f.inproc_ms)) / route:.0%} |"
+            )
+        self.say()
+        self.say(
+            "Recall is against the one-pass exact scan over "
+            f"{sum(len(f.chunk_recall) for f in figures)} probes; route = REST GET through "
+            "uvicorn over TCP (limit 10); in-process = "
+            "compare_sessions on a pooled connection; SQL = the probe statement alone; "
+            "exact scan = all probes of the session in one pass over the account's chunks."
+        )
+        self.say()
+
+    async def crossover(
+        self, engine: AsyncEngine, by_size: list[Any], sessions: dict[str, list[uuid.UUID]]
+    ) -> None:
+        """Exact scan against an own index, SQL alone, on accounts of growing size; an own
+        index is built for the sweep where the product has none, and dropped after it."""
+        self.say("## Where the exact scan stops paying: SQL p50 by account size")
+        self.say()
+        self.say("| chunks | exact path | own index | exact / index |")
+        self.say("|---|---|---|---|")
+        wanted = [300, 600, 1000, 1500, 2500, 5000, 10_000]
+        picks = sorted({min(by_size, key=lambda a, w=w: abs(a.size - w)).id for w in wanted})
+        for account in sorted((a for a in by_size if a.id in picks), key=lambda a: a.size):
+            temporary = None
+            async with engine.begin() as conn:
+                if await valid_account_index(conn, account.id, IDENTITY) is None:
+                    built = await ensure_account_index(conn, account.id, IDENTITY)
+                    temporary = None if built is None else built.index_name
+            probes = [
+                await probes_of(engine, account.id, sid)
+                for sid in self.sample(sessions[str(account.id)], 8)
+            ]
+            probes = [p for p in probes if p.chunks]
+            exact_ms, index_ms = [], []
+            for _ in range(2):
+                for p in probes:
+                    exact_ms.append(
+                        (await timed(lambda p=p: served(engine, p, LookupPath.EXACT, self.tuning)))[
+                            0
+                        ]
+                    )
+                    index_ms.append(
+                        (
+                            await timed(
+                                lambda p=p: served(engine, p, LookupPath.ACCOUNT_INDEX, self.tuning)
+                            )
+                        )[0]
+                    )
+            if temporary is not None:
+                async with engine.begin() as conn:
+                    await conn.execute(sa.text(f"DROP INDEX {temporary}"))
+                    await conn.execute(
+                        sa.text("DELETE FROM account_model_indexes WHERE index_name = :n"),
+                        {"n": temporary},
+                    )
+            self.say(
+                f"| {account.size} | {p50(exact_ms):.1f} | {p50(index_ms):.1f} "
+                f"| {p50(exact_ms) / p50(index_ms):.2f} |"
+            )
+        self.say()
+
+    async def page(self, engine: AsyncEngine, http: httpx.AsyncClient, *accounts: Any) -> None:
+        self.say("## A GraphQL page of 50 sessions with similarSessions vs 50 requests")
+        self.say()
+        self.say(
+            "| account | page of 50 (1 request) | 50 REST requests | 50 GraphQL requests | ratio |"
+        )
+        self.say("|---|---|---|---|---|")
+        for account in accounts:
+            headers = {"authorization": f"Bearer {account.key}"}
+            pages, rests, ones = [], [], []
+            page_body = {"query": PAGE_QUERY, "variables": {"first": 50}}
+            for _ in range(self.args.page_rounds):
+                t0 = time.perf_counter()
+                response = await http.post("/graphql", json=page_body, headers=headers)
+                ms = (time.perf_counter() - t0) * 1000
+                body = response.json()
+                assert "errors" not in body, body
+                pages.append(ms)
+                ids = [n["id"] for n in body["data"]["runtimeSessions"]["nodes"]]
+                t0 = time.perf_counter()
+                for sid in ids:
+                    r = await http.get(
+                        f"/api/v1/runtime-sessions/{sid}/similar",
+                        params={"limit": 10},
+                        headers=headers,
+                    )
+                    assert r.status_code == 200
+                rests.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                for sid in ids:
+                    r = await http.post(
+                        "/graphql",
+                        json={"query": ONE_QUERY, "variables": {"id": sid}},
+                        headers=headers,
+                    )
+                    assert "errors" not in r.json()
+                ones.append((time.perf_counter() - t0) * 1000)
+            self.say(
+                f"| {account.name} ({account.size} chunks) | {p50(pages):.0f} | {p50(rests):.0f} "
+                f"| {p50(ones):.0f} | {p50(pages) / p50(rests):.2f} |"
+            )
+        self.say()
+
+    async def stability(self, url: str, account: Any, sessions: list[uuid.UUID]) -> None:
+        """Latency of the first execution on a fresh connection against executions 11-30 on
+        it (asyncpg prepares and caches the statement), and the plan after them."""
+        fresh = make_engine(url, pool_size=1, statement_timeout_ms=120_000)
+        try:
+            probe = await probes_of(fresh, account.id, sessions[0])
+            path = await path_of(fresh, account.id, self.tuning)
+            runs = [
+                (await timed(lambda: served(fresh, probe, path, self.tuning)))[0] for _ in range(30)
+            ]
+            async with fresh.begin() as conn:
+                await conn.execute(sa.text("SET LOCAL plan_cache_mode = force_generic_plan"))
+                plan = await self.explain(conn, probe, path)
+        finally:
+            await fresh.dispose()
+        self.say("## Plans under prepared statements")
+        self.say()
+        self.say(
+            f"Largest account, {path.value} path, one connection: first execution "
+            f"{runs[0]:.1f} ms, executions 11-30 p50 {p50(runs[10:]):.1f} ms "
+            f"(ratio {p50(runs[10:]) / runs[0]:.2f}). Plan of the statement even when "
+            f"forced generic: `{plan}`."
+        )
+        self.say()
+
+    async def explain(self, conn: Any, probe: Probe, path: LookupPath) -> str:
+        from data.similarity import nearest_chunks_sql
+
+        sql = nearest_chunks_sql([(IDENTITY, path)], probe.account)
+        params = {
+            "account_id": probe.account,
+            "per_probe": PER_PROBE,
+            "floor": FLOOR,
+            "overfetch": self.tuning.overfetch,
+            "keys_0": [0] * len(probe.chunks),
+            "probes_0": list(range(len(probe.chunks))),
+            "chunk_ids_0": probe.chunks,
+            "session_ids_0": [probe.session] * len(probe.chunks),
+            "cutoffs_0": [None] * len(probe.chunks),
+        }
+        rows = await conn.execute(sa.text("EXPLAIN (COSTS OFF) " + sql), params)
+        lines = [r[0].strip() for r in rows]
+        scans = [ln for ln in lines if "Index Scan" in ln or "Seq Scan" in ln]
+        return "; ".join(s.replace("->", "").strip() for s in scans)
+
+    async def ef_sweep(self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID]) -> None:
+        self.say("## ef_search and over-fetch on the largest account (account_index path)")
+        self.say()
+        self.say("| ef_search | over-fetch | chunk recall@25 | session recall@10 | SQL p50 |")
+        self.say("|---|---|---|---|---|")
+        probes = [await probes_of(engine, account.id, s) for s in self.sample(sessions, 12)]
+        probes = [p for p in probes if p.chunks]
+        truths = [await exact(engine, p) for p in probes]
+        for ef, over in ((40, 40), (100, 100), (200, 100), (200, 200), (400, 100)):
+            tuning = Tuning(ef_search=ef, overfetch=over)
+            chunk, sess, times = [], [], []
+            for _ in range(2):
+                for p, truth in zip(probes, truths, strict=True):
+                    ms, got = await timed(
+                        lambda p=p, t=tuning: served(engine, p, LookupPath.ACCOUNT_INDEX, t)
+                    )
+                    times.append(ms)
+                    per_probe, session = recalls(got, truth)
+                    chunk += per_probe
+                    sess.append(session)
+            self.say(
+                f"| {ef} | {over} | {np.mean(chunk):.3f} | {np.mean(sess):.3f} | {p50(times):.1f} |"
+            )
+        self.say()
+        self.say("The shared model index (the fallback before an account's own index exists):")
+        self.say()
+        chunk, sess, times = [], [], []
+        for p, truth in zip(probes, truths, strict=True):
+            ms, got = await timed(lambda p=p: served(engine, p, LookupPath.INDEX, self.tuning))
+            times.append(ms)
+            per_probe, session = recalls(got, truth)
+            chunk += per_probe
+            sess.append(session)
+        self.say(
+            f"- shared index, ef_search {self.tuning.ef_search}: chunk recall@25 "
+            f"{np.mean(chunk):.3f}, session recall@10 {np.mean(sess):.3f}, "
+            f"SQL p50 {p50(times):.1f} ms"
+        )
+        self.say()
+
+    async def storage(
+        self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID], meta: dict[str, Any]
+    ) -> None:
+        self.say("## Index size and build time, vector and halfvec (largest account)")
+        self.say()
+        predicate = account_predicate(account.id, IDENTITY)
+        async with engine.connect() as conn:
+            name = await valid_account_index(conn, account.id, IDENTITY)
+            rows = (
+                await conn.execute(
+                    sa.text(f"SELECT count(*) FROM session_chunks WHERE {predicate}")
+                )
+            ).scalar_one()
+            vec_size = (
+                await conn.execute(
+                    sa.text("SELECT pg_relation_size(CAST(:n AS regclass))"), {"n": name}
+                )
+            ).scalar_one()
+            shared = (
+                await conn.execute(
+                    sa.text("SELECT index_name FROM embedding_models WHERE model_identity = :m"),
+                    {"m": str(IDENTITY)},
+                )
+            ).scalar_one()
+            shared_size, shared_rows = (
+                await conn.execute(
+                    sa.text(
+                        "SELECT pg_relation_size(CAST(:n AS regclass)), (SELECT count(*) FROM "
+                        f"session_chunks WHERE {comparable_predicate(IDENTITY)})"
+                    ),
+                    {"n": shared},
+                )
+            ).one()
+        half = "bench_halfvec_probe_idx"
+        async with engine.begin() as conn:
+            await conn.execute(sa.text(f"DROP INDEX IF EXISTS {half}"))
+            t0 = time.perf_counter()
+            await conn.execute(
+                sa.text(
+                    f"CREATE INDEX {half} ON session_chunks USING hnsw "
+                    "((embedding::halfvec(384)) halfvec_cosine_ops) "
+                    "WITH (m = 16, ef_construction = 64) "
+                    f"WHERE {predicate}"
+                )
+            )
+            half_s = time.perf_counter() - t0
+            half_size = (
+                await conn.execute(sa.text(f"SELECT pg_relation_size('{half}')"))
+            ).scalar_one()
+        recall = await self.halfvec_recall(engine, account, sessions, predicate)
+        async with engine.begin() as conn:
+            await conn.execute(sa.text(f"DROP INDEX IF EXISTS {half}"))
+        built = meta["account_index_s"].get(str(account.id), float("nan"))
+        self.say("| index | rows | size | bytes per vector | build time | chunk recall@25 |")
+        self.say("|---|---|---|---|---|---|")
+        self.say(
+            f"| own, vector(384) | {rows} | {vec_size / 2**20:.1f} MiB | {vec_size / rows:.0f} "
+            f"| {built} s | see above |"
+        )
+        self.say(
+            f"| own, halfvec(384) | {rows} | {half_size / 2**20:.1f} MiB | {half_size / rows:.0f} "
+            f"| {half_s:.1f} s | {recall:.3f} |"
+        )
+        self.say(
+            f"| shared model index, vector(384) | {shared_rows} | {shared_size / 2**20:.1f} MiB "
+            f"| {shared_size / shared_rows:.0f} | {meta['shared_index_s']} s | see above |"
+        )
+        self.say()
+
+    async def halfvec_recall(
+        self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID], predicate: str
+    ) -> float:
+        sql = f"""
+        SELECT chunk_id FROM (SELECT c.id AS chunk_id, (c.embedding::halfvec(384)) <=> q.v AS d
+          FROM session_chunks c, (SELECT embedding::halfvec(384) AS v, runtime_session_id AS s
+            FROM session_chunks WHERE account_id = :a AND id = :probe) q
+          WHERE {
+            predicate.replace("account_id", "c.account_id")
+            .replace(" embedding", " c.embedding")
+            .replace(" redaction", " c.redaction")
+        }
+            AND c.runtime_session_id <> q.s
+          ORDER BY (c.embedding::halfvec(384)) <=> q.v LIMIT :over) a
+        ORDER BY d, chunk_id LIMIT {PER_PROBE}"""
+        values = []
+        for s in self.sample(sessions, 6):
+            p = await probes_of(engine, account.id, s)
+            truth = await exact(engine, p)
+            for n, chunk in enumerate(p.chunks):
+                want = {h.chunk_id for h in truth if h.probe == n}
+                if not want:
+                    continue
+                async with engine.begin() as conn:
+                    await conn.execute(
+                        sa.text(
+                            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                            "set_config('hnsw.ef_search', :ef, true)"
+                        ),
+                        {"ef": str(self.tuning.ef_search)},
+                    )
+                    got = {
+                        r[0]
+                        for r in await conn.execute(
+                            sa.text(sql),
+                            {"a": account.id, "probe": chunk, "over": self.tuning.overfetch},
+                        )
+                    }
+                values.append(len(want & got) / len(want))
+        return float(np.mean(values))
+
+    async def partitions(self, engine: AsyncEngine, accounts: list[uuid.UUID]) -> None:
+        """The same rows in a table hash-partitioned by account_id: a query of one account
+        touches one partition, with a literal and as a generic prepared plan."""
+        self.say("## Hash partitioning by account_id (the Citus layout, locally)")
+        self.say()
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("DROP TABLE IF EXISTS bench_chunks_by_account"))
+            await conn.execute(
+                sa.text(
+                    "CREATE TABLE bench_chunks_by_account (LIKE session_chunks INCLUDING DEFAULTS, "
+                    "PRIMARY KEY (account_id, id)) PARTITION BY HASH (account_id)"
+                )
+            )
+            for r in range(8):
+                await conn.execute(
+                    sa.text(
+                        f"CREATE TABLE bench_chunks_by_account_{r} PARTITION OF "
+                        f"bench_chunks_by_account FOR VALUES WITH (MODULUS 8, REMAINDER {r})"
+                    )
+                )
+            await conn.execute(
+                sa.text(
+                    "INSERT INTO bench_chunks_by_account SELECT * FROM session_chunks "
+                    "WHERE account_id = ANY(:a)"
+                ),
+                {"a": accounts},
+            )
+            await conn.execute(sa.text("ANALYZE bench_chunks_by_account"))
+            query = (
+                "SELECT id FROM bench_chunks_by_account c WHERE c.account_id = {a} "
+                f"AND {comparable_predicate(IDENTITY, 'c')} ORDER BY (c.embedding::vector(384)) "
+                "<=> (SELECT embedding::vector(384) FROM bench_chunks_by_account WHERE "
+                "account_id = {a} LIMIT 1) LIMIT 25"
+            )
+            literal = f"'{accounts[0]}'::uuid"
+            plan = [
+                r[0]
+                for r in await conn.execute(
+                    sa.text("EXPLAIN (COSTS OFF) " + query.format(a=literal))
+                )
+            ]
+            await conn.execute(sa.text("PREPARE by_account(uuid) AS " + query.format(a="$1")))
+            await conn.execute(sa.text("SET LOCAL plan_cache_mode = force_generic_plan"))
+            generic = [
+                r[0]
+                for r in await conn.execute(
+                    sa.text(
+                        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+                        f"EXECUTE by_account({literal})"
+                    )
+                )
+            ]
+            await conn.execute(sa.text("DEALLOCATE by_account"))
+            await conn.execute(sa.text("DROP TABLE bench_chunks_by_account"))
+        touched = sorted(
+            {w for ln in plan for w in ln.split() if w.startswith("bench_chunks_by_account_")}
+        )
+        removed = [ln.strip() for ln in generic if "Subplans Removed" in ln]
+        self.say(
+            f"8 hash partitions, {len(accounts)} accounts copied in. Plan with the account as a "
+            f"literal scans {len(touched)} partition(s) ({', '.join(touched)}); the generic "
+            f"prepared plan prunes at execution: {'; '.join(removed) or 'no pruning line'}."
+        )
+        self.say()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", choices=sorted(SIZES), default="100k")
+    parser.add_argument("--fresh", action="store_true", help="reload even when the database exists")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--page-rounds", type=int, default=3)
+    defaults = Tuning()
+    parser.add_argument("--exact-max", type=int, default=defaults.exact_scan_max_chunks)
+    parser.add_argument("--ef-search", type=int, default=defaults.ef_search)
+    parser.add_argument("--overfetch", type=int, default=defaults.overfetch)
+    configure_logging("WARNING")
+    asyncio.run(Bench(parser.parse_args()).run())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""One partial HNSW index per large account and model: the approximate path's index.
+
+A shared per-model index filtered by account loses rows (or time) when the account is a
+small share of the table; an index whose predicate names the account holds only the
+rows a lookup may return, so an iterative scan finds them at once."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data.identity import ModelIdentity
+from data.model_indexes import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    comparable_predicate,
+    vector_expression,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltIndex:
+    account_id: UUID
+    identity: ModelIdentity
+    index_name: str
+    chunks: int
+    seconds: float
+
+
+def account_index_name(account_id: UUID, identity: ModelIdentity) -> str:
+    digest = hashlib.sha1(f"{account_id}|{identity}".encode()).hexdigest()[:16]  # noqa: S324
+    return "session_chunks_hnsw_a_" + digest
+
+
+def account_predicate(account_id: UUID, identity: ModelIdentity, alias: str = "") -> str:
+    """The index's WHERE clause, the account inlined as a literal: a query repeats it verbatim,
+    so even a generic plan of a prepared statement can prove it and use the index."""
+    p = f"{alias}." if alias else ""
+    literal = f"'{UUID(str(account_id))}'::uuid"
+    return f"{p}account_id = {literal} AND {comparable_predicate(identity, alias)}"
+
+
+async def valid_account_index(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
+) -> str | None:
+    """The name of the account's index for the model when it exists and is ready to use."""
+    return (
+        await conn.execute(
+            text(
+                "SELECT r.index_name FROM account_model_indexes r "
+                "JOIN pg_class i ON i.relname = r.index_name "
+                "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
+                "WHERE r.account_id = :account_id AND r.model_identity = :identity"
+            ),
+            {"account_id": account_id, "identity": str(identity)},
+        )
+    ).scalar()
+
+
+async def ensure_account_index(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
+) -> BuiltIndex | None:
+    """Build the account's index for the model unless it is registered; None when it was."""
+    name = account_index_name(account_id, identity)
+    registered = (
+        await conn.execute(
+            text(
+                "SELECT 1 FROM account_model_indexes "
+                "WHERE account_id = :account_id AND model_identity = :identity"
+            ),
+            {"account_id": account_id, "identity": str(identity)},
+        )
+    ).scalar()
+    if registered is not None:
+        return None
+    started = time.perf_counter()
+    await conn.execute(
+        text(
+            f"CREATE INDEX IF NOT EXISTS {name} ON session_chunks "
+            f"USING hnsw ({vector_expression(identity)} vector_cosine_ops) "
+            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+            f"WHERE {account_predicate(account_id, identity)}"
+        )
+    )
+    seconds = time.perf_counter() - started
+    chunks = int(
+        (
+            await conn.execute(
+                text(
+                    "SELECT count(*) FROM session_chunks "
+                    f"WHERE {account_predicate(account_id, identity)}"
+                )
+            )
+        ).scalar_one()
+    )
+    await conn.execute(
+        text(
+            "INSERT INTO account_model_indexes "
+            "(account_id, model_identity, index_name, chunks_at_build) "
+            "VALUES (:account_id, :identity, :name, :chunks)"
+        ),
+        {"account_id": account_id, "identity": str(identity), "name": name, "chunks": chunks},
+    )
+    return BuiltIndex(account_id, identity, name, chunks, seconds)
+
+
+async def ensure_large_account_indexes(
+    conn: AsyncConnection, min_chunks: int, account_ids: list[UUID] | None = None
+) -> list[BuiltIndex]:
+    """Build an index for every (account, model) with more than min_chunks comparable chunks
+    that has none yet; limited to account_ids when given."""
+    rows = await conn.execute(
+        text(
+            "SELECT c.account_id, c.embedding_model FROM session_chunks c "
+            "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
+            "AND (CAST(:accounts AS uuid[]) IS NULL OR c.account_id = ANY(:accounts)) "
+            "AND NOT EXISTS (SELECT 1 FROM account_model_indexes r "
+            "WHERE r.account_id = c.account_id AND r.model_identity = c.embedding_model) "
+            "GROUP BY c.account_id, c.embedding_model HAVING count(*) > :min_chunks "
+            "ORDER BY c.account_id, c.embedding_model"
+        ),
+        {"accounts": account_ids, "min_chunks": min_chunks},
+    )
+    built = []
+    for account_id, model in rows.all():
+        made = await ensure_account_index(conn, account_id, ModelIdentity.parse(model))
+        if made is not None:
+            built.append(made)
+    return built
