@@ -26,7 +26,13 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         chunk_system_prompts=settings.chunk_system_prompts,
         role_labels=settings.chunk_role_labels,
     )
-    return IndexerConfig(policy, settings.repeat_min_sessions, settings.embed_batch, progress)
+    return IndexerConfig(
+        policy,
+        settings.repeat_min_sessions,
+        settings.embed_batch,
+        progress,
+        account_index_min_chunks=settings.exact_scan_max_chunks,
+    )
 
 
 def describe(report: PassReport) -> str:

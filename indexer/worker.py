@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
 from data import indexing as sql
+from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
 from indexer import budget
 from indexer.chunking import ChunkPolicy
@@ -31,6 +32,8 @@ class IndexerConfig:
     repeat_min_sessions: int = 5
     batch_size: int = 64
     progress: bool | None = None  # None: shown only on a terminal
+    # Accounts past this many comparable chunks get their own HNSW index (None: never).
+    account_index_min_chunks: int | None = None
 
 
 @dataclass
@@ -91,6 +94,13 @@ async def index_account(
     if work.degraded_reason is not None:
         await _mark(engine, work, None, None)
     await embed_account(engine, config, work, embedder, report, now)
+    if config.account_index_min_chunks is not None:
+        async with engine.begin() as conn:
+            built = await ensure_large_account_indexes(
+                conn, config.account_index_min_chunks, [work.account_id]
+            )
+        for index in built:
+            log.info("account_index_built", index=index.index_name, chunks=index.chunks)
 
 
 async def chunk_account(

@@ -363,3 +363,19 @@ def test_budget_arithmetic() -> None:
     assert budget.affordable([0.4], 0.0) == 0
     assert budget.affordable([0.0, 0.0], 0.0) == 2
     assert ModelIdentity.parse(str(HASH_384)) == HASH_384
+
+
+async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
+    engine: AsyncEngine,
+) -> None:
+    account, _ = await world_with(engine, sessions=3)  # 3 sessions of 3 chunks each
+    small = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=100)
+    await index_once(engine, Registry(), small)
+    assert not await rows(engine, "SELECT 1 FROM account_model_indexes")
+    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    await index_once(engine, Registry(), grown)
+    [index] = await rows(
+        engine, "SELECT account_id, model_identity, index_name FROM account_model_indexes"
+    )
+    assert (index.account_id, index.model_identity) == (account, str(HASH_384))
+    assert await rows(engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=index.index_name)
