@@ -30,7 +30,14 @@ from data.account_indexes import account_predicate, ensure_account_index, valid_
 from data.engine import make_engine
 from data.model_indexes import comparable_predicate
 from data.server import resolve_url
-from data.similarity import LookupPath, ProbeSpec, inventories, lookup_facts, nearest_chunks
+from data.similarity import (
+    LookupPath,
+    ProbeSpec,
+    configure_comparison,
+    inventories,
+    lookup_facts,
+    nearest_chunks,
+)
 from resolvers import ranking
 from resolvers.similar import SimilarArgs, Tuning, choose_path, compare_sessions
 from similar_sessions.logs import configure_logging
@@ -107,6 +114,9 @@ async def served(
 ) -> list[ranking.Hit]:
     specs = [ProbeSpec(0, n, c, probe.session, IDENTITY, None) for n, c in enumerate(probe.chunks)]
     async with engine.begin() as conn:
+        await configure_comparison(
+            conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
+        )
         rows = await nearest_chunks(
             conn,
             probe.account,
@@ -114,7 +124,6 @@ async def served(
             {IDENTITY: path},
             per_probe=PER_PROBE,
             floor=FLOOR,
-            ef_search=tuning.ef_search,
             overfetch=tuning.overfetch,
         )
     return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]

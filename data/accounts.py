@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -35,6 +36,11 @@ class EmbeddingSetting:
 async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None:
     """The account behind an unrevoked key, or None."""
     digest = hash_key(key)
+    features = (
+        sa.select(sa.func.array_agg(t.account_features.c.feature))
+        .where(t.account_features.c.account_id == t.accounts.c.account_id)
+        .scalar_subquery()
+    )
     row = (
         await conn.execute(
             sa.select(
@@ -42,6 +48,7 @@ async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None
                 t.api_keys.c.scopes,
                 t.accounts.c.account_id,
                 t.accounts.c.name,
+                features.label("features"),
             )
             .join(t.accounts, t.accounts.c.account_id == t.api_keys.c.account_id)
             .where(t.api_keys.c.key_hash == digest, t.api_keys.c.revoked_at.is_(None))
@@ -49,12 +56,7 @@ async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None
     ).first()
     if row is None or not hmac.compare_digest(row.key_hash, digest):
         return None
-    features = await conn.execute(
-        sa.select(t.account_features.c.feature).where(
-            t.account_features.c.account_id == row.account_id
-        )
-    )
-    return Principal(row.account_id, row.name, frozenset(row.scopes), frozenset(features.scalars()))
+    return Principal(row.account_id, row.name, frozenset(row.scopes), frozenset(row.features or ()))
 
 
 async def revoke_key(conn: AsyncConnection, key: str) -> bool:
@@ -72,8 +74,11 @@ async def embedding_setting(conn: AsyncConnection, account_id: UUID) -> Embeddin
             sa.select(t.embedding_settings).where(t.embedding_settings.c.account_id == account_id)
         )
     ).first()
-    if row is None:
-        return None
+    return None if row is None else setting_of(row)
+
+
+def setting_of(row: Any) -> EmbeddingSetting:
+    """An EmbeddingSetting from a row carrying the embedding_settings columns."""
     cap = None if row.daily_cap_usd is None else float(row.daily_cap_usd)
     return EmbeddingSetting(
         row.enabled, ModelIdentity.of(row.provider, row.model, row.dimensions), row.scope, cap

@@ -10,11 +10,15 @@ from enum import Enum
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import UUID as UUID_TYPE
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data import tables as t
 from data.account_indexes import account_predicate
+from data.accounts import EmbeddingSetting, setting_of
 from data.identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
+from data.sessions import SessionRow
 
 
 class LookupPath(Enum):
@@ -67,6 +71,55 @@ class ChunkDetail:
     role: str | None
     redaction_state: str
     text: str | None
+
+
+async def sessions_and_setting(
+    conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID]
+) -> tuple[dict[UUID, SessionRow], EmbeddingSetting | None]:
+    """The asked sessions of the account and the account's embedding setting, in one
+    statement (the comparison's first round trip)."""
+    anchor = sa.select(sa.literal(account_id, UUID_TYPE).label("account_id")).subquery("anchor")
+    e, s = t.embedding_settings, t.runtime_sessions
+    query = (
+        sa.select(
+            e.c.enabled,
+            e.c.provider,
+            e.c.model,
+            e.c.dimensions,
+            e.c.scope,
+            e.c.daily_cap_usd,
+            *(s.c[name] for name in SessionRow.__slots__),
+        )
+        .select_from(anchor)
+        .outerjoin(e, e.c.account_id == anchor.c.account_id)
+        .outerjoin(
+            s, sa.and_(s.c.account_id == anchor.c.account_id, s.c.id.in_(list(set(session_ids))))
+        )
+    )
+    rows = (await conn.execute(query)).all()
+    setting = setting_of(rows[0]) if rows[0].enabled is not None else None
+    sessions = {
+        row.id: SessionRow(*(row._mapping[name] for name in SessionRow.__slots__))
+        for row in rows
+        if row.id is not None
+    }
+    return sessions, setting
+
+
+async def configure_comparison(conn: AsyncConnection, *, timeout_ms: int, ef_search: int) -> None:
+    """Set the comparison's settings until its transaction ends, in one round trip: its time
+    budget, iterative HNSW scans, and custom plans (a generic plan of a prepared statement
+    cannot prove a partial index's predicate). On Citus these become SET LOCAL statements
+    (docs/scaling.md)."""
+    await conn.execute(
+        sa.text(
+            "SELECT set_config('statement_timeout', :timeout, true), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', :ef, true), "
+            "set_config('plan_cache_mode', 'force_custom_plan', true)"
+        ),
+        {"timeout": str(int(timeout_ms)), "ef": str(int(ef_search))},
+    )
 
 
 async def inventories(
@@ -215,10 +268,10 @@ async def nearest_chunks(
     *,
     per_probe: int,
     floor: float,
-    ef_search: int,
     overfetch: int,
 ) -> list[HitRow]:
-    """The per_probe nearest candidates of every probe above the floor, ties on chunk id."""
+    """The per_probe nearest candidates of every probe above the floor, ties on chunk id.
+    Run it after configure_comparison() in the same transaction."""
     if not probes:
         return []
     identities = sorted({p.identity for p in probes}, key=str)
@@ -236,23 +289,8 @@ async def nearest_chunks(
         params[f"chunk_ids_{n}"] = [p.chunk_id for p in mine]
         params[f"session_ids_{n}"] = [p.session_id for p in mine]
         params[f"cutoffs_{n}"] = [p.cutoff for p in mine]
-    await conn.execute(
-        sa.text(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', :ef, true), "
-            "set_config('plan_cache_mode', 'force_custom_plan', true)"
-        ),
-        {"ef": str(ef_search)},
-    )
     rows = await conn.execute(sa.text(nearest_chunks_sql(groups, account_id)), params)
     return [HitRow(*row) for row in rows]
-
-
-async def set_statement_timeout(conn: AsyncConnection, milliseconds: int) -> None:
-    """Bound the statements that follow, until the transaction ends."""
-    await conn.execute(
-        sa.text("SELECT set_config('statement_timeout', :ms, true)"), {"ms": str(int(milliseconds))}
-    )
 
 
 async def comparable_elsewhere(

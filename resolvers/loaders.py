@@ -36,7 +36,8 @@ def similar_loader(
     engine: AsyncEngine, account_id: UUID, tuning: Tuning
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
-        async with engine.begin() as conn:
+        # Read-only: the transaction (and its SET LOCAL settings) ends with the connection.
+        async with engine.connect() as conn:
             return await compare_sessions(conn, account_id, keys, tuning)
 
     return DataLoader(load_fn=load)

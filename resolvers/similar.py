@@ -17,13 +17,14 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import similarity as sql
-from data.accounts import EmbeddingSetting, embedding_setting
+from data.accounts import EmbeddingSetting
 from data.identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers import ranking
 from resolvers.degraded import Degraded, degraded
 
 log = structlog.get_logger(__name__)
+QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by statement_timeout
 
 LIMIT_BOUNDS = (1, 20)
 MAX_MATCHES_BOUNDS = (0, 5)
@@ -149,8 +150,10 @@ async def compare_sessions(
     """One result per key, in key order; None for a session this account does not have."""
     started = time.perf_counter()
     now = datetime.now(UTC)
-    sessions = await sessions_by_id(conn, account_id, [sid for sid, _ in keys])
-    setting = await embedding_setting(conn, account_id)
+    await sql.configure_comparison(
+        conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
+    )
+    sessions, setting = await sql.sessions_and_setting(conn, account_id, [sid for sid, _ in keys])
     found = [(i, sid, args) for i, (sid, args) in enumerate(keys) if sid in sessions]
     summaries_only = setting is not None and setting.scope == "summaries_only"
     inventory = await sql.inventories(
@@ -256,26 +259,24 @@ async def _lookup(
     paths: dict[ModelIdentity, sql.LookupPath],
     tuning: Tuning,
 ) -> tuple[list[sql.HitRow], bool]:
-    """The probe lookups under their own time budget; (no hits, True) when it runs out."""
+    """The probe lookups, within the comparison's time budget; (no hits, True) when it ran out."""
     if not specs:
         return [], False
     try:
-        async with conn.begin_nested():
-            await sql.set_statement_timeout(conn, tuning.comparison_timeout_ms)
-            hits = await sql.nearest_chunks(
-                conn,
-                account_id,
-                specs,
-                paths,
-                per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
-                floor=ranking.MIN_SIMILAR_SIMILARITY,
-                ef_search=tuning.ef_search,
-                overfetch=tuning.overfetch,
-            )
-            return hits, False
+        hits = await sql.nearest_chunks(
+            conn,
+            account_id,
+            specs,
+            paths,
+            per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
+            floor=ranking.MIN_SIMILAR_SIMILARITY,
+            overfetch=tuning.overfetch,
+        )
+        return hits, False
     except DBAPIError as exc:
-        if "canceling statement due to statement timeout" not in str(exc.orig):
+        if getattr(exc.orig, "sqlstate", None) != QUERY_CANCELED:
             raise
+        # The transaction is aborted: the comparison issues no statement after this one.
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         return [], True
 

@@ -40,7 +40,7 @@ async def compare(
     tuning: Tuning | None = None,
     **args: Any,
 ) -> SimilarResult:
-    async with engine.begin() as conn:
+    async with engine.connect() as conn:
         [result] = await compare_sessions(
             conn,
             uuid.UUID(account),

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.identity import ModelIdentity
-from data.similarity import LookupPath, ProbeSpec, nearest_chunks
+from data.similarity import LookupPath, ProbeSpec, configure_comparison, nearest_chunks
 from resolvers.ranking import probe_positions
 from resolvers.similar import Tuning
 from tests.similar_helpers import compare, full_scan
@@ -97,6 +97,7 @@ async def _per_probe(
             ProbeSpec(0, n, chunk, uuid.UUID(viewed), IDENTITY, None)
             for n, chunk in enumerate(probes)
         ]
+        await configure_comparison(conn, timeout_ms=10_000, ef_search=200)
         rows = await nearest_chunks(
             conn,
             uuid.UUID(account),
@@ -104,7 +105,6 @@ async def _per_probe(
             {IDENTITY: path},
             per_probe=25,
             floor=0.35,
-            ef_search=200,
             overfetch=100,
         )
     served: dict[int, list[uuid.UUID]] = {n: [] for n in range(len(probes))}
