@@ -320,25 +320,30 @@ async def chunk_details(
     conn: AsyncConnection,
     account_id: UUID,
     chunk_ids: Sequence[UUID],
-    with_text: bool,
+    text_ids: Sequence[UUID],
     preview_chars: int,
 ) -> dict[UUID, ChunkDetail]:
-    """Metadata of the chunks; a preview of their content only when with_text (else the
-    content column is not named at all)."""
-    if not chunk_ids:
+    """Metadata of the chunks, and a preview of the content of those in text_ids. With no
+    text_ids the statement does not name the content column at all."""
+    ids = sorted(set(chunk_ids) | set(text_ids))
+    if not ids:
         return {}
-    text_column = (
-        f"CASE WHEN char_length(content) > {int(preview_chars)} "
-        f"THEN left(content, {int(preview_chars) - 1}) || '…' ELSE content END"
-        if with_text
-        else "NULL::text"
-    )
+    params: dict[str, object] = {"account_id": account_id, "ids": ids}
+    text_column = "NULL::text"
+    if text_ids:
+        limit = int(preview_chars)
+        text_column = (
+            "CASE WHEN NOT id = ANY(:text_ids) THEN NULL "
+            f"WHEN char_length(content) > {limit} THEN left(content, {limit - 1}) || '…' "
+            "ELSE content END"
+        )
+        params["text_ids"] = sorted(set(text_ids))
     rows = await conn.execute(
         sa.text(
             "SELECT id, runtime_session_id, source_kind, source_id, chunk_index, occurred_at, "
             f"role, redaction_state, {text_column} FROM session_chunks "
             "WHERE account_id = :account_id AND id = ANY(:ids)"
         ),
-        {"account_id": account_id, "ids": list(set(chunk_ids))},
+        params,
     )
     return {row[0]: ChunkDetail(*row) for row in rows}

@@ -287,23 +287,20 @@ async def _details(
     plans: dict[int, _Plan],
     ranked: dict[int, tuple[list[ranking.Neighbour], bool]],
 ) -> dict[UUID, sql.ChunkDetail]:
-    """Details of every shown match and its probe; content only for comparisons that want it."""
-    wanted: dict[bool, set[UUID]] = {True: set(), False: set()}
+    """Details of every shown match and its probe, in one statement; content only for the
+    matches of comparisons that want their text."""
+    ids: set[UUID] = set()
+    text_ids: set[UUID] = set()
     for i, (page, _) in ranked.items():
         plan = plans[i]
-        with_text = plan.args.include_match_text
         for neighbour in page:
             for match in neighbour.matches:
-                wanted[with_text].add(match.chunk_id)
-                wanted[False].add(plan.probes[match.probe])
-    wanted[False] -= wanted[True]
-    details: dict[UUID, sql.ChunkDetail] = {}
-    for with_text, ids in wanted.items():
-        if ids:
-            details |= await sql.chunk_details(
-                conn, account_id, sorted(ids), with_text, ranking.SIMILAR_PREVIEW_CHARS
-            )
-    return details
+                ids.update((match.chunk_id, plan.probes[match.probe]))
+                if plan.args.include_match_text:
+                    text_ids.add(match.chunk_id)
+    return await sql.chunk_details(
+        conn, account_id, sorted(ids), sorted(text_ids), ranking.SIMILAR_PREVIEW_CHARS
+    )
 
 
 def _neighbour(
