@@ -37,8 +37,9 @@ from indexer import demo
 from indexer.commands import config_from
 from indexer.embedders import Registry
 from indexer.worker import index_once
+from resolvers.arguments import SimilarArgs
 from resolvers.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
-from resolvers.similar import SimilarArgs, Tuning, compare_sessions
+from resolvers.similar import Tuning, compare_sessions
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
 from similar_sessions.transfer import parse_lines, write

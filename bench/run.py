@@ -39,7 +39,8 @@ from data.similarity import (
     nearest_chunks,
 )
 from resolvers import ranking
-from resolvers.similar import SimilarArgs, Tuning, choose_path, compare_sessions
+from resolvers.arguments import SimilarArgs
+from resolvers.similar import Tuning, choose_path, compare_sessions
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
 

@@ -11,7 +11,8 @@ from strawberry.dataloader import DataLoader
 from data.accounts import Principal
 from data.sessions import ActivityRow, SessionRow
 from resolvers import loaders
-from resolvers.similar import SimilarArgs, SimilarResult, Tuning
+from resolvers.arguments import SimilarArgs
+from resolvers.similar import SimilarResult, Tuning
 
 MAX_SIMILAR_PER_REQUEST = 50
 

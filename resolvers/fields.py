@@ -9,8 +9,9 @@ from uuid import UUID
 from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
 
 from data.sessions import SessionRow, recent_sessions
+from resolvers.arguments import BadArgument, SimilarArgs
 from resolvers.context import Context
-from resolvers.similar import BadArgument, SimilarArgs, SimilarResult
+from resolvers.similar import SimilarResult
 
 MAX_PAGE = 100
 

@@ -9,7 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions_by_id
-from resolvers.similar import SimilarArgs, SimilarResult, Tuning, compare_sessions
+from resolvers.arguments import SimilarArgs
+from resolvers.similar import SimilarResult, Tuning, compare_sessions
 
 SimilarKey = tuple[UUID, SimilarArgs]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
+from resolvers.arguments import BadArgument
 from resolvers.context import LimitExceeded
-from resolvers.similar import BadArgument
 
 
 def bad_user_input(exc: BadArgument) -> GraphQLError:

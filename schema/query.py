@@ -11,9 +11,9 @@ from graphql import GraphQLError
 from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimiter, SchemaExtension
 from strawberry.types import ExecutionContext
 
+from resolvers.arguments import BadArgument
 from resolvers.context import Context
 from resolvers.fields import session_cursor, session_page
-from resolvers.similar import BadArgument
 from schema.errors import bad_user_input
 from schema.sessions import RuntimeSession
 

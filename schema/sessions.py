@@ -8,9 +8,9 @@ from uuid import UUID
 import strawberry
 
 from data.sessions import ActivityRow, SessionRow
+from resolvers.arguments import BadArgument, SimilarArgs
 from resolvers.context import Context, LimitExceeded
 from resolvers.fields import selects, similar_sessions
-from resolvers.similar import BadArgument, SimilarArgs
 from schema.errors import bad_user_input, limit_exceeded
 from schema.similar import SimilarSessions
 

@@ -11,8 +11,8 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from resolvers.arguments import BadArgument
 from resolvers.context import Context
-from resolvers.similar import BadArgument
 from similar_sessions.auth import Forbidden, Unauthorized, authenticate
 
 log = structlog.get_logger(__name__)

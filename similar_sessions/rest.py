@@ -10,8 +10,9 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from resolvers.arguments import BadArgument, SimilarArgs
 from resolvers.fields import similar_sessions
-from resolvers.similar import BadArgument, MatchResult, NeighbourResult, SimilarArgs, SimilarResult
+from resolvers.similar import MatchResult, NeighbourResult, SimilarResult
 from similar_sessions.edge import context_for, not_found
 
 _REST_NAMES = {

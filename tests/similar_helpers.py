@@ -9,7 +9,8 @@ import httpx
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from resolvers.similar import SimilarArgs, SimilarResult, Tuning, compare_sessions
+from resolvers.arguments import SimilarArgs
+from resolvers.similar import SimilarResult, Tuning, compare_sessions
 
 EXACT_SQL = """
 SELECT c.id, 1 - ((c.embedding::vector(384)) <=> (p.embedding::vector(384))) AS similarity
