@@ -36,11 +36,10 @@ from data.similarity import (
     configure_comparison,
     inventories,
     lookup_facts,
-    nearest_chunks,
 )
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import Tuning, choose_path, compare_sessions
+from resolvers.similar import Tuning, choose_path, compare_sessions, lookup_hits
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
 
@@ -118,15 +117,7 @@ async def served(
         await configure_comparison(
             conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
         )
-        rows = await nearest_chunks(
-            conn,
-            probe.account,
-            specs,
-            {IDENTITY: path},
-            per_probe=PER_PROBE,
-            floor=FLOOR,
-            overfetch=tuning.overfetch,
-        )
+        rows, _ = await lookup_hits(conn, probe.account, specs, {IDENTITY: path}, tuning)
     return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]
 
 

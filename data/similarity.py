@@ -122,6 +122,13 @@ async def configure_comparison(conn: AsyncConnection, *, timeout_ms: int, ef_sea
     )
 
 
+async def widen_search(conn: AsyncConnection, ef_search: int) -> None:
+    """Raise hnsw.ef_search for the rest of the transaction (a retry of short probes)."""
+    await conn.execute(
+        sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(int(ef_search))}
+    )
+
+
 async def inventories(
     conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID], summaries_only: bool
 ) -> dict[UUID, Inventory]:

@@ -4,6 +4,7 @@ whatever the batch size, with all probe lookups in one of them."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -64,6 +65,7 @@ class Tuning:
     embeddings_enabled: bool = True
     exact_scan_max_chunks: int = 1_000
     ef_search: int = 200
+    ef_search_retry: int = 1000
     overfetch: int = 100
     comparison_timeout_ms: int = 3000
 
@@ -129,7 +131,7 @@ async def compare_sessions(
         if plan.identity is not None
         for n, chunk_id in enumerate(plan.probes)
     ]
-    hits, timed_out = await _lookup(conn, account_id, specs, paths, tuning)
+    hits, timed_out = await lookup_hits(conn, account_id, specs, paths, tuning)
     by_key: dict[int, list[ranking.Hit]] = {i: [] for i in plans}
     for row in hits:
         by_key[row.key].append(ranking.Hit(row.probe, row.chunk_id, row.session_id, row.similarity))
@@ -193,26 +195,53 @@ def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> sql.
     return sql.LookupPath.INDEX
 
 
-async def _lookup(
+async def lookup_hits(
     conn: AsyncConnection,
     account_id: UUID,
     specs: list[sql.ProbeSpec],
     paths: dict[ModelIdentity, sql.LookupPath],
     tuning: Tuning,
 ) -> tuple[list[sql.HitRow], bool]:
-    """The probe lookups, within the comparison's time budget; (no hits, True) when it ran out."""
+    """The probe lookups, within the comparison's time budget; (no hits, True) when it ran out.
+
+    Every probe goes to the database in one statement. An approximate lookup can come back
+    short when the probe sits in a tight cluster of its own session's chunks (the HNSW scan
+    ends inside it): only those probes are asked again, once, with a wider search."""
     if not specs:
         return [], False
+    per_probe = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
     try:
         hits = await sql.nearest_chunks(
             conn,
             account_id,
             specs,
             paths,
-            per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
+            per_probe=per_probe,
             floor=ranking.MIN_SIMILAR_SIMILARITY,
             overfetch=tuning.overfetch,
         )
+        found = Counter((h.key, h.probe) for h in hits)
+        short = [
+            s
+            for s in specs
+            if paths[s.identity] is not sql.LookupPath.EXACT and found[s.key, s.probe] < per_probe
+        ]
+        if short and tuning.ef_search_retry > tuning.ef_search:
+            await sql.widen_search(conn, tuning.ef_search_retry)
+            retried = await sql.nearest_chunks(
+                conn,
+                account_id,
+                short,
+                paths,
+                per_probe=per_probe,
+                floor=ranking.MIN_SIMILAR_SIMILARITY,
+                overfetch=tuning.overfetch,
+            )
+            again = {(s.key, s.probe) for s in short}
+            hits = [h for h in hits if (h.key, h.probe) not in again] + retried
+            log.info(
+                "similar_sessions_widened", probes=len(short), ef_search=tuning.ef_search_retry
+            )
         return hits, False
     except DBAPIError as exc:
         if getattr(exc.orig, "sqlstate", None) != QUERY_CANCELED:

@@ -54,6 +54,7 @@ def tuning_of(settings: Settings) -> Tuning:
         embeddings_enabled=settings.embeddings_enabled,
         exact_scan_max_chunks=settings.exact_scan_max_chunks,
         ef_search=settings.hnsw_ef_search,
+        ef_search_retry=settings.hnsw_ef_search_retry,
         overfetch=settings.hnsw_overfetch,
         comparison_timeout_ms=settings.comparison_timeout_ms,
     )
