@@ -491,7 +491,7 @@ class Bench:
         probes = [await probes_of(engine, account.id, s) for s in self.sample(sessions, 12)]
         probes = [p for p in probes if p.chunks]
         truths = [await exact(engine, p) for p in probes]
-        for ef, over in ((40, 40), (100, 100), (200, 100), (200, 200), (400, 100)):
+        for ef, over in ((40, 40), (100, 100), (200, 100), (400, 100), (1000, 100)):
             tuning = Tuning(ef_search=ef, overfetch=over)
             chunk, sess, times = [], [], []
             for _ in range(2):

@@ -64,7 +64,7 @@ class SimilarResult:
 class Tuning:
     embeddings_enabled: bool = True
     exact_scan_max_chunks: int = 1_000
-    ef_search: int = 200
+    ef_search: int = 400
     ef_search_retry: int = 1000
     overfetch: int = 100
     comparison_timeout_ms: int = 3000

@@ -86,7 +86,7 @@ class Settings:
             exact_scan_max_chunks=_int(
                 env, "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS", 1_000, 0, 100_000_000
             ),
-            hnsw_ef_search=_int(env, "SIMILAR_SESSIONS_HNSW_EF_SEARCH", 200, 10, 1000),
+            hnsw_ef_search=_int(env, "SIMILAR_SESSIONS_HNSW_EF_SEARCH", 400, 10, 1000),
             hnsw_ef_search_retry=_int(env, "SIMILAR_SESSIONS_HNSW_EF_SEARCH_RETRY", 1000, 10, 1000),
             hnsw_overfetch=_int(env, "SIMILAR_SESSIONS_HNSW_OVERFETCH", 100, 25, 1000),
             graphiql=_bool(env, "SIMILAR_SESSIONS_GRAPHIQL", True),

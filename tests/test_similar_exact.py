@@ -78,28 +78,33 @@ async def test_the_naive_index_query_loses_rows_in_this_world(engine: AsyncEngin
     assert len(naive) < 25, "the trap this test guards against did not reproduce"
 
 
+async def probe_specs(
+    conn: AsyncConnection, viewed: str
+) -> tuple[list[uuid.UUID], list[ProbeSpec]]:
+    """The viewed session's probes, at the contract's positions, as lookup specs."""
+    chunks = (
+        (
+            await conn.execute(
+                sa.text(
+                    "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
+                    "ORDER BY occurred_at, chunk_index, id"
+                ),
+                {"s": viewed},
+            )
+        )
+        .scalars()
+        .all()
+    )
+    probes = [chunks[p] for p in probe_positions(len(chunks))]
+    specs = [ProbeSpec(0, n, c, uuid.UUID(viewed), IDENTITY, None) for n, c in enumerate(probes)]
+    return probes, specs
+
+
 async def _per_probe(
     engine: AsyncEngine, account: str, viewed: str, path: LookupPath
 ) -> tuple[dict[int, list[uuid.UUID]], list[uuid.UUID]]:
     async with engine.begin() as conn:
-        chunks = (
-            (
-                await conn.execute(
-                    sa.text(
-                        "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
-                        "ORDER BY occurred_at, chunk_index, id"
-                    ),
-                    {"s": viewed},
-                )
-            )
-            .scalars()
-            .all()
-        )
-        probes = [chunks[p] for p in probe_positions(len(chunks))]
-        specs = [
-            ProbeSpec(0, n, chunk, uuid.UUID(viewed), IDENTITY, None)
-            for n, chunk in enumerate(probes)
-        ]
+        probes, specs = await probe_specs(conn, viewed)
         await configure_comparison(conn, timeout_ms=10_000, ef_search=200)
         rows = await nearest_chunks(
             conn,
@@ -187,23 +192,7 @@ async def test_short_approximate_probes_are_asked_again_with_a_wider_search(
     monkeypatch.setattr(similarity, "nearest_chunks", first_comes_up_short)
     tuning = Tuning(exact_scan_max_chunks=0, ef_search=40, ef_search_retry=800)
     async with engine.connect() as conn:
-        chunks = (
-            (
-                await conn.execute(
-                    sa.text(
-                        "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
-                        "ORDER BY occurred_at, chunk_index, id"
-                    ),
-                    {"s": viewed},
-                )
-            )
-            .scalars()
-            .all()
-        )
-        probes = [chunks[p] for p in probe_positions(len(chunks))]
-        specs = [
-            ProbeSpec(0, n, c, uuid.UUID(viewed), IDENTITY, None) for n, c in enumerate(probes)
-        ]
+        probes, specs = await probe_specs(conn, viewed)
         await configure_comparison(conn, timeout_ms=10_000, ef_search=tuning.ef_search)
         hits, timed_out = await lookup_hits(
             conn, uuid.UUID(account), specs, {IDENTITY: LookupPath.INDEX}, tuning
