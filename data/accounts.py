@@ -68,15 +68,6 @@ async def revoke_key(conn: AsyncConnection, key: str) -> bool:
     return bool(result.rowcount)
 
 
-async def embedding_setting(conn: AsyncConnection, account_id: UUID) -> EmbeddingSetting | None:
-    row = (
-        await conn.execute(
-            sa.select(t.embedding_settings).where(t.embedding_settings.c.account_id == account_id)
-        )
-    ).first()
-    return None if row is None else setting_of(row)
-
-
 def setting_of(row: Any) -> EmbeddingSetting:
     """An EmbeddingSetting from a row carrying the embedding_settings columns."""
     cap = None if row.daily_cap_usd is None else float(row.daily_cap_usd)

@@ -176,24 +176,6 @@ async def lookup_facts(
     return bool(row[0]), int(row[1])
 
 
-async def comparable_count(
-    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, cap: int
-) -> int:
-    """How many chunks the account has to compare in this model, counted up to cap + 1."""
-    return int(
-        (
-            await conn.execute(
-                sa.text(
-                    "SELECT count(*) FROM (SELECT 1 FROM session_chunks "
-                    f"WHERE account_id = :account_id AND {comparable_predicate(identity)} "
-                    "LIMIT :cap) AS bounded"
-                ),
-                {"account_id": account_id, "cap": cap + 1},
-            )
-        ).scalar_one()
-    )
-
-
 def _probe_cte(name: str, identity: ModelIdentity, n: int) -> str:
     return (
         f"{name} AS MATERIALIZED (SELECT p.key, p.probe, p.session_id, p.cutoff, "

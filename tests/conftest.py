@@ -114,3 +114,7 @@ async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
         yield http
+
+
+# Fixtures of the browser tests (served app, Chromium, a tab), for the tests/test_console_*.py.
+pytest_plugins = ["tests.console_browser"]

@@ -1,16 +1,21 @@
-"""Helpers for the comparison's database tests: the exact answer by a forced full scan."""
+"""Helpers for the comparison's database tests: worlds, the exact answer by a forced full
+scan, GraphQL calls, and counting the statements a request sends."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from resolvers.arguments import SimilarArgs
 from resolvers.similar import SimilarResult, Tuning, compare_sessions
+from tests.world import World, blend, direction
 
 EXACT_SQL = """
 SELECT c.id, 1 - ((c.embedding::vector(384)) <=> (p.embedding::vector(384))) AS similarity
@@ -65,3 +70,34 @@ async def graphql(
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+async def topic_world(engine: AsyncEngine, sessions: int = 12) -> tuple[str, str, list[str]]:
+    world = World()
+    account, key = world.account()
+    ids = []
+    for s in range(sessions):
+        sid = world.session(account, f"session {s}", day=s)
+        ids.append(sid)
+        for i in range(3 + s % 4):
+            world.chunk(
+                sid, blend(direction(1), direction(100 * s + i), 0.15 + 0.02 * (s % 10)), index=i
+            )
+    # A withheld passage that still carries its old vector: never a probe nor a match.
+    world.chunk(ids[-1], blend(direction(1), direction(99), 0.1), index=9, redaction="withheld")
+    await world.write(engine)
+    return account, key, ids
+
+
+@contextmanager
+def counted_statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)

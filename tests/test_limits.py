@@ -10,8 +10,7 @@ from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH
 from similar_sessions.app import create_app
 from similar_sessions.limits import MAX_BODY_BYTES
 from similar_sessions.settings import Settings
-from tests.similar_helpers import bearer, graphql
-from tests.test_similar_api import topic_world
+from tests.similar_helpers import bearer, graphql, topic_world
 
 
 async def test_a_query_deeper_than_the_limit_is_refused(

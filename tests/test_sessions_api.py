@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.similar_helpers import graphql
-from tests.test_similar_api import counted_statements
+from tests.similar_helpers import counted_statements, graphql
 from tests.world import World
 
 
