@@ -7,15 +7,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
-import statistics
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,165 +19,35 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
 from bench.corpus import Corpus
-from bench.load import IDENTITY, libpq, prepare, sessions_of
-from data.account_indexes import account_predicate, ensure_account_index, valid_account_index
+from bench.layout import LayoutSections
+from bench.load import IDENTITY, prepare, sessions_of
+from bench.measure import (
+    FLOOR,
+    PER_PROBE,
+    ROOT,
+    SIZES,
+    Figures,
+    Probe,
+    exact,
+    p50,
+    path_of,
+    pct,
+    probes_of,
+    recalls,
+    served,
+    start_server,
+    timed,
+)
+from data.account_indexes import ensure_account_index, valid_account_index
 from data.engine import make_engine
-from data.model_indexes import comparable_predicate
 from data.server import resolve_url
 from data.similarity import (
     LookupPath,
-    ProbeSpec,
-    configure_comparison,
-    inventories,
-    lookup_facts,
 )
-from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import Tuning, choose_path, compare_sessions, lookup_hits
+from resolvers.similar import Tuning, compare_sessions
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
-
-ROOT = Path(__file__).resolve().parents[1]
-SIZES = {"100k": 100_000, "1m": 1_000_000, "20k": 20_000}
-PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
-FLOOR = ranking.MIN_SIMILAR_SIMILARITY
-
-# The one-pass exact scan, written independently of the product's SQL: every probe's
-# distance to every comparable chunk of the account in one statement, ranked per probe.
-EXACT_SCAN = f"""
-WITH p AS MATERIALIZED (
-  SELECT u.ord AS probe, c.runtime_session_id AS sid, (c.embedding::vector(384)) AS v
-  FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS u(id, ord)
-  JOIN session_chunks c ON c.account_id = :account AND c.id = u.id)
-SELECT probe - 1, id, sid, 1 - d FROM (
-  SELECT probe, id, sid, d, row_number() OVER (PARTITION BY probe ORDER BY d, id) AS rn
-  FROM (SELECT p.probe, c.id, c.runtime_session_id AS sid,
-               (c.embedding::vector(384)) <=> p.v AS d
-        FROM p JOIN session_chunks c ON c.account_id = :account
-         AND {comparable_predicate(IDENTITY, "c")} AND c.runtime_session_id <> p.sid
-        OFFSET 0) AS scored
-  WHERE 1 - d >= {FLOOR}) AS ranked
-WHERE rn <= {PER_PROBE}
-"""
-
-
-def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(values, q)) if values else float("nan")
-
-
-def p50(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
-
-
-@dataclass
-class Probe:
-    account: uuid.UUID
-    session: uuid.UUID
-    chunks: list[uuid.UUID]
-
-
-@dataclass
-class Figures:
-    name: str
-    chunks: int
-    sessions: int
-    path: str = ""
-    chunk_recall: list[float] = field(default_factory=list)
-    session_recall: list[float] = field(default_factory=list)
-    route_ms: list[float] = field(default_factory=list)
-    inproc_ms: list[float] = field(default_factory=list)
-    sql_ms: list[float] = field(default_factory=list)
-    exact_ms: list[float] = field(default_factory=list)
-
-
-async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
-    t0 = time.perf_counter()
-    out = await work()
-    return (time.perf_counter() - t0) * 1000, out
-
-
-async def probes_of(engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID) -> Probe:
-    async with engine.connect() as conn:
-        inv = (await inventories(conn, account, [session], False))[session]
-    chunks = inv.embedded.get(str(IDENTITY), [])
-    return Probe(account, session, [chunks[p] for p in ranking.probe_positions(len(chunks))])
-
-
-async def served(
-    engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning
-) -> list[ranking.Hit]:
-    specs = [ProbeSpec(0, n, c, probe.session, IDENTITY, None) for n, c in enumerate(probe.chunks)]
-    async with engine.begin() as conn:
-        await configure_comparison(
-            conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
-        )
-        rows, _ = await lookup_hits(conn, probe.account, specs, {IDENTITY: path}, tuning)
-    return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]
-
-
-async def exact(engine: AsyncEngine, probe: Probe) -> list[ranking.Hit]:
-    async with engine.begin() as conn:
-        rows = await conn.execute(
-            sa.text(EXACT_SCAN), {"ids": probe.chunks, "account": probe.account}
-        )
-        return [ranking.Hit(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
-
-
-def recalls(got: list[ranking.Hit], truth: list[ranking.Hit]) -> tuple[list[float], float]:
-    """(chunk recall@25 of each probe with an exact answer, session recall@10)."""
-    per_probe = []
-    for n in {h.probe for h in truth}:
-        want = {h.chunk_id for h in truth if h.probe == n}
-        have = {h.chunk_id for h in got if h.probe == n}
-        per_probe.append(len(want & have) / len(want))
-    top = [n.session_id for n in ranking.rank_neighbours(truth, 2)[:10]]
-    mine = {n.session_id for n in ranking.rank_neighbours(got, 2)[:10]}
-    session = 1.0 if not top else len(set(top) & mine) / len(top)
-    return per_probe, session
-
-
-async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> LookupPath:
-    async with engine.connect() as conn:
-        own, count = await lookup_facts(conn, account, IDENTITY, tuning.exact_scan_max_chunks)
-    return choose_path(own, count, tuning.exact_scan_max_chunks)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": libpq(url),
-        "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
-        "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
-        "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
-        "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
-        "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
-        "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
-    }
-    cli = str(Path(sys.executable).parent / "similar-sessions")
-    proc = subprocess.Popen(
-        [cli, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=log_path.open("wb"),
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"server did not start; see {log_path}")
-
 
 PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
   similarSessions(limit: 10) { results { runtimeSessionId score } } } } }"""
@@ -191,7 +55,7 @@ ONE_QUERY = """query One($id: UUID!) { runtimeSession(id: $id) {
   similarSessions(limit: 10) { results { runtimeSessionId score } } } }"""
 
 
-class Bench:
+class Bench(LayoutSections):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.size = SIZES[args.size]
@@ -520,181 +384,6 @@ class Bench:
             f"- shared index, ef_search {self.tuning.ef_search}: chunk recall@25 "
             f"{np.mean(chunk):.3f}, session recall@10 {np.mean(sess):.3f}, "
             f"SQL p50 {p50(times):.1f} ms"
-        )
-        self.say()
-
-    async def storage(
-        self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID], meta: dict[str, Any]
-    ) -> None:
-        self.say("## Index size and build time, vector and halfvec (largest account)")
-        self.say()
-        predicate = account_predicate(account.id, IDENTITY)
-        async with engine.connect() as conn:
-            name = await valid_account_index(conn, account.id, IDENTITY)
-            rows = (
-                await conn.execute(
-                    sa.text(f"SELECT count(*) FROM session_chunks WHERE {predicate}")
-                )
-            ).scalar_one()
-            vec_size = (
-                await conn.execute(
-                    sa.text("SELECT pg_relation_size(CAST(:n AS regclass))"), {"n": name}
-                )
-            ).scalar_one()
-            shared = (
-                await conn.execute(
-                    sa.text("SELECT index_name FROM embedding_models WHERE model_identity = :m"),
-                    {"m": str(IDENTITY)},
-                )
-            ).scalar_one()
-            shared_size, shared_rows = (
-                await conn.execute(
-                    sa.text(
-                        "SELECT pg_relation_size(CAST(:n AS regclass)), (SELECT count(*) FROM "
-                        f"session_chunks WHERE {comparable_predicate(IDENTITY)})"
-                    ),
-                    {"n": shared},
-                )
-            ).one()
-        half = "bench_halfvec_probe_idx"
-        async with engine.begin() as conn:
-            await conn.execute(sa.text(f"DROP INDEX IF EXISTS {half}"))
-            t0 = time.perf_counter()
-            await conn.execute(
-                sa.text(
-                    f"CREATE INDEX {half} ON session_chunks USING hnsw "
-                    "((embedding::halfvec(384)) halfvec_cosine_ops) "
-                    "WITH (m = 16, ef_construction = 64) "
-                    f"WHERE {predicate}"
-                )
-            )
-            half_s = time.perf_counter() - t0
-            half_size = (
-                await conn.execute(sa.text(f"SELECT pg_relation_size('{half}')"))
-            ).scalar_one()
-        recall = await self.halfvec_recall(engine, account, sessions, predicate)
-        async with engine.begin() as conn:
-            await conn.execute(sa.text(f"DROP INDEX IF EXISTS {half}"))
-        built = meta["account_index_s"].get(str(account.id), float("nan"))
-        self.say("| index | rows | size | bytes per vector | build time | chunk recall@25 |")
-        self.say("|---|---|---|---|---|---|")
-        self.say(
-            f"| own, vector(384) | {rows} | {vec_size / 2**20:.1f} MiB | {vec_size / rows:.0f} "
-            f"| {built} s | see above |"
-        )
-        self.say(
-            f"| own, halfvec(384) | {rows} | {half_size / 2**20:.1f} MiB | {half_size / rows:.0f} "
-            f"| {half_s:.1f} s | {recall:.3f} |"
-        )
-        self.say(
-            f"| shared model index, vector(384) | {shared_rows} | {shared_size / 2**20:.1f} MiB "
-            f"| {shared_size / shared_rows:.0f} | {meta['shared_index_s']} s | see above |"
-        )
-        self.say()
-
-    async def halfvec_recall(
-        self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID], predicate: str
-    ) -> float:
-        sql = f"""
-        SELECT chunk_id FROM (SELECT c.id AS chunk_id, (c.embedding::halfvec(384)) <=> q.v AS d
-          FROM session_chunks c, (SELECT embedding::halfvec(384) AS v, runtime_session_id AS s
-            FROM session_chunks WHERE account_id = :a AND id = :probe) q
-          WHERE {
-            predicate.replace("account_id", "c.account_id")
-            .replace(" embedding", " c.embedding")
-            .replace(" redaction", " c.redaction")
-        }
-            AND c.runtime_session_id <> q.s
-          ORDER BY (c.embedding::halfvec(384)) <=> q.v LIMIT :over) a
-        ORDER BY d, chunk_id LIMIT {PER_PROBE}"""
-        values = []
-        for s in self.sample(sessions, 6):
-            p = await probes_of(engine, account.id, s)
-            truth = await exact(engine, p)
-            for n, chunk in enumerate(p.chunks):
-                want = {h.chunk_id for h in truth if h.probe == n}
-                if not want:
-                    continue
-                async with engine.begin() as conn:
-                    await conn.execute(
-                        sa.text(
-                            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                            "set_config('hnsw.ef_search', :ef, true)"
-                        ),
-                        {"ef": str(self.tuning.ef_search)},
-                    )
-                    got = {
-                        r[0]
-                        for r in await conn.execute(
-                            sa.text(sql),
-                            {"a": account.id, "probe": chunk, "over": self.tuning.overfetch},
-                        )
-                    }
-                values.append(len(want & got) / len(want))
-        return float(np.mean(values))
-
-    async def partitions(self, engine: AsyncEngine, accounts: list[uuid.UUID]) -> None:
-        """The same rows in a table hash-partitioned by account_id: a query of one account
-        touches one partition, with a literal and as a generic prepared plan."""
-        self.say("## Hash partitioning by account_id (the Citus layout, locally)")
-        self.say()
-        async with engine.begin() as conn:
-            await conn.execute(sa.text("DROP TABLE IF EXISTS bench_chunks_by_account"))
-            await conn.execute(
-                sa.text(
-                    "CREATE TABLE bench_chunks_by_account (LIKE session_chunks INCLUDING DEFAULTS, "
-                    "PRIMARY KEY (account_id, id)) PARTITION BY HASH (account_id)"
-                )
-            )
-            for r in range(8):
-                await conn.execute(
-                    sa.text(
-                        f"CREATE TABLE bench_chunks_by_account_{r} PARTITION OF "
-                        f"bench_chunks_by_account FOR VALUES WITH (MODULUS 8, REMAINDER {r})"
-                    )
-                )
-            await conn.execute(
-                sa.text(
-                    "INSERT INTO bench_chunks_by_account SELECT * FROM session_chunks "
-                    "WHERE account_id = ANY(:a)"
-                ),
-                {"a": accounts},
-            )
-            await conn.execute(sa.text("ANALYZE bench_chunks_by_account"))
-            query = (
-                "SELECT id FROM bench_chunks_by_account c WHERE c.account_id = {a} "
-                f"AND {comparable_predicate(IDENTITY, 'c')} ORDER BY (c.embedding::vector(384)) "
-                "<=> (SELECT embedding::vector(384) FROM bench_chunks_by_account WHERE "
-                "account_id = {a} LIMIT 1) LIMIT 25"
-            )
-            literal = f"'{accounts[0]}'::uuid"
-            plan = [
-                r[0]
-                for r in await conn.execute(
-                    sa.text("EXPLAIN (COSTS OFF) " + query.format(a=literal))
-                )
-            ]
-            await conn.execute(sa.text("PREPARE by_account(uuid) AS " + query.format(a="$1")))
-            await conn.execute(sa.text("SET LOCAL plan_cache_mode = force_generic_plan"))
-            generic = [
-                r[0]
-                for r in await conn.execute(
-                    sa.text(
-                        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                        f"EXECUTE by_account({literal})"
-                    )
-                )
-            ]
-            await conn.execute(sa.text("DEALLOCATE by_account"))
-            await conn.execute(sa.text("DROP TABLE bench_chunks_by_account"))
-        touched = sorted(
-            {w for ln in plan for w in ln.split() if w.startswith("bench_chunks_by_account_")}
-        )
-        removed = [ln.strip() for ln in generic if "Subplans Removed" in ln]
-        self.say(
-            f"8 hash partitions, {len(accounts)} accounts copied in. Plan with the account as a "
-            f"literal scans {len(touched)} partition(s) ({', '.join(touched)}); the generic "
-            f"prepared plan prunes at execution: {'; '.join(removed) or 'no pruning line'}."
         )
         self.say()
 

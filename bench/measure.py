@@ -1,0 +1,174 @@
+"""What the benchmark measures with: the exact scan, the served lookups, recall, timing, and
+the server it drives over HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bench.load import IDENTITY, libpq
+from data.model_indexes import comparable_predicate
+from data.similarity import (
+    LookupPath,
+    ProbeSpec,
+    configure_comparison,
+    inventories,
+    lookup_facts,
+)
+from resolvers import ranking
+from resolvers.similar import Tuning, choose_path, lookup_hits
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = {"100k": 100_000, "1m": 1_000_000, "20k": 20_000}
+PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
+FLOOR = ranking.MIN_SIMILAR_SIMILARITY
+
+# The one-pass exact scan, written independently of the product's SQL: every probe's
+# distance to every comparable chunk of the account in one statement, ranked per probe.
+EXACT_SCAN = f"""
+WITH p AS MATERIALIZED (
+  SELECT u.ord AS probe, c.runtime_session_id AS sid, (c.embedding::vector(384)) AS v
+  FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS u(id, ord)
+  JOIN session_chunks c ON c.account_id = :account AND c.id = u.id)
+SELECT probe - 1, id, sid, 1 - d FROM (
+  SELECT probe, id, sid, d, row_number() OVER (PARTITION BY probe ORDER BY d, id) AS rn
+  FROM (SELECT p.probe, c.id, c.runtime_session_id AS sid,
+               (c.embedding::vector(384)) <=> p.v AS d
+        FROM p JOIN session_chunks c ON c.account_id = :account
+         AND {comparable_predicate(IDENTITY, "c")} AND c.runtime_session_id <> p.sid
+        OFFSET 0) AS scored
+  WHERE 1 - d >= {FLOOR}) AS ranked
+WHERE rn <= {PER_PROBE}
+"""
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+@dataclass
+class Probe:
+    account: uuid.UUID
+    session: uuid.UUID
+    chunks: list[uuid.UUID]
+
+
+@dataclass
+class Figures:
+    name: str
+    chunks: int
+    sessions: int
+    path: str = ""
+    chunk_recall: list[float] = field(default_factory=list)
+    session_recall: list[float] = field(default_factory=list)
+    route_ms: list[float] = field(default_factory=list)
+    inproc_ms: list[float] = field(default_factory=list)
+    sql_ms: list[float] = field(default_factory=list)
+    exact_ms: list[float] = field(default_factory=list)
+
+
+async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = await work()
+    return (time.perf_counter() - t0) * 1000, out
+
+
+async def probes_of(engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID) -> Probe:
+    async with engine.connect() as conn:
+        inv = (await inventories(conn, account, [session], False))[session]
+    chunks = inv.embedded.get(str(IDENTITY), [])
+    return Probe(account, session, [chunks[p] for p in ranking.probe_positions(len(chunks))])
+
+
+async def served(
+    engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning
+) -> list[ranking.Hit]:
+    specs = [ProbeSpec(0, n, c, probe.session, IDENTITY, None) for n, c in enumerate(probe.chunks)]
+    async with engine.begin() as conn:
+        await configure_comparison(
+            conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
+        )
+        rows, _ = await lookup_hits(conn, probe.account, specs, {IDENTITY: path}, tuning)
+    return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]
+
+
+async def exact(engine: AsyncEngine, probe: Probe) -> list[ranking.Hit]:
+    async with engine.begin() as conn:
+        rows = await conn.execute(
+            sa.text(EXACT_SCAN), {"ids": probe.chunks, "account": probe.account}
+        )
+        return [ranking.Hit(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
+
+
+def recalls(got: list[ranking.Hit], truth: list[ranking.Hit]) -> tuple[list[float], float]:
+    """(chunk recall@25 of each probe with an exact answer, session recall@10)."""
+    per_probe = []
+    for n in {h.probe for h in truth}:
+        want = {h.chunk_id for h in truth if h.probe == n}
+        have = {h.chunk_id for h in got if h.probe == n}
+        per_probe.append(len(want & have) / len(want))
+    top = [n.session_id for n in ranking.rank_neighbours(truth, 2)[:10]]
+    mine = {n.session_id for n in ranking.rank_neighbours(got, 2)[:10]}
+    session = 1.0 if not top else len(set(top) & mine) / len(top)
+    return per_probe, session
+
+
+async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> LookupPath:
+    async with engine.connect() as conn:
+        own, count = await lookup_facts(conn, account, IDENTITY, tuning.exact_scan_max_chunks)
+    return choose_path(own, count, tuning.exact_scan_max_chunks)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": libpq(url),
+        "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
+        "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
+        "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
+        "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
+        "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
+        "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
+    }
+    cli = str(Path(sys.executable).parent / "similar-sessions")
+    proc = subprocess.Popen(
+        [cli, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log_path.open("wb"),
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"server did not start; see {log_path}")
