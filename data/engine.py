@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
+
 
 def make_engine(
     url: str, *, pool_size: int = 5, pool_timeout_s: int = 5, statement_timeout_ms: int = 5000

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import similarity as sql
 from data.accounts import EmbeddingSetting
+from data.engine import QUERY_CANCELED
 from data.identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers import ranking
@@ -23,7 +24,6 @@ from resolvers.arguments import SimilarArgs, encode_cursor
 from resolvers.degraded import Degraded, degraded
 
 log = structlog.get_logger(__name__)
-QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by statement_timeout
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from data.engine import QUERY_CANCELED
 from resolvers.arguments import BadArgument
 from resolvers.context import Context
 from similar_sessions.auth import Forbidden, Unauthorized, authenticate
@@ -45,20 +46,31 @@ async def on_unavailable(_: Request, exc: Exception) -> Response:
     return response
 
 
+async def on_database_error(request: Request, exc: Exception) -> Response:
+    """503 for a database that is down or too slow right now; anything else stays a 500."""
+    if is_unavailable(exc):
+        return await on_unavailable(request, exc)
+    raise exc
+
+
 EXCEPTION_HANDLERS = {
     BadArgument: on_bad_argument,
     PoolTimeout: on_unavailable,
     OperationalError: on_unavailable,
     OSError: on_unavailable,
     ConnectionError: on_unavailable,
+    DBAPIError: on_database_error,
 }
 
 
 def is_unavailable(exc: BaseException) -> bool:
-    """Errors that mean the database cannot be reached right now (503, not 500)."""
+    """Errors that mean the database cannot answer right now (503, not 500): unreachable,
+    its connection lost, or a statement past its time budget."""
     if isinstance(exc, PoolTimeout | OperationalError | OSError | ConnectionError):
         return True
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+    if isinstance(exc, DBAPIError) and (
+        exc.connection_invalidated or getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
+    ):
         return True
     name = type(getattr(exc, "orig", None) or exc).__name__
     return name in {"ConnectionDoesNotExistError", "CannotConnectNowError", "InterfaceError"}

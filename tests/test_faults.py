@@ -143,3 +143,24 @@ async def test_an_import_cancelled_mid_file_leaves_the_database_as_it_was(
         await task
     assert await counts(engine) == before
     assert set(before) == set(TABLES)
+
+
+async def test_a_statement_past_its_budget_outside_the_lookup_answers_503(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from data import similarity
+
+    viewed, key = await pair_world(engine)
+    real = similarity.inventories
+
+    async def slow(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        await conn.execute(sa.text("SELECT pg_sleep(2)"))
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(similarity, "inventories", slow)
+    settings = Settings.from_env({"SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "100"})
+    app = create_app(settings, engine=engine, run_migrations=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        response = await c.get(f"/api/v1/runtime-sessions/{viewed}/similar", headers=bearer(key))
+    assert response.status_code == 503
+    assert response.headers["retry-after"].isdigit()
