@@ -5,6 +5,8 @@ Vectors travel in pgvector's text form through the `Vector` column type
 
 from __future__ import annotations
 
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
@@ -27,3 +29,16 @@ def make_engine(
             },
         },
     )
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Errors that mean the database cannot answer right now (503, not 500): unreachable,
+    its connection lost, or a statement past its time budget."""
+    if isinstance(exc, PoolTimeout | OperationalError | OSError | ConnectionError):
+        return True
+    if isinstance(exc, DBAPIError) and (
+        exc.connection_invalidated or getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
+    ):
+        return True
+    name = type(getattr(exc, "orig", None) or exc).__name__
+    return name in {"ConnectionDoesNotExistError", "CannotConnectNowError", "InterfaceError"}

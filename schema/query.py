@@ -11,6 +11,7 @@ from graphql import GraphQLError
 from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimiter, SchemaExtension
 from strawberry.types import ExecutionContext
 
+from data.engine import is_unavailable
 from resolvers.arguments import BadArgument
 from resolvers.context import Context
 from resolvers.fields import session_cursor, session_page
@@ -67,6 +68,21 @@ class Query:
         )
 
 
+class MaskUnexpectedErrors(MaskErrors):
+    """Masks unexpected errors; a database that cannot answer right now is said so, with
+    extensions.code UNAVAILABLE, so a client knows to retry."""
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        if error.original_error is not None and is_unavailable(error.original_error):
+            return GraphQLError(
+                "the database is unavailable; retry shortly",
+                nodes=error.nodes,
+                path=error.path,
+                extensions={"code": "UNAVAILABLE"},
+            )
+        return super().anonymise_error(error)
+
+
 def _should_mask(error: GraphQLError) -> bool:
     """Expected errors (validation, BAD_USER_INPUT) pass; anything unexpected is masked."""
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
@@ -101,6 +117,6 @@ def make_schema(
             lambda: QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH),
             lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
             *extra_extensions,
-            lambda: MaskErrors(should_mask_error=_should_mask),
+            lambda: MaskUnexpectedErrors(should_mask_error=_should_mask),
         ],
     )

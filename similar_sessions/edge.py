@@ -11,7 +11,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from data.engine import QUERY_CANCELED
+from data.engine import is_unavailable
 from resolvers.arguments import BadArgument
 from resolvers.context import Context
 from similar_sessions.auth import Forbidden, Unauthorized, authenticate
@@ -61,19 +61,6 @@ EXCEPTION_HANDLERS = {
     ConnectionError: on_unavailable,
     DBAPIError: on_database_error,
 }
-
-
-def is_unavailable(exc: BaseException) -> bool:
-    """Errors that mean the database cannot answer right now (503, not 500): unreachable,
-    its connection lost, or a statement past its time budget."""
-    if isinstance(exc, PoolTimeout | OperationalError | OSError | ConnectionError):
-        return True
-    if isinstance(exc, DBAPIError) and (
-        exc.connection_invalidated or getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
-    ):
-        return True
-    name = type(getattr(exc, "orig", None) or exc).__name__
-    return name in {"ConnectionDoesNotExistError", "CannotConnectNowError", "InterfaceError"}
 
 
 class AuthMiddleware:

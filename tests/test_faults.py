@@ -145,7 +145,7 @@ async def test_an_import_cancelled_mid_file_leaves_the_database_as_it_was(
     assert set(before) == set(TABLES)
 
 
-async def test_a_statement_past_its_budget_outside_the_lookup_answers_503(
+async def test_a_statement_past_its_budget_outside_the_lookup_is_unavailable_not_500(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from data import similarity
@@ -162,5 +162,17 @@ async def test_a_statement_past_its_budget_outside_the_lookup_answers_503(
     app = create_app(settings, engine=engine, run_migrations=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         response = await c.get(f"/api/v1/runtime-sessions/{viewed}/similar", headers=bearer(key))
+        gql = await c.post(
+            "/graphql",
+            json={
+                "query": "query($id: UUID!) { runtimeSession(id: $id) {"
+                " similarSessions { limit } } }",
+                "variables": {"id": viewed},
+            },
+            headers=bearer(key),
+        )
     assert response.status_code == 503
     assert response.headers["retry-after"].isdigit()
+    [error] = gql.json()["errors"]
+    assert error["extensions"] == {"code": "UNAVAILABLE"}
+    assert "retry" in error["message"]
