@@ -15,12 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.identity import ModelIdentity
-from data.model_indexes import (
-    HNSW_EF_CONSTRUCTION,
-    HNSW_M,
-    comparable_predicate,
-    vector_expression,
-)
+from data.model_indexes import comparable_predicate, hnsw_index_ddl
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +40,23 @@ def account_predicate(account_id: UUID, identity: ModelIdentity, alias: str = ""
     return f"{p}account_id = {literal} AND {comparable_predicate(identity, alias)}"
 
 
+# The registered index of (:account_id, :identity), joined to the catalog so that only an
+# index PostgreSQL has finished building (indisvalid) counts.
+VALID_ACCOUNT_INDEX = (
+    "SELECT r.index_name FROM account_model_indexes r "
+    "JOIN pg_class i ON i.relname = r.index_name "
+    "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
+    "WHERE r.account_id = :account_id AND r.model_identity = :identity"
+)
+
+
 async def valid_account_index(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
 ) -> str | None:
     """The name of the account's index for the model when it exists and is ready to use."""
     return (
         await conn.execute(
-            text(
-                "SELECT r.index_name FROM account_model_indexes r "
-                "JOIN pg_class i ON i.relname = r.index_name "
-                "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
-                "WHERE r.account_id = :account_id AND r.model_identity = :identity"
-            ),
-            {"account_id": account_id, "identity": str(identity)},
+            text(VALID_ACCOUNT_INDEX), {"account_id": account_id, "identity": str(identity)}
         )
     ).scalar()
 
@@ -78,24 +77,13 @@ async def ensure_account_index(
     ).scalar()
     if registered is not None:
         return None
+    predicate = account_predicate(account_id, identity)
     started = time.perf_counter()
-    await conn.execute(
-        text(
-            f"CREATE INDEX IF NOT EXISTS {name} ON session_chunks "
-            f"USING hnsw ({vector_expression(identity)} vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-            f"WHERE {account_predicate(account_id, identity)}"
-        )
-    )
+    await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
     seconds = time.perf_counter() - started
     chunks = int(
         (
-            await conn.execute(
-                text(
-                    "SELECT count(*) FROM session_chunks "
-                    f"WHERE {account_predicate(account_id, identity)}"
-                )
-            )
+            await conn.execute(text(f"SELECT count(*) FROM session_chunks WHERE {predicate}"))
         ).scalar_one()
     )
     await conn.execute(

@@ -31,14 +31,17 @@ def make_engine(
     )
 
 
+def is_query_canceled(exc: BaseException) -> bool:
+    """A statement cancelled because it ran past its statement_timeout."""
+    return isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """Errors that mean the database cannot answer right now (503, not 500): unreachable,
     its connection lost, or a statement past its time budget."""
     if isinstance(exc, PoolTimeout | OperationalError | OSError | ConnectionError):
         return True
-    if isinstance(exc, DBAPIError) and (
-        exc.connection_invalidated or getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
-    ):
+    if is_query_canceled(exc) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
         return True
     name = type(getattr(exc, "orig", None) or exc).__name__
     return name in {"ConnectionDoesNotExistError", "CannotConnectNowError", "InterfaceError"}

@@ -31,6 +31,17 @@ def vector_expression(identity: ModelIdentity, alias: str = "") -> str:
     return f"({p}embedding::vector({identity.dimensions}))"
 
 
+def hnsw_index_ddl(name: str, identity: ModelIdentity, predicate: str) -> str:
+    """CREATE INDEX for a partial HNSW index on the column cast to the model's width; the
+    per-model and per-account indexes share its shape and build parameters."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {name} ON session_chunks "
+        f"USING hnsw ({vector_expression(identity)} vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"WHERE {predicate}"
+    )
+
+
 async def ensure_model_index(conn: AsyncConnection, identity: ModelIdentity) -> bool:
     """Register the identity and build its index if it is new; True when it was built."""
     name = index_name(identity)
@@ -46,12 +57,5 @@ async def ensure_model_index(conn: AsyncConnection, identity: ModelIdentity) -> 
     ).scalar()
     if inserted is None:
         return False
-    await conn.execute(
-        text(
-            f"CREATE INDEX IF NOT EXISTS {name} ON session_chunks "
-            f"USING hnsw ({vector_expression(identity)} vector_cosine_ops) "
-            f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
-            f"WHERE {comparable_predicate(identity)}"
-        )
-    )
+    await conn.execute(text(hnsw_index_ddl(name, identity, comparable_predicate(identity))))
     return True

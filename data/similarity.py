@@ -14,7 +14,7 @@ from sqlalchemy.dialects.postgresql import UUID as UUID_TYPE
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
-from data.account_indexes import account_predicate
+from data.account_indexes import VALID_ACCOUNT_INDEX, account_predicate
 from data.accounts import EmbeddingSetting, setting_of
 from data.identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
@@ -162,10 +162,7 @@ async def lookup_facts(
     row = (
         await conn.execute(
             sa.text(
-                "SELECT EXISTS (SELECT 1 FROM account_model_indexes r "
-                "JOIN pg_class i ON i.relname = r.index_name "
-                "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
-                "WHERE r.account_id = :account_id AND r.model_identity = :identity), "
+                f"SELECT EXISTS ({VALID_ACCOUNT_INDEX}), "
                 "(SELECT count(*) FROM (SELECT 1 FROM session_chunks "
                 f"WHERE account_id = :account_id AND {comparable_predicate(identity)} "
                 "LIMIT :cap) AS bounded)"

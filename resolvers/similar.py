@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import similarity as sql
 from data.accounts import EmbeddingSetting
-from data.engine import QUERY_CANCELED
+from data.engine import is_query_canceled
 from data.identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers import ranking
@@ -210,16 +210,20 @@ async def lookup_hits(
     if not specs:
         return [], False
     per_probe = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
-    try:
-        hits = await sql.nearest_chunks(
+
+    async def nearest(probes: list[sql.ProbeSpec]) -> list[sql.HitRow]:
+        return await sql.nearest_chunks(
             conn,
             account_id,
-            specs,
+            probes,
             paths,
             per_probe=per_probe,
             floor=ranking.MIN_SIMILAR_SIMILARITY,
             overfetch=tuning.overfetch,
         )
+
+    try:
+        hits = await nearest(specs)
         found = Counter((h.key, h.probe) for h in hits)
         short = [
             s
@@ -228,15 +232,7 @@ async def lookup_hits(
         ]
         if short and tuning.ef_search_retry > tuning.ef_search:
             await sql.widen_search(conn, tuning.ef_search_retry)
-            retried = await sql.nearest_chunks(
-                conn,
-                account_id,
-                short,
-                paths,
-                per_probe=per_probe,
-                floor=ranking.MIN_SIMILAR_SIMILARITY,
-                overfetch=tuning.overfetch,
-            )
+            retried = await nearest(short)
             again = {(s.key, s.probe) for s in short}
             hits = [h for h in hits if (h.key, h.probe) not in again] + retried
             log.info(
@@ -244,7 +240,7 @@ async def lookup_hits(
             )
         return hits, False
     except DBAPIError as exc:
-        if getattr(exc.orig, "sqlstate", None) != QUERY_CANCELED:
+        if not is_query_canceled(exc):
             raise
         # The transaction is aborted: the comparison issues no statement after this one.
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
