@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
@@ -53,12 +53,11 @@ async def on_database_error(request: Request, exc: Exception) -> Response:
     raise exc
 
 
+# OSError covers ConnectionError; DBAPIError covers OperationalError (see is_unavailable).
 EXCEPTION_HANDLERS = {
     BadArgument: on_bad_argument,
     PoolTimeout: on_unavailable,
-    OperationalError: on_unavailable,
     OSError: on_unavailable,
-    ConnectionError: on_unavailable,
     DBAPIError: on_database_error,
 }
 
