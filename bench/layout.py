@@ -17,21 +17,13 @@ from bench.measure import (
     exact,
     probes_of,
 )
+from bench.report import Report
 from data.account_indexes import account_predicate, valid_account_index
 from data.model_indexes import comparable_predicate
-from resolvers.similar import Tuning
 
 
-class LayoutSections:
-    """Sections of the report about storage; mixed into Bench, which provides say() and tuning."""
-
-    tuning: Tuning
-
-    def say(self, line: str = "") -> None:
-        raise NotImplementedError
-
-    def sample(self, sessions: list[uuid.UUID], n: int) -> list[uuid.UUID]:
-        raise NotImplementedError
+class LayoutSections(Report):
+    """Sections of the report about storage."""
 
     async def storage(
         self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID], meta: dict[str, Any]

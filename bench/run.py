@@ -22,8 +22,6 @@ from bench.corpus import Corpus
 from bench.layout import LayoutSections
 from bench.load import IDENTITY, prepare, sessions_of
 from bench.measure import (
-    FLOOR,
-    PER_PROBE,
     ROOT,
     SIZES,
     Figures,
@@ -38,6 +36,7 @@ from bench.measure import (
     start_server,
     timed,
 )
+from bench.plans import PlanSections
 from data.account_indexes import ensure_account_index, valid_account_index
 from data.engine import make_engine
 from data.server import resolve_url
@@ -55,7 +54,7 @@ ONE_QUERY = """query One($id: UUID!) { runtimeSession(id: $id) {
   similarSessions(limit: 10) { results { runtimeSessionId score } } } }"""
 
 
-class Bench(LayoutSections):
+class Bench(LayoutSections, PlanSections):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.size = SIZES[args.size]
@@ -300,91 +299,6 @@ class Bench(LayoutSections):
                 f"| {account.name} ({account.size} chunks) | {p50(pages):.0f} | {p50(rests):.0f} "
                 f"| {p50(ones):.0f} | {p50(pages) / p50(rests):.2f} |"
             )
-        self.say()
-
-    async def stability(self, url: str, account: Any, sessions: list[uuid.UUID]) -> None:
-        """Latency of the first execution on a fresh connection against executions 11-30 on
-        it (asyncpg prepares and caches the statement), and the plan after them."""
-        fresh = make_engine(url, pool_size=1, statement_timeout_ms=120_000)
-        try:
-            probe = await probes_of(fresh, account.id, sessions[0])
-            path = await path_of(fresh, account.id, self.tuning)
-            runs = [
-                (await timed(lambda: served(fresh, probe, path, self.tuning)))[0] for _ in range(30)
-            ]
-            async with fresh.begin() as conn:
-                await conn.execute(sa.text("SET LOCAL plan_cache_mode = force_generic_plan"))
-                plan = await self.explain(conn, probe, path)
-        finally:
-            await fresh.dispose()
-        self.say("## Plans under prepared statements")
-        self.say()
-        self.say(
-            f"Largest account, {path.value} path, one connection: first execution "
-            f"{runs[0]:.1f} ms, executions 11-30 p50 {p50(runs[10:]):.1f} ms "
-            f"(ratio {p50(runs[10:]) / runs[0]:.2f}). Plan of the statement even when "
-            f"forced generic: `{plan}`."
-        )
-        self.say()
-
-    async def explain(self, conn: Any, probe: Probe, path: LookupPath) -> str:
-        from data.similarity import nearest_chunks_sql
-
-        sql = nearest_chunks_sql([(IDENTITY, path)], probe.account)
-        params = {
-            "account_id": probe.account,
-            "per_probe": PER_PROBE,
-            "floor": FLOOR,
-            "overfetch": self.tuning.overfetch,
-            "keys_0": [0] * len(probe.chunks),
-            "probes_0": list(range(len(probe.chunks))),
-            "chunk_ids_0": probe.chunks,
-            "session_ids_0": [probe.session] * len(probe.chunks),
-            "cutoffs_0": [None] * len(probe.chunks),
-        }
-        rows = await conn.execute(sa.text("EXPLAIN (COSTS OFF) " + sql), params)
-        lines = [r[0].strip() for r in rows]
-        scans = [ln for ln in lines if "Index Scan" in ln or "Seq Scan" in ln]
-        return "; ".join(s.replace("->", "").strip() for s in scans)
-
-    async def ef_sweep(self, engine: AsyncEngine, account: Any, sessions: list[uuid.UUID]) -> None:
-        self.say("## ef_search and over-fetch on the largest account (account_index path)")
-        self.say()
-        self.say("| ef_search | over-fetch | chunk recall@25 | session recall@10 | SQL p50 |")
-        self.say("|---|---|---|---|---|")
-        probes = [await probes_of(engine, account.id, s) for s in self.sample(sessions, 12)]
-        probes = [p for p in probes if p.chunks]
-        truths = [await exact(engine, p) for p in probes]
-        for ef, over in ((40, 40), (100, 100), (200, 100), (400, 100), (1000, 100)):
-            tuning = Tuning(ef_search=ef, overfetch=over)
-            chunk, sess, times = [], [], []
-            for _ in range(2):
-                for p, truth in zip(probes, truths, strict=True):
-                    ms, got = await timed(
-                        lambda p=p, t=tuning: served(engine, p, LookupPath.ACCOUNT_INDEX, t)
-                    )
-                    times.append(ms)
-                    per_probe, session = recalls(got, truth)
-                    chunk += per_probe
-                    sess.append(session)
-            self.say(
-                f"| {ef} | {over} | {np.mean(chunk):.3f} | {np.mean(sess):.3f} | {p50(times):.1f} |"
-            )
-        self.say()
-        self.say("The shared model index (the fallback before an account's own index exists):")
-        self.say()
-        chunk, sess, times = [], [], []
-        for p, truth in zip(probes, truths, strict=True):
-            ms, got = await timed(lambda p=p: served(engine, p, LookupPath.INDEX, self.tuning))
-            times.append(ms)
-            per_probe, session = recalls(got, truth)
-            chunk += per_probe
-            sess.append(session)
-        self.say(
-            f"- shared index, ef_search {self.tuning.ef_search}: chunk recall@25 "
-            f"{np.mean(chunk):.3f}, session recall@10 {np.mean(sess):.3f}, "
-            f"SQL p50 {p50(times):.1f} ms"
-        )
         self.say()
 
 
