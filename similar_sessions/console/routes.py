@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from importlib.resources import files
 
 from starlette.exceptions import HTTPException
@@ -66,7 +67,9 @@ class SecurityHeaders:
             await response(scope, receive, send_with_headers)
 
 
+@functools.cache
 def _page_html() -> bytes:
+    """The page, read from the package once per process."""
     return files(STATIC[0]).joinpath(STATIC[1], "index.html").read_bytes()
 
 
