@@ -28,8 +28,8 @@ from data import load
 from data import tables as t
 from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
-from data.identity import ModelIdentity
 from data.migrate import migrate
+from data.model_identity import ModelIdentity
 from data.model_indexes import ensure_model_index
 
 IDENTITY = ModelIdentity.parse(MODEL)

@@ -23,14 +23,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.load import IDENTITY, libpq
 from data.model_indexes import comparable_predicate
 from data.similarity import (
-    LookupPath,
     ProbeSpec,
     configure_comparison,
     inventories,
     lookup_facts,
 )
 from resolvers import ranking
-from resolvers.similar import Tuning, choose_path, lookup_hits
+from resolvers.lookup_path import LookupPath, choose_path
+from resolvers.similar import lookup_hits
+from resolvers.tuning import Tuning
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = {"100k": 100_000, "1m": 1_000_000, "20k": 20_000}

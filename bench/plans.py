@@ -25,10 +25,8 @@ from bench.measure import (
 )
 from bench.report import Report
 from data.engine import make_engine
-from data.similarity import (
-    LookupPath,
-)
-from resolvers.similar import Tuning
+from resolvers.lookup_path import LookupPath
+from resolvers.tuning import Tuning
 
 
 class PlanSections(Report):
@@ -62,7 +60,7 @@ class PlanSections(Report):
     async def explain(self, conn: Any, probe: Probe, path: LookupPath) -> str:
         from data.similarity import nearest_chunks_sql
 
-        sql = nearest_chunks_sql([(IDENTITY, path)], probe.account)
+        sql = nearest_chunks_sql([path.scan(IDENTITY)], probe.account)
         params = {
             "account_id": probe.account,
             "per_probe": PER_PROBE,

@@ -30,6 +30,8 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from config.logs import configure_logging
+from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
@@ -39,9 +41,8 @@ from indexer.embedders import Registry
 from indexer.worker import index_once
 from resolvers.arguments import SimilarArgs
 from resolvers.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
-from resolvers.similar import Tuning, compare_sessions
-from similar_sessions.logs import configure_logging
-from similar_sessions.settings import Settings
+from resolvers.similar import compare_sessions
+from resolvers.tuning import Tuning
 from similar_sessions.transfer import parse_lines, write
 
 K = 5

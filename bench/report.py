@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from resolvers.similar import Tuning
+from resolvers.tuning import Tuning
 
 
 class Report:

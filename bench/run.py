@@ -37,16 +37,15 @@ from bench.measure import (
     timed,
 )
 from bench.plans import PlanSections
+from config.logs import configure_logging
+from config.settings import Settings
 from data.account_indexes import ensure_account_index, valid_account_index
 from data.engine import make_engine
 from data.server import resolve_url
-from data.similarity import (
-    LookupPath,
-)
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import Tuning, compare_sessions
-from similar_sessions.logs import configure_logging
-from similar_sessions.settings import Settings
+from resolvers.lookup_path import LookupPath
+from resolvers.similar import compare_sessions
+from resolvers.tuning import Tuning
 
 PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
   similarSessions(limit: 10) { results { runtimeSessionId score } } } } }"""

@@ -14,7 +14,7 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from data.identity import ModelIdentity
+from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, hnsw_index_ddl
 
 

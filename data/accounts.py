@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
-from data.identity import ModelIdentity
 from data.load import hash_key
+from data.model_identity import ModelIdentity
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ Vectors travel in pgvector's text form through the `Vector` column type
 
 from __future__ import annotations
 
+from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -29,6 +30,12 @@ def make_engine(
             },
         },
     )
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """One trivial statement: raises when the database cannot answer."""
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
 
 
 def is_query_canceled(exc: BaseException) -> bool:

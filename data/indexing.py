@@ -15,7 +15,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
-from data.identity import ModelIdentity
+from data.model_identity import ModelIdentity
 
 _SUMMARY_ONLY = "(NOT :summaries_only OR source_kind = 'session_summary')"
 
@@ -299,6 +299,18 @@ async def record_usage(
         )
     )
     return usage_id
+
+
+_SPEND_LOCK = 0x5E55_1D7C  # advisory lock class: one capped batch per account at a time
+
+
+async def lock_account_spend(conn: AsyncConnection, account_id: UUID) -> None:
+    """Hold the account's spend lock until the transaction ends: capped batches of one
+    account run one at a time, so two workers cannot both spend the last of a cap."""
+    await conn.execute(
+        sa.text("SELECT pg_advisory_xact_lock(:lock, hashtext(:account))"),
+        {"lock": _SPEND_LOCK, "account": str(account_id)},
+    )
 
 
 async def spent_since(conn: AsyncConnection, account_id: UUID, since: datetime) -> float:

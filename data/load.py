@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
-from data.identity import ModelIdentity
+from data.model_identity import ModelIdentity
 from data.model_indexes import ensure_model_index
 
 

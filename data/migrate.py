@@ -7,7 +7,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data.server import DatabaseUnavailable
 
@@ -42,7 +42,23 @@ async def migrate(engine: AsyncEngine) -> None:
             await conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'"))
         ).scalar_one()
         check_vector_version(str(installed))
+        await _renumber(conn)
         await conn.run_sync(lambda sync: command.upgrade(alembic_config(sync), "head"))
+
+
+# Revisions renamed after they shipped: a database stamped with the old name is re-stamped.
+RENAMED_REVISIONS = {"0002p": "0003"}
+
+
+async def _renumber(conn: AsyncConnection) -> None:
+    stamped = await conn.execute(text("SELECT to_regclass('alembic_version') IS NOT NULL"))
+    if not stamped.scalar_one():
+        return
+    for old, new in RENAMED_REVISIONS.items():
+        await conn.execute(
+            text("UPDATE alembic_version SET version_num = :new WHERE version_num = :old"),
+            {"old": old, "new": new},
+        )
 
 
 def check_vector_version(version: str) -> None:

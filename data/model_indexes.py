@@ -7,7 +7,7 @@ import hashlib
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from data.identity import ModelIdentity
+from data.model_identity import ModelIdentity
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64

@@ -3,34 +3,35 @@ probe in one statement, and the details of what matched."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
 from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import UUID as UUID_TYPE
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.account_indexes import VALID_ACCOUNT_INDEX, account_predicate
 from data.accounts import EmbeddingSetting, setting_of
-from data.identity import ModelIdentity
+from data.engine import is_query_canceled
+from data.errors import ComparisonTimedOut
+from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
 from data.sessions import SessionRow
 
 
-class LookupPath(Enum):
-    """How the nearest chunks are found for one account and model."""
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """How one model's candidates are read: an exact pass over the account's chunks, or an
+    HNSW index (the account's own when own_index, else the model's shared one)."""
 
-    EXACT = "exact"  # one pass over the account's chunks: exact by construction
-    # The account's own partial HNSW index (data/account_indexes.py), iterative scan,
-    # over-fetch, exact re-rank: the path of large accounts.
-    ACCOUNT_INDEX = "account_index"
-    # The model's HNSW index shared by all accounts, filtered by account, same scan: the
-    # fallback of a large account whose own index is not built yet.
-    INDEX = "index"
+    identity: ModelIdentity
+    exact: bool
+    own_index: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,18 @@ async def sessions_and_setting(
         if row.id is not None
     }
     return sessions, setting
+
+
+@contextmanager
+def within_budget() -> Iterator[None]:
+    """Statements cancelled by the comparison's time budget raise ComparisonTimedOut (their
+    transaction is then aborted)."""
+    try:
+        yield
+    except DBAPIError as exc:
+        if is_query_canceled(exc):
+            raise ComparisonTimedOut from None
+        raise
 
 
 async def configure_comparison(conn: AsyncConnection, *, timeout_ms: int, ef_search: int) -> None:
@@ -226,23 +239,21 @@ def _index_branch(name: str, identity: ModelIdentity, own_index_of: UUID | None 
     )
 
 
-def nearest_chunks_sql(
-    groups: Sequence[tuple[ModelIdentity, LookupPath]], account_id: UUID | None = None
-) -> str:
-    """One statement for every probe: a branch per (model, path), joined by UNION ALL.
-    An ACCOUNT_INDEX branch inlines account_id, so the statement text is per account."""
+def nearest_chunks_sql(scans: Sequence[Scan], account_id: UUID | None = None) -> str:
+    """One statement for every probe: a branch per model, joined by UNION ALL. A branch on
+    the account's own index inlines account_id, so the statement text is per account."""
     ctes, branches = [], []
-    for n, (identity, path) in enumerate(groups):
+    for n, scan in enumerate(scans):
         name = f"probe_{n}"
-        ctes.append(_probe_cte(name, identity, n))
-        if path is LookupPath.EXACT:
-            branches.append(_exact_branch(name, identity))
-        elif path is LookupPath.INDEX:
-            branches.append(_index_branch(name, identity))
+        ctes.append(_probe_cte(name, scan.identity, n))
+        if scan.exact:
+            branches.append(_exact_branch(name, scan.identity))
+        elif not scan.own_index:
+            branches.append(_index_branch(name, scan.identity))
         else:
             if account_id is None:
-                raise ValueError("the account_index path needs the account id")
-            branches.append(_index_branch(name, identity, account_id))
+                raise ValueError("a scan of the account's own index needs the account id")
+            branches.append(_index_branch(name, scan.identity, account_id))
     return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(branches)
 
 
@@ -250,18 +261,17 @@ async def nearest_chunks(
     conn: AsyncConnection,
     account_id: UUID,
     probes: Sequence[ProbeSpec],
-    paths: dict[ModelIdentity, LookupPath],
+    scans: dict[ModelIdentity, Scan],
     *,
     per_probe: int,
     floor: float,
     overfetch: int,
 ) -> list[HitRow]:
     """The per_probe nearest candidates of every probe above the floor, ties on chunk id.
-    Run it after configure_comparison() in the same transaction."""
+    Run it after configure_comparison() in the same transaction, inside within_budget()."""
     if not probes:
         return []
     identities = sorted({p.identity for p in probes}, key=str)
-    groups = [(identity, paths[identity]) for identity in identities]
     params: dict[str, object] = {
         "account_id": account_id,
         "per_probe": per_probe,
@@ -275,7 +285,8 @@ async def nearest_chunks(
         params[f"chunk_ids_{n}"] = [p.chunk_id for p in mine]
         params[f"session_ids_{n}"] = [p.session_id for p in mine]
         params[f"cutoffs_{n}"] = [p.cutoff for p in mine]
-    rows = await conn.execute(sa.text(nearest_chunks_sql(groups, account_id)), params)
+    statement = sa.text(nearest_chunks_sql([scans[i] for i in identities], account_id))
+    rows = await conn.execute(statement, params)
     return [HitRow(*row) for row in rows]
 
 

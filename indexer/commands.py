@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from config.settings import Settings
 from indexer import demo
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
 from indexer.worker import IndexerConfig, PassReport, index_once, watch
-from similar_sessions.settings import Settings
 from similar_sessions.transfer import parse_lines, write
 
 

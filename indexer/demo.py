@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid5
 
-from similar_sessions.settings import REPO_ROOT
+from config.settings import REPO_ROOT
 
 CORPUS = REPO_ROOT / "demo" / "tau-bench-airline-gpt4o.json"
 DEMO_NAMESPACE = UUID("0c4c0f5e-3d1b-4b8e-8f0a-7a3e2b9d6c41")

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from data.identity import ModelIdentity
+from data.model_identity import ModelIdentity
 
 HASH_384 = ModelIdentity.parse("local:hash-384@384")
 MINILM = ModelIdentity.parse("local:all-minilm-l6-v2@384")

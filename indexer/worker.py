@@ -23,7 +23,6 @@ from indexer.embedders import Embedder, EmbedderUnavailable, Registry, tokens_of
 from indexer.rechunk import fingerprint, rechunk_session
 
 log = structlog.get_logger(__name__)
-_CAP_LOCK = 0x5E55_1D7C  # advisory lock class: one capped batch per account at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +172,7 @@ async def embed_batch(
         price = embedder.usd_per_1k_tokens
         capped = work.daily_cap_usd is not None and price > 0
         if capped:
-            await conn.exec_driver_sql(
-                f"SELECT pg_advisory_xact_lock({_CAP_LOCK}, hashtext('{work.account_id}'))"
-            )
+            await sql.lock_account_spend(conn, work.account_id)
         claimed = await sql.claim_pending(conn, work.account_id, summaries_only, config.batch_size)
         if not claimed:
             return 0, False

@@ -12,17 +12,11 @@ from data.accounts import Principal
 from data.sessions import ActivityRow, SessionRow
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import SimilarResult, Tuning
+from resolvers.errors import LimitExceeded
+from resolvers.results import SimilarResult
+from resolvers.tuning import Tuning
 
 MAX_SIMILAR_PER_REQUEST = 50
-
-
-class LimitExceeded(Exception):
-    """A request asked for more than a documented limit allows."""
-
-    def __init__(self, what: str, limit: int) -> None:
-        super().__init__(f"{what}: at most {limit} per request")
-        self.limit = limit
 
 
 class RequestBudget:

@@ -46,6 +46,48 @@ class Degraded:
         return " ".join(SENTENCES[r] for r in self.reasons) or None
 
 
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the reasons of one comparison are decided from."""
+
+    has_vectors: bool  # the session has embedded clear chunks of some model
+    pending: int  # its chunks in the account's scope still waiting to be embedded
+    account_enabled: bool  # the account has an enabled embedding setting
+    deployment_enabled: bool  # the deployment has embeddings on
+    model: str | None  # the comparison model
+    configured: str | None  # the account's configured model
+    window_applied: bool
+    sampled: bool  # more embedded chunks than probes
+    found_hits: bool
+    comparable_elsewhere: bool  # another session has a comparable chunk (inside the window)
+    timed_out: bool
+
+
+def reasons_for(f: Facts) -> set[str]:
+    """The reason codes of a comparison, as the contract defines each."""
+    reasons = set()
+    if not f.has_vectors:
+        reasons.add("similar_session_not_embedded")
+        if not f.deployment_enabled:
+            reasons.add("semantic_disabled_by_deployment")
+        if not f.account_enabled:
+            reasons.add("semantic_not_enabled")
+    if f.pending and f.account_enabled and f.deployment_enabled:
+        reasons.add("semantic_backfill_incomplete")
+    if f.model is not None and f.configured is not None and f.model != f.configured:
+        reasons.add("semantic_model_mismatch")
+    if f.window_applied:
+        reasons.add("similar_window_applied")
+    if f.sampled:
+        reasons.add("similar_session_sampled")
+    compared = f.model is not None and not f.timed_out
+    if compared and not f.found_hits and not f.comparable_elsewhere:
+        reasons.add("similar_no_comparable_sessions")
+    if f.timed_out:
+        reasons.add("similar_comparison_timed_out")
+    return reasons
+
+
 def degraded(semantic: bool, reasons: set[str]) -> Degraded:
     unknown = reasons - SENTENCES.keys()
     if unknown:

@@ -10,7 +10,9 @@ from strawberry.dataloader import DataLoader
 
 from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions_by_id
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import SimilarResult, Tuning, compare_sessions
+from resolvers.results import SimilarResult
+from resolvers.similar import compare_sessions
+from resolvers.tuning import Tuning
 
 SimilarKey = tuple[UUID, SimilarArgs]
 

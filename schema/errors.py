@@ -1,16 +1,51 @@
-"""Expected errors, in the schema's terms: BAD_USER_INPUT naming the argument."""
+"""Where expected errors become GraphQL errors with an `extensions.code`; anything else is
+masked. The one place resolvers' errors are mapped for GraphQL."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from graphql import GraphQLError
+from strawberry.extensions import MaskErrors
 
-from resolvers.arguments import BadArgument
-from resolvers.context import LimitExceeded
-
-
-def bad_user_input(exc: BadArgument) -> GraphQLError:
-    return GraphQLError(str(exc), extensions={"code": "BAD_USER_INPUT", "argument": exc.argument})
+from data.engine import is_unavailable
+from resolvers.errors import BadArgument, LimitExceeded
 
 
-def limit_exceeded(exc: LimitExceeded) -> GraphQLError:
-    return GraphQLError(str(exc), extensions={"code": "LIMIT_EXCEEDED", "limit": exc.limit})
+def _expected(original: BaseException) -> tuple[str, dict[str, Any]] | None:
+    if isinstance(original, BadArgument):
+        return str(original), {"code": "BAD_USER_INPUT", "argument": original.argument}
+    if isinstance(original, LimitExceeded):
+        return str(original), {"code": "LIMIT_EXCEEDED", "limit": original.limit}
+    if is_unavailable(original):
+        return "the database is unavailable; retry shortly", {"code": "UNAVAILABLE"}
+    return None
+
+
+def is_unexpected(error: GraphQLError) -> bool:
+    """An error a resolver raised that no mapping covers: masked, and logged by type."""
+    original = error.original_error
+    return (
+        original is not None
+        and not isinstance(original, GraphQLError)
+        and _expected(original) is None
+    )
+
+
+class MapErrors(MaskErrors):
+    """Expected errors keep their message with a code; unexpected ones are masked."""
+
+    def __init__(self) -> None:
+        super().__init__(should_mask_error=_raised_by_a_resolver)
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        assert error.original_error is not None
+        expected = _expected(error.original_error)
+        if expected is None:
+            return super().anonymise_error(error)
+        message, extensions = expected
+        return GraphQLError(message, nodes=error.nodes, path=error.path, extensions=extensions)
+
+
+def _raised_by_a_resolver(error: GraphQLError) -> bool:
+    return error.original_error is not None and not isinstance(error.original_error, GraphQLError)

@@ -8,14 +8,13 @@ from uuid import UUID
 import strawberry
 import structlog
 from graphql import GraphQLError
-from strawberry.extensions import MaskErrors, MaxAliasesLimiter, QueryDepthLimiter, SchemaExtension
+from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter, SchemaExtension
 from strawberry.types import ExecutionContext
 
-from data.engine import is_unavailable
-from resolvers.arguments import BadArgument
 from resolvers.context import Context
-from resolvers.fields import session_cursor, session_page
-from schema.errors import bad_user_input
+from resolvers.cursors import session_cursor
+from resolvers.sessions import session_page
+from schema.errors import MapErrors, is_unexpected
 from schema.sessions import RuntimeSession
 
 
@@ -57,35 +56,12 @@ class Query:
     async def runtime_sessions(
         self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None
     ) -> RuntimeSessionPage:
-        try:
-            rows, more = await session_page(info.context, first, after)
-        except BadArgument as exc:
-            raise bad_user_input(exc) from None
+        rows, more = await session_page(info.context, first, after)
         return RuntimeSessionPage(
             nodes=[RuntimeSession.of(r) for r in rows],
             end_cursor=session_cursor(rows[-1]) if rows else None,
             has_next_page=more,
         )
-
-
-class MaskUnexpectedErrors(MaskErrors):
-    """Masks unexpected errors; a database that cannot answer right now is said so, with
-    extensions.code UNAVAILABLE, so a client knows to retry."""
-
-    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        if error.original_error is not None and is_unavailable(error.original_error):
-            return GraphQLError(
-                "the database is unavailable; retry shortly",
-                nodes=error.nodes,
-                path=error.path,
-                extensions={"code": "UNAVAILABLE"},
-            )
-        return super().anonymise_error(error)
-
-
-def _should_mask(error: GraphQLError) -> bool:
-    """Expected errors (validation, BAD_USER_INPUT) pass; anything unexpected is masked."""
-    return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
 
 
 log = structlog.get_logger(__name__)
@@ -100,7 +76,7 @@ class Schema(strawberry.Schema):
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
         for error in errors:
-            if _should_mask(error):
+            if is_unexpected(error):
                 log.error(
                     "graphql_unexpected_error",
                     error_type=type(error.original_error).__name__,
@@ -117,6 +93,6 @@ def make_schema(
             lambda: QueryDepthLimiter(max_depth=MAX_QUERY_DEPTH),
             lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
             *extra_extensions,
-            lambda: MaskUnexpectedErrors(should_mask_error=_should_mask),
+            MapErrors,
         ],
     )

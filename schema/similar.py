@@ -1,22 +1,25 @@
-"""The similarSessions types: SimilarSessions, Neighbour, Match, Probe and Degraded."""
+"""The similarSessions types: SimilarSessions, Neighbour, Match, Probe and Degraded.
+
+Each type is filled from the resolver's result object by its own field names
+(`from_result`), so a field is declared once, here; the REST payload is derived from these
+types (similar_sessions/rest.py)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
 import strawberry
 
-from data.similarity import ChunkDetail
 from resolvers import ranking
-from resolvers.similar import MatchResult, NeighbourResult, SimilarResult
+from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
+from schema.mapping import from_result
 
 if TYPE_CHECKING:
     from schema.sessions import RuntimeSession
 
 SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a word.")
-CONSOLE_PATH = "/console/runtime-sessions?sessionId="
 
 
 @strawberry.type(description="Every way the comparison came up short, named.")
@@ -36,20 +39,11 @@ class Passage:
     role: str | None
 
 
-def _passage(c: ChunkDetail) -> dict[str, Any]:
-    return {
-        "document_id": c.id,
-        "source_kind": c.source_kind,
-        "source_id": c.source_id,
-        "chunk_index": c.chunk_index,
-        "occurred_at": c.occurred_at,
-        "role": c.role,
-    }
-
-
 @strawberry.type(description="A passage of the viewed session that found a match.")
 class Probe(Passage):
-    pass
+    @classmethod
+    def of(cls, p: PassageResult) -> Probe:
+        return from_result(cls, p)
 
 
 @strawberry.type(description="A passage of the other session, and the probe that found it.")
@@ -64,14 +58,7 @@ class Match(Passage):
 
     @classmethod
     def of(cls, m: MatchResult) -> Match:
-        return cls(
-            **_passage(m.chunk),
-            similarity=m.similarity,
-            band=m.band,
-            redaction_state=m.chunk.redaction_state,
-            text=m.text,
-            probe=Probe(**_passage(m.probe)),
-        )
+        return from_result(cls, m, probe=Probe.of(m.probe))
 
 
 @strawberry.type(description="Another session of the account that went the same way.")
@@ -95,22 +82,8 @@ class Neighbour:
     def of(cls, n: NeighbourResult) -> Neighbour:
         from schema.sessions import RuntimeSession
 
-        s = n.session
-        return cls(
-            runtime_session_id=s.id,
-            session_source_type=s.source_type,
-            session_source_id=s.source_id,
-            session_reference=s.reference,
-            title=s.title,
-            started_at=s.started_at,
-            last_activity_at=s.last_activity_at,
-            session=RuntimeSession.of(s),
-            score=n.score,
-            similarity=n.similarity,
-            band=n.band,
-            matched_chunk_count=n.matched_chunk_count,
-            matches=[Match.of(m) for m in n.matches],
-            console_link=CONSOLE_PATH + str(s.id),
+        return from_result(
+            cls, n, session=RuntimeSession.of(n.session), matches=[Match.of(m) for m in n.matches]
         )
 
 
@@ -132,22 +105,9 @@ class SimilarSessions:
 
     @classmethod
     def of(cls, r: SimilarResult) -> SimilarSessions:
-        return cls(
-            runtime_session_id=r.runtime_session_id,
-            model_identity=r.model_identity,
-            embedded_chunks=r.embedded_chunks,
-            probe_chunks=r.probe_chunks,
-            pending_chunks=r.pending_chunks,
-            window_days=r.args.window_days,
-            limit=r.args.limit,
-            max_matches_per_session=r.args.max_matches_per_session,
-            degraded=Degraded(
-                semantic=r.degraded.semantic,
-                reasons=list(r.degraded.reasons),
-                detail=r.degraded.detail,
-            ),
-            elapsed_ms=r.elapsed_ms,
+        return from_result(
+            cls,
+            r,
+            degraded=from_result(Degraded, r.degraded),
             results=[Neighbour.of(n) for n in r.results],
-            end_cursor=r.next_cursor,
-            has_next_page=r.next_cursor is not None,
         )

@@ -1,11 +1,17 @@
-"""API keys at the edge: `Authorization: Bearer <key>`, turned into a Principal."""
+"""API keys at the edge: `Authorization: Bearer <key>` turned into a Principal for every API
+request, or answered 401/403 (503 when the database cannot say)."""
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from data.accounts import Principal, principal_for_key
+from data.engine import is_unavailable
+from similar_sessions.errors import error, unavailable
+from similar_sessions.graphql_app import is_graphiql_page
 
 REQUIRED_SCOPE = "view_runtime_sessions"
 
@@ -38,3 +44,39 @@ async def authenticate(engine: AsyncEngine, connection: HTTPConnection) -> Princ
     if REQUIRED_SCOPE not in principal.scopes:
         raise Forbidden
     return principal
+
+
+class AuthMiddleware:
+    """Authenticates every API request; GraphiQL's page itself needs no key."""
+
+    PROTECTED = ("/graphql", "/api/")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.PROTECTED):
+            await self.app(scope, receive, send)
+            return
+        connection = HTTPConnection(scope)
+        if is_graphiql_page(connection):
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = await authenticate(connection.app.state.engine, connection)
+        except Unauthorized:
+            response: Response = error(
+                401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>"
+            )
+            response.headers["WWW-Authenticate"] = "Bearer"
+        except Forbidden:
+            response = error(403, "forbidden", "this API key lacks the view_runtime_sessions scope")
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            response = unavailable(exc)
+        else:
+            scope.setdefault("state", {})["principal"] = principal
+            await self.app(scope, receive, send)
+            return
+        await response(scope, receive, send)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from config.logs import configure_logging
+from config.settings import Settings, SettingsError
 from data.accounts import revoke_key
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
-from similar_sessions.logs import configure_logging
-from similar_sessions.settings import Settings, SettingsError
 from similar_sessions.transfer import ImportRefused, export, import_file
 
 

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from data.identity import InvalidModelIdentity, ModelIdentity
+from data.model_identity import InvalidModelIdentity, ModelIdentity
 from data.tables import EMBEDDING_SCOPES, EMBEDDING_STATES, REDACTION_STATES, SOURCE_KINDS
 
 Scope = Literal[EMBEDDING_SCOPES]  # type: ignore[valid-type]

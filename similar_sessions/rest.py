@@ -1,19 +1,26 @@
 """The compatibility route: GET /api/v1/runtime-sessions/{id}/similar.
 
-It runs the same resolver as the GraphQL field and only renames fields."""
+It runs the same resolver as the GraphQL field, and its payload is the GraphQL answer's own
+types serialised with snake_case names, less the fields only GraphQL has."""
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime
+from enum import Enum
 from typing import Any
 from uuid import UUID
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from resolvers.arguments import BadArgument, SimilarArgs
-from resolvers.fields import similar_sessions
-from resolvers.similar import MatchResult, NeighbourResult, SimilarResult
-from similar_sessions.edge import context_for, not_found
+from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
+from resolvers.errors import BadArgument
+from resolvers.results import SimilarResult
+from resolvers.sessions import similar_sessions
+from schema.similar import SimilarSessions
+from similar_sessions.context import request_context
+from similar_sessions.errors import not_found
 
 _REST_NAMES = {
     "limit": "limit",
@@ -22,6 +29,9 @@ _REST_NAMES = {
     "cursor": "cursor",
 }
 _KNOWN = {"limit", "max_matches_per_session", "window_days", "include_match_text", "cursor"}
+# What only GraphQL has: a neighbour's session object and console link, Relay-style paging
+# (REST pages with next_cursor, present only when more results exist).
+GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page"})
 
 
 def _int(request: Request, name: str, default: int | None) -> int | None:
@@ -49,8 +59,8 @@ def parse_args(request: Request) -> SimilarArgs:
     unknown = sorted(set(request.query_params) - _KNOWN)
     if unknown:
         raise BadArgument(unknown[0][:40], "is not a parameter of this route")
-    limit = _int(request, "limit", 5)
-    max_matches = _int(request, "max_matches_per_session", 2)
+    limit = _int(request, "limit", DEFAULT_LIMIT)
+    max_matches = _int(request, "max_matches_per_session", DEFAULT_MAX_MATCHES)
     assert limit is not None and max_matches is not None
     return SimilarArgs.checked(
         limit=limit,
@@ -69,71 +79,33 @@ async def similar_route(request: Request) -> JSONResponse:
     except ValueError:
         raise BadArgument("runtime_session_id", "is not a UUID") from None
     args = parse_args(request)
-    result = await similar_sessions(context_for(request), session_id, args)
+    result = await similar_sessions(request_context(request), session_id, args)
     if result is None:
         return not_found()
     return JSONResponse(payload(result))
 
 
-def payload(r: SimilarResult) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "runtime_session_id": str(r.runtime_session_id),
-        "model_identity": r.model_identity,
-        "embedded_chunks": r.embedded_chunks,
-        "probe_chunks": r.probe_chunks,
-        "pending_chunks": r.pending_chunks,
-        "window_days": r.args.window_days,
-        "limit": r.args.limit,
-        "max_matches_per_session": r.args.max_matches_per_session,
-        "degraded": {
-            "semantic": r.degraded.semantic,
-            "reasons": list(r.degraded.reasons),
-            "detail": r.degraded.detail,
-        },
-        "elapsed_ms": r.elapsed_ms,
-        "results": [_neighbour(n) for n in r.results],
-    }
-    if r.next_cursor is not None:
-        body["next_cursor"] = r.next_cursor
+def payload(result: SimilarResult) -> dict[str, Any]:
+    body: dict[str, Any] = to_json(SimilarSessions.of(result))
+    if result.next_cursor is not None:
+        body["next_cursor"] = result.next_cursor
     return body
 
 
-def _neighbour(n: NeighbourResult) -> dict[str, Any]:
-    s = n.session
-    return {
-        "runtime_session_id": str(s.id),
-        "session_source_type": s.source_type,
-        "session_source_id": s.source_id,
-        "session_reference": s.reference,
-        "title": s.title,
-        "started_at": s.started_at.isoformat(),
-        "last_activity_at": s.last_activity_at.isoformat(),
-        "score": n.score,
-        "similarity": n.similarity,
-        "band": n.band.value,
-        "matched_chunk_count": n.matched_chunk_count,
-        "matches": [_match(m) for m in n.matches],
-    }
-
-
-def _match(m: MatchResult) -> dict[str, Any]:
-    c, p = m.chunk, m.probe
-    return {
-        **_passage(c),
-        "similarity": m.similarity,
-        "band": m.band.value,
-        "redaction_state": c.redaction_state,
-        "text": m.text,
-        "probe": _passage(p),
-    }
-
-
-def _passage(c: Any) -> dict[str, Any]:
-    return {
-        "document_id": str(c.id),
-        "source_kind": c.source_kind,
-        "source_id": None if c.source_id is None else str(c.source_id),
-        "chunk_index": c.chunk_index,
-        "occurred_at": c.occurred_at.isoformat(),
-        "role": c.role,
-    }
+def to_json(value: Any) -> Any:
+    """A GraphQL type instance as JSON, by its snake_case field names."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: to_json(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.init and f.name not in GRAPHQL_ONLY
+        }
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value

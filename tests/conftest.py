@@ -14,12 +14,12 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from config.logs import configure_logging
+from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
 from similar_sessions.app import create_app
-from similar_sessions.logs import configure_logging
-from similar_sessions.settings import Settings
 
 _counter = itertools.count()
 configure_logging("WARNING")
@@ -117,4 +117,4 @@ async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx
 
 
 # Fixtures of the browser tests (served app, Chromium, a tab), for the tests/test_console_*.py.
-pytest_plugins = ["tests.console_browser"]
+pytest_plugins = ["tests.support.console_browser"]

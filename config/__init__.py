@@ -1,0 +1,1 @@
+"""Configuration: the settings read from the environment, and structured logging."""

@@ -1,0 +1,196 @@
+"""Settings: one declaration per setting (default, bounds, description), read once from the
+environment when the app or a command starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ENV_PREFIX = "SIMILAR_SESSIONS_"
+Group = Literal["server", "indexer"]
+
+
+class SettingsError(ValueError):
+    """An environment variable holds a value the product cannot use."""
+
+
+def setting(default: Any, description: str, group: Group = "server", **bounds: Any) -> Any:
+    """A field with its default, bounds and the description the README's tables show."""
+    return Field(default, description=description, json_schema_extra={"group": group}, **bounds)
+
+
+class Settings(BaseSettings):
+    """Everything configurable; the README's configuration tables are generated from it."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, frozen=True, extra="ignore", validate_by_name=True
+    )
+
+    database_url: str | None = Field(
+        None,
+        validation_alias="DATABASE_URL",
+        description="`postgresql://…` (TCP, or Unix socket as "
+        "`postgresql://user:@/db?host=/dir`); unset: the embedded server",
+        json_schema_extra={"group": "server", "shown_default": "unset"},
+    )
+    data_dir: Path = Field(
+        REPO_ROOT / ".pgdata",
+        description="where the embedded server keeps its data",
+        json_schema_extra={"group": "server", "shown_default": "<repo>/.pgdata"},
+    )
+    log_level: str = setting(
+        "WARNING",
+        "structured JSON logs on stderr; `INFO` logs one line per comparison with its lookup path",
+    )
+    pool_size: int = setting(5, "database connections per process (no overflow)", ge=1, le=200)
+    pool_timeout_s: int = setting(
+        5,
+        "wait for a connection (and for a connect) before answering 503 with `Retry-After`",
+        ge=1,
+        le=300,
+    )
+    statement_timeout_ms: int = setting(5000, "bound on every statement", ge=10, le=600_000)
+    comparison_timeout_ms: int = setting(
+        3000,
+        "bound on each statement of a comparison; when the probe lookup runs past it the answer "
+        "is empty with `similar_comparison_timed_out`",
+        ge=10,
+        le=600_000,
+    )
+    embeddings_enabled: bool = Field(
+        True,
+        validation_alias=ENV_PREFIX + "EMBEDDINGS",
+        description="`false`: the deployment turned embeddings off",
+        json_schema_extra={"group": "server"},
+    )
+    exact_scan_max_chunks: int = setting(
+        1_000,
+        "accounts with at most this many comparable chunks are compared by an exact scan; "
+        "larger ones get their own HNSW index",
+        ge=0,
+        le=100_000_000,
+    )
+    hnsw_ef_search: int = setting(
+        400, "`hnsw.ef_search` for the approximate paths (set per transaction)", ge=10, le=1000
+    )
+    hnsw_ef_search_retry: int = setting(
+        1000,
+        "probes an approximate lookup answered with fewer than 25 rows are asked once more with "
+        "this `hnsw.ef_search`",
+        ge=10,
+        le=1000,
+    )
+    hnsw_overfetch: int = setting(
+        100,
+        "candidates read from the index per probe before the exact re-rank to 25",
+        ge=25,
+        le=1000,
+    )
+    graphiql: bool = setting(True, "serve the GraphiQL page at `GET /graphql`")
+    introspection: bool = setting(True, "allow GraphQL introspection")
+
+    chunk_tokens: int = setting(
+        384,
+        "a chunk is a window of consecutive turns up to this many tokens (MiniLM: capped at its "
+        "254 word pieces); P@5 0.477 at 192 → 0.519 at 384",
+        "indexer",
+        ge=16,
+        le=8192,
+    )
+    tool_result_tokens: int = setting(
+        32,
+        "a tool result keeps its first tokens (what was looked up); the rest repeats across "
+        "sessions of a customer. 32: 0.519 / 82% close; 64: 0.511 / 78%",
+        "indexer",
+        ge=0,
+        le=8192,
+    )
+    chunk_role_labels: bool = setting(
+        False,
+        '"user:"/"assistant:" prefixes add the same words to every chunk (close share -2 to -5 '
+        "points)",
+        "indexer",
+    )
+    chunk_system_prompts: bool = setting(
+        False, "system prompts are identical across sessions: never chunked", "indexer"
+    )
+    repeat_min_sessions: int = setting(
+        5,
+        "content (by hash) repeated in this many sessions of an account is marked `skipped`, "
+        "not embedded",
+        "indexer",
+        ge=2,
+        le=1_000_000,
+    )
+    chunk_overlap_turns: int = setting(
+        0, "turns shared by consecutive windows (1 did not help)", "indexer", ge=0, le=8
+    )
+    split_overlap_tokens: int = setting(
+        32, "overlap when one long turn is split", "indexer", ge=0, le=1024
+    )
+    embed_batch: int = setting(
+        64,
+        "chunks per batch: the unit of crash safety and of spend records",
+        "indexer",
+        ge=1,
+        le=4096,
+    )
+    index_interval_s: int = setting(
+        10, "pause between `index --watch` passes", "indexer", ge=1, le=86_400
+    )
+
+    @field_validator("log_level")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("database_url")
+    @classmethod
+    def _unset_when_empty(cls, value: str | None) -> str | None:
+        return value or None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings from `environ` (the process environment by default); an unusable
+        value raises SettingsError naming its variable."""
+        env = os.environ if environ is None else environ
+        values = {
+            name: env[variable]
+            for name, variable in ENV_NAMES.items()
+            if env.get(variable, "") != ""
+        }
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc)) from None
+
+
+def env_name(name: str) -> str:
+    alias = Settings.model_fields[name].validation_alias
+    return alias if isinstance(alias, str) else ENV_PREFIX + name.upper()
+
+
+ENV_NAMES = {name: env_name(name) for name in Settings.model_fields}
+
+
+def default_of(name: str) -> Any:
+    """A setting's declared default: the one place other modules take their defaults from."""
+    return Settings.model_fields[name].default
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False)[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    variable = ENV_NAMES.get(name, name)
+    return f"{variable}: {first['msg']}, got {first.get('input')!r}"

@@ -1,0 +1,138 @@
+"""What a comparison answers: one result object per comparison, named as the API names it.
+The GraphQL types read these attributes and the REST payload is derived from those types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from data.sessions import SessionRow
+from data.similarity import ChunkDetail
+from resolvers import ranking
+from resolvers.arguments import SimilarArgs
+from resolvers.degraded import Degraded
+
+CONSOLE_PATH = "/console/runtime-sessions?sessionId="
+
+
+@dataclass(frozen=True, slots=True)
+class PassageResult:
+    """One passage (chunk) of a session, as the API shows it."""
+
+    chunk: ChunkDetail
+
+    @property
+    def document_id(self) -> UUID:
+        return self.chunk.id
+
+    @property
+    def source_kind(self) -> str:
+        return self.chunk.source_kind
+
+    @property
+    def source_id(self) -> UUID | None:
+        return self.chunk.source_id
+
+    @property
+    def chunk_index(self) -> int:
+        return self.chunk.chunk_index
+
+    @property
+    def occurred_at(self) -> datetime:
+        return self.chunk.occurred_at
+
+    @property
+    def role(self) -> str | None:
+        return self.chunk.role
+
+    @property
+    def redaction_state(self) -> str:
+        return self.chunk.redaction_state
+
+
+@dataclass(frozen=True, slots=True)
+class MatchResult(PassageResult):
+    """A passage of the other session, and the probe of the viewed session that found it."""
+
+    similarity: float
+    band: ranking.Band
+    text: str | None
+    probe: PassageResult
+
+
+@dataclass(frozen=True, slots=True)
+class NeighbourResult:
+    session: SessionRow
+    score: float
+    similarity: float
+    band: ranking.Band
+    matched_chunk_count: int
+    matches: tuple[MatchResult, ...]
+
+    @property
+    def runtime_session_id(self) -> UUID:
+        return self.session.id
+
+    @property
+    def session_source_type(self) -> str:
+        return self.session.source_type
+
+    @property
+    def session_source_id(self) -> str:
+        return self.session.source_id
+
+    @property
+    def session_reference(self) -> str:
+        return self.session.reference
+
+    @property
+    def title(self) -> str:
+        return self.session.title
+
+    @property
+    def started_at(self) -> datetime:
+        return self.session.started_at
+
+    @property
+    def last_activity_at(self) -> datetime:
+        return self.session.last_activity_at
+
+    @property
+    def console_link(self) -> str:
+        return CONSOLE_PATH + str(self.session.id)
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarResult:
+    runtime_session_id: UUID
+    model_identity: str | None
+    embedded_chunks: int
+    probe_chunks: int
+    pending_chunks: int
+    args: SimilarArgs
+    degraded: Degraded
+    elapsed_ms: float
+    results: tuple[NeighbourResult, ...]
+    next_cursor: str | None
+    lookup_path: str | None
+
+    @property
+    def window_days(self) -> int | None:
+        return self.args.window_days
+
+    @property
+    def limit(self) -> int:
+        return self.args.limit
+
+    @property
+    def max_matches_per_session(self) -> int:
+        return self.args.max_matches_per_session
+
+    @property
+    def end_cursor(self) -> str | None:
+        return self.next_cursor
+
+    @property
+    def has_next_page(self) -> bool:
+        return self.next_cursor is not None

@@ -1,0 +1,37 @@
+"""The resolvers: a page of the account's sessions (GraphQL), and the comparison of one
+session (the GraphQL field and the REST route both call it)."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from data.sessions import SessionRow, recent_sessions
+from resolvers.arguments import SimilarArgs
+from resolvers.context import Context
+from resolvers.cursors import decode_session_cursor
+from resolvers.errors import BadArgument
+from resolvers.results import SimilarResult
+
+MAX_PAGE = 100
+
+
+async def similar_sessions(
+    context: Context, session_id: UUID, args: SimilarArgs
+) -> SimilarResult | None:
+    """The comparison for one session of the caller's account; None when it has no such session."""
+    context.budget.spend()
+    return await context.similar.load((session_id, args))
+
+
+async def session_page(
+    context: Context, first: int, after: str | None
+) -> tuple[list[SessionRow], bool]:
+    """Newest sessions first, keyset-paged by an opaque cursor."""
+    if not 1 <= first <= MAX_PAGE:
+        raise BadArgument("first", f"must be between 1 and {MAX_PAGE}, got {first}")
+    position = None if after is None else decode_session_cursor(after)
+    async with context.engine.connect() as conn:
+        rows = await recent_sessions(conn, context.principal.account_id, first, position)
+    for row in rows[:first]:
+        context.sessions.prime(row.id, row)
+    return rows[:first], len(rows) > first

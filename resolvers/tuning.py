@@ -1,0 +1,28 @@
+"""The comparison's tunable knobs; each default is the setting's declared one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from config.settings import Settings, default_of
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    embeddings_enabled: bool = default_of("embeddings_enabled")
+    exact_scan_max_chunks: int = default_of("exact_scan_max_chunks")
+    ef_search: int = default_of("hnsw_ef_search")
+    ef_search_retry: int = default_of("hnsw_ef_search_retry")
+    overfetch: int = default_of("hnsw_overfetch")
+    comparison_timeout_ms: int = default_of("comparison_timeout_ms")
+
+    @classmethod
+    def of(cls, settings: Settings) -> Tuning:
+        return cls(
+            embeddings_enabled=settings.embeddings_enabled,
+            exact_scan_max_chunks=settings.exact_scan_max_chunks,
+            ef_search=settings.hnsw_ef_search,
+            ef_search_retry=settings.hnsw_ef_search_retry,
+            overfetch=settings.hnsw_overfetch,
+            comparison_timeout_ms=settings.comparison_timeout_ms,
+        )

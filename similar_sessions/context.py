@@ -1,0 +1,12 @@
+"""The resolvers' per-request Context, built from an authenticated HTTP request."""
+
+from __future__ import annotations
+
+from starlette.requests import HTTPConnection
+
+from resolvers.context import Context
+
+
+def request_context(connection: HTTPConnection) -> Context:
+    state = connection.app.state
+    return Context(engine=state.engine, principal=connection.state.principal, tuning=state.tuning)

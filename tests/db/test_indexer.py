@@ -1,0 +1,381 @@
+"""The indexing worker on a real database: chunks, vectors, scope, cap, redaction,
+repeated content, crash safety of a batch, and two workers at once."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.model_identity import ModelIdentity
+from indexer import budget
+from indexer.chunking import ChunkPolicy, chunk_id
+from indexer.embedders import HASH_384, HashEmbedder, Registry
+from indexer.worker import IndexerConfig, index_once
+from tests.support.world import T0, World
+
+CONFIG = IndexerConfig(
+    ChunkPolicy(window_tokens=40), repeat_min_sessions=5, batch_size=4, progress=False
+)
+
+
+def add_activity(
+    world: World, session_id: str, contents: Sequence[tuple[str, str]], kind: str = "message"
+) -> None:
+    for ordinal, (role, content) in enumerate(contents):
+        world.lines.append(
+            {
+                "type": "activity",
+                "id": str(uuid.uuid4()),
+                "runtime_session_id": session_id,
+                "ordinal": ordinal,
+                "occurred_at": (T0 + timedelta(seconds=ordinal)).isoformat(),
+                "role": role,
+                "kind": kind,
+                "content": content,
+                "api_usage_id": None,
+            }
+        )
+
+
+def talk(topic: str, turns: int = 6) -> list[tuple[str, str]]:
+    """Turns of 20 distinct words each about a topic: a session of several 40-token windows."""
+    return [
+        ("user" if i % 2 else "assistant", " ".join(f"{topic}{i}x{j}" for j in range(20)))
+        for i in range(turns)
+    ]
+
+
+async def world_with(
+    engine: AsyncEngine,
+    sessions: int = 2,
+    *,
+    scope: str = "full",
+    cap: float | None = 5.0,
+    model: str = str(HASH_384),
+) -> tuple[uuid.UUID, list[uuid.UUID]]:
+    world = World()
+    account, _ = world.account(scope=scope, daily_cap_usd=cap, model=model)
+    ids = []
+    for n in range(sessions):
+        sid = world.session(account, f"session {n}", day=n)
+        add_activity(world, sid, [("system", "You are a helpful agent."), *talk(f"s{n}t")])
+        ids.append(uuid.UUID(sid))
+    await world.write(engine)
+    return uuid.UUID(account), ids
+
+
+async def rows(engine: AsyncEngine, query: str, **params: Any) -> list[Any]:
+    async with engine.connect() as conn:
+        return list((await conn.execute(sa.text(query), params)).all())
+
+
+async def states(engine: AsyncEngine) -> dict[str, int]:
+    found = await rows(engine, "SELECT embedding_state, count(*) FROM session_chunks GROUP BY 1")
+    return {state: n for state, n in found}
+
+
+async def usage(engine: AsyncEngine) -> list[Any]:
+    return await rows(
+        engine, "SELECT units, cost_usd, provider, model FROM api_usage WHERE kind = 'embedding'"
+    )
+
+
+async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> None:
+    _account, _sessions = await world_with(engine)
+    report = await index_once(engine, Registry(), CONFIG)
+    assert report.sessions_chunked == 2 and report.chunks_embedded == report.chunks_written == 6
+    chunks = await rows(
+        engine,
+        "SELECT id, runtime_session_id, chunk_index, content, embedding::text, embedding_model, "
+        "embedding_state, embedded_at, content_hash FROM session_chunks "
+        "ORDER BY runtime_session_id, chunk_index",
+    )
+    hasher = HashEmbedder()
+    for c in chunks:
+        assert c.id == chunk_id(c.runtime_session_id, c.chunk_index)
+        assert c.embedding_state == "embedded" and c.embedding_model == str(HASH_384)
+        assert c.embedded_at is not None and c.content_hash is not None
+        assert "helpful agent" not in c.content  # the system prompt is not chunked
+        stored = np.array([float(x) for x in c.embedding.strip("[]").split(",")], dtype=np.float32)
+        assert np.allclose(stored, hasher.embed([c.content])[0], atol=1e-6)
+    spend = await usage(engine)
+    assert len(spend) == report.batches == 2  # batches of 4: 4 + 2
+    assert sum(u.units for u in spend) == sum(len(c.content.split()) for c in chunks)
+    assert {(u.provider, u.model) for u in spend} == {("local", "hash-384")}
+    assert await rows(
+        engine, "SELECT 1 FROM embedding_models WHERE model_identity = :m", m=str(HASH_384)
+    )
+
+
+async def test_a_second_pass_changes_nothing_and_new_activity_is_picked_up(
+    engine: AsyncEngine,
+) -> None:
+    _, sessions = await world_with(engine, sessions=1)
+    await index_once(engine, Registry(), CONFIG)
+    again = await index_once(engine, Registry(), CONFIG)
+    assert (again.sessions_chunked, again.chunks_written, again.chunks_embedded) == (0, 0, 0)
+    world = World()
+    world.lines.append(
+        {
+            "type": "activity",
+            "id": str(uuid.uuid4()),
+            "runtime_session_id": str(sessions[0]),
+            "ordinal": 99,
+            "occurred_at": (T0 + timedelta(minutes=5)).isoformat(),
+            "role": "user",
+            "kind": "message",
+            "content": " ".join(f"late{j}" for j in range(30)),
+            "api_usage_id": None,
+        }
+    )
+    await world.write(engine)
+    later = await index_once(engine, Registry(), CONFIG)
+    assert later.sessions_chunked == 1 and later.chunks_written >= 1
+    assert await states(engine) == {"embedded": later.chunks_embedded + 3}
+
+
+async def test_imported_chunks_are_left_alone(engine: AsyncEngine) -> None:
+    world = World()
+    account, _ = world.account()
+    sid = world.session(account)
+    imported = world.chunk(sid, [1.0] + [0.0] * 383, content="brought my own vector")
+    add_activity(world, sid, talk("own"))
+    await world.write(engine)
+    await index_once(engine, Registry(), CONFIG)
+    kept = await rows(
+        engine, "SELECT content FROM session_chunks WHERE id = :id", id=uuid.UUID(imported)
+    )
+    assert kept[0].content == "brought my own vector"
+
+
+async def test_summaries_only_scope_embeds_only_summaries(engine: AsyncEngine) -> None:
+    world = World()
+    account, _ = world.account(scope="summaries_only")
+    sid = world.session(account)
+    add_activity(world, sid, talk("chat", 2))
+    world.lines.append(
+        {
+            "type": "activity",
+            "id": str(uuid.uuid4()),
+            "runtime_session_id": sid,
+            "ordinal": 10,
+            "occurred_at": T0.isoformat(),
+            "role": "assistant",
+            "kind": "summary",
+            "content": "the customer cancelled a flight and got a refund",
+            "api_usage_id": None,
+        }
+    )
+    await world.write(engine)
+    await index_once(engine, Registry(), CONFIG)
+    found = await rows(
+        engine, "SELECT source_kind, embedding_state FROM session_chunks ORDER BY source_kind"
+    )
+    assert {(k, s) for k, s in found} == {
+        ("session_summary", "embedded"),
+        ("transcript_message", "pending"),
+    }
+
+
+class PricedHash(HashEmbedder):
+    """The hash embedder at a price, so the cap has something to count."""
+
+    usd_per_1k_tokens = 10.0  # 40 tokens cost $0.40
+
+
+async def test_the_daily_cap_stops_embedding_and_resumes_the_next_day(engine: AsyncEngine) -> None:
+    account, _ = await world_with(engine, sessions=2, cap=1.0)  # 6 chunks of 40 tokens
+    registry = Registry({str(HASH_384): PricedHash})
+    now = datetime.now(UTC)
+    first = await index_once(engine, registry, CONFIG, now=now)
+    assert first.chunks_embedded == 2  # $0.80 spent; a third chunk would pass $1.00
+    assert first.degraded == {account: budget.CAP_REACHED}
+    (setting,) = await rows(
+        engine, "SELECT degraded_reason, degraded_until FROM embedding_settings"
+    )
+    assert setting.degraded_reason == "daily_cap_reached"
+    assert setting.degraded_until == budget.next_day(now)
+    assert float(sum(u.cost_usd for u in await usage(engine))) <= 1.0
+
+    same_day = await index_once(engine, registry, CONFIG, now=now)
+    assert same_day.chunks_embedded == 0 and same_day.degraded == {account: budget.CAP_REACHED}
+
+    tomorrow = budget.next_day(now) + timedelta(minutes=1)
+    resumed = await index_once(engine, registry, CONFIG, now=tomorrow)
+    assert resumed.chunks_embedded == 2 and resumed.degraded == {account: budget.CAP_REACHED}
+    last = await index_once(engine, registry, CONFIG, now=budget.next_day(tomorrow))
+    assert last.chunks_embedded == 2 and not last.degraded
+    (setting,) = await rows(
+        engine, "SELECT degraded_reason, degraded_until FROM embedding_settings"
+    )
+    assert setting.degraded_reason is None and setting.degraded_until is None
+
+
+async def test_only_clear_chunks_are_embedded_and_a_chunk_leaving_clear_loses_its_vector(
+    engine: AsyncEngine,
+) -> None:
+    await world_with(engine, sessions=1)
+    first = await index_once(engine, Registry(), CONFIG)
+    assert first.chunks_embedded == 3
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE session_chunks SET redaction_state = 'withheld' WHERE chunk_index = 0")
+        )
+    second = await index_once(engine, Registry(), CONFIG)
+    assert second.vectors_stripped == 1 and second.chunks_embedded == 0
+    (withheld,) = await rows(
+        engine,
+        "SELECT embedding, embedding_model, embedded_at, embedding_state FROM session_chunks "
+        "WHERE chunk_index = 0",
+    )
+    assert withheld == (None, None, None, "pending")
+
+
+async def test_content_repeated_across_many_sessions_is_skipped(engine: AsyncEngine) -> None:
+    world = World()
+    account, _ = world.account()
+    for n in range(3):
+        sid = world.session(account, day=n)
+        add_activity(world, sid, [("user", "Thank you so much for your help! ###STOP###")])
+    unique = world.session(account, day=9)
+    add_activity(world, unique, [("user", "my bag never arrived in Boston")])
+    await world.write(engine)
+    config = IndexerConfig(CONFIG.policy, repeat_min_sessions=3, batch_size=4, progress=False)
+    report = await index_once(engine, Registry(), config)
+    assert report.chunks_skipped == 3 and report.chunks_embedded == 1
+    assert await states(engine) == {"skipped": 3, "embedded": 1}
+
+
+async def test_an_account_without_an_embedder_is_marked_and_left_pending(
+    engine: AsyncEngine,
+) -> None:
+    account, _ = await world_with(engine, sessions=1, model="remote:unknown-model@8")
+    report = await index_once(engine, Registry(), CONFIG)
+    assert report.degraded == {account: budget.EMBEDDER_UNAVAILABLE}
+    assert await states(engine) == {}  # nothing chunked: windows are sized for the embedder
+    (setting,) = await rows(engine, "SELECT degraded_reason FROM embedding_settings")
+    assert setting.degraded_reason == "embedder_unavailable"
+
+
+class FailsOnSecondBatch(HashEmbedder):
+    calls = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        FailsOnSecondBatch.calls += 1
+        if FailsOnSecondBatch.calls == 2:
+            raise RuntimeError("model server went away")
+        return super().embed(texts)
+
+
+async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(
+    engine: AsyncEngine,
+) -> None:
+    await world_with(engine, sessions=2)  # 6 chunks: a batch of 4 is written, the next fails
+    registry = Registry({str(HASH_384): FailsOnSecondBatch})
+    with pytest.raises(RuntimeError, match="went away"):
+        await index_once(engine, registry, CONFIG)
+    assert await states(engine) == {"embedded": 4, "pending": 2}
+    assert len(await usage(engine)) == 1
+    half = await rows(
+        engine,
+        "SELECT id FROM session_chunks "
+        "WHERE (embedding IS NULL) <> (embedding_state <> 'embedded') "
+        "OR (embedded_at IS NULL) <> (embedding IS NULL)",
+    )
+    assert half == []
+    retry = await index_once(engine, registry, CONFIG)
+    assert retry.chunks_embedded == 2 and await states(engine) == {"embedded": 6}
+
+
+class Blocks(HashEmbedder):
+    """Blocks inside embed until released, so a test can cancel the worker mid-batch."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        Blocks.entered.set()
+        Blocks.release.wait(timeout=60)
+        return super().embed(texts)
+
+
+async def test_cancelling_the_worker_mid_batch_leaves_nothing_half_written(
+    engine: AsyncEngine,
+) -> None:
+    await world_with(engine, sessions=1)
+    task = asyncio.create_task(index_once(engine, Registry({str(HASH_384): Blocks}), CONFIG))
+    await asyncio.to_thread(Blocks.entered.wait, 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    Blocks.release.set()
+    assert await states(engine) == {"pending": 3}
+    assert await usage(engine) == []
+    finish = await index_once(engine, Registry(), CONFIG)
+    assert finish.chunks_embedded == 3
+
+
+def meeting_embedder(barrier: threading.Barrier, seen: list[str]) -> type[HashEmbedder]:
+    class Meets(HashEmbedder):
+        """Each worker's first batch waits for the other's: both hold their locks at once."""
+
+        met = False
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            if not self.met:
+                self.met = True
+                barrier.wait(timeout=60)
+            seen.extend(texts)
+            return super().embed(texts)
+
+    return Meets
+
+
+async def test_two_workers_at_once_embed_every_chunk_exactly_once(engine: AsyncEngine) -> None:
+    await world_with(engine, sessions=4)  # 12 chunks, batches of 4
+    barrier, seen_a, seen_b = threading.Barrier(2), [], []
+    a = Registry({str(HASH_384): meeting_embedder(barrier, seen_a)})
+    b = Registry({str(HASH_384): meeting_embedder(barrier, seen_b)})
+    first, second = await asyncio.gather(
+        index_once(engine, a, CONFIG), index_once(engine, b, CONFIG)
+    )
+    assert seen_a and seen_b and not set(seen_a) & set(seen_b)
+    assert first.chunks_embedded + second.chunks_embedded == 12
+    assert await states(engine) == {"embedded": 12}
+    assert len(await usage(engine)) == first.batches + second.batches
+
+
+def test_budget_arithmetic() -> None:
+    now = datetime(2026, 3, 1, 23, 59, tzinfo=UTC)
+    assert budget.day_start(now) == datetime(2026, 3, 1, tzinfo=UTC)
+    assert budget.next_day(now) == datetime(2026, 3, 2, tzinfo=UTC)
+    assert budget.affordable([0.4, 0.4, 0.4], 1.0) == 2
+    assert budget.affordable([0.4, 0.4], None) == 2
+    assert budget.affordable([0.4], 0.0) == 0
+    assert budget.affordable([0.0, 0.0], 0.0) == 2
+    assert ModelIdentity.parse(str(HASH_384)) == HASH_384
+
+
+async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
+    engine: AsyncEngine,
+) -> None:
+    account, _ = await world_with(engine, sessions=3)  # 3 sessions of 3 chunks each
+    small = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=100)
+    await index_once(engine, Registry(), small)
+    assert not await rows(engine, "SELECT 1 FROM account_model_indexes")
+    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    await index_once(engine, Registry(), grown)
+    [index] = await rows(
+        engine, "SELECT account_id, model_identity, index_name FROM account_model_indexes"
+    )
+    assert (index.account_id, index.model_identity) == (account, str(HASH_384))
+    assert await rows(engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=index.index_name)

@@ -1,0 +1,88 @@
+"""GraphQL limits and request size: each refusal names the limit and its value."""
+
+from __future__ import annotations
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from config.settings import Settings
+from resolvers.context import MAX_SIMILAR_PER_REQUEST
+from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH
+from similar_sessions.app import create_app
+from similar_sessions.body_limit import MAX_BODY_BYTES
+from tests.support.similar_helpers import bearer, graphql, topic_world
+
+
+async def test_a_query_deeper_than_the_limit_is_refused(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=1)
+    inner = "title"
+    for _ in range(MAX_QUERY_DEPTH):
+        inner = f"similarSessions {{ results {{ session {{ {inner} }} }} }}"
+    body = await graphql(client, key, f"{{ runtimeSessions {{ nodes {{ {inner} }} }} }}")
+    assert "data" not in body or body["data"] is None
+    assert f"maximum operation depth of {MAX_QUERY_DEPTH}" in body["errors"][0]["message"]
+
+
+async def test_more_aliases_than_the_limit_are_refused(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=1)
+    fields = " ".join(f"a{i}: viewer {{ name }}" for i in range(MAX_ALIASES + 1))
+    body = await graphql(client, key, f"{{ {fields} }}")
+    assert f"Allowed: {MAX_ALIASES}" in body["errors"][0]["message"]
+
+
+async def test_similar_sessions_of_too_many_sessions_in_one_query_is_refused(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=MAX_SIMILAR_PER_REQUEST + 1)
+    query = "query($n: Int!) { runtimeSessions(first: $n) { nodes { similarSessions { limit } } } }"
+    within = await graphql(client, key, query, n=MAX_SIMILAR_PER_REQUEST)
+    assert "errors" not in within
+    beyond = await graphql(client, key, query, n=MAX_SIMILAR_PER_REQUEST + 1)
+    codes = {e["extensions"]["code"] for e in beyond["errors"]}
+    assert codes == {"LIMIT_EXCEEDED"}
+    assert f"at most {MAX_SIMILAR_PER_REQUEST}" in beyond["errors"][0]["message"]
+
+
+async def test_a_body_over_the_limit_is_answered_413_unread(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=1)
+    padding = " " * (MAX_BODY_BYTES + 1)
+    response = await client.post(
+        "/graphql",
+        content=b'{"query": "{ viewer { name } }' + padding.encode() + b'"}',
+        headers={**bearer(key), "content-type": "application/json"},
+    )
+    assert response.status_code == 413
+    assert response.json()["limit"] == MAX_BODY_BYTES
+
+    async def chunked() -> object:
+        yield b'{"query": "{ viewer { name } }"'
+        yield padding.encode() + b"}"
+
+    streamed = await client.post(
+        "/graphql", content=chunked(), headers={**bearer(key), "content-type": "application/json"}
+    )
+    assert streamed.status_code == 413
+
+
+async def test_introspection_and_graphiql_can_be_turned_off(engine: AsyncEngine) -> None:
+    _, key, _ = await topic_world(engine, sessions=1)
+    settings = Settings.from_env(
+        {"SIMILAR_SESSIONS_INTROSPECTION": "off", "SIMILAR_SESSIONS_GRAPHIQL": "off"}
+    )
+    app = create_app(settings, engine=engine, run_migrations=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        body = await graphql(c, key, "{ __schema { queryType { name } } }")
+        assert "introspection has been disabled" in body["errors"][0]["message"].lower()
+        page = await c.get("/graphql", headers={"accept": "text/html"})
+        assert page.status_code in (401, 404)
+        assert "graphiql" not in page.text.lower()
+    on = create_app(Settings.from_env({}), engine=engine, run_migrations=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=on), base_url="http://t") as c:
+        page = await c.get("/graphql", headers={"accept": "text/html"})
+        assert page.status_code == 200 and "graphiql" in page.text.lower()

@@ -1,0 +1,186 @@
+"""The lookup path chosen from the account's size, the account's own index, and plans that
+stay on the intended index under prepared statements (never timed)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import asyncpg
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.account_indexes import (
+    account_index_name,
+    ensure_account_index,
+    ensure_large_account_indexes,
+)
+from data.model_indexes import index_name
+from data.similarity import nearest_chunks_sql
+from resolvers.lookup_path import LookupPath, choose_path
+from resolvers.tuning import Tuning
+from tests.support.crowded import IDENTITY, crowded_world, served_per_probe
+from tests.support.similar_helpers import compare, full_scan
+
+
+@pytest.mark.parametrize(
+    ("own_index", "count", "expected"),
+    [
+        (False, 0, LookupPath.EXACT),
+        (True, 100, LookupPath.EXACT),
+        (True, 101, LookupPath.ACCOUNT_INDEX),
+        (False, 101, LookupPath.INDEX),
+    ],
+)
+def test_the_path_follows_the_size_then_the_own_index(
+    own_index: bool, count: int, expected: LookupPath
+) -> None:
+    assert choose_path(own_index, count, 100) is expected
+
+
+async def test_import_builds_own_indexes_only_past_the_size(engine: AsyncEngine) -> None:
+    account, _, _ = await crowded_world(engine)  # 72 comparable chunks; crowd accounts 200
+    async with engine.begin() as conn:
+        built = await ensure_large_account_indexes(conn, 150)
+        again = await ensure_large_account_indexes(conn, 150)
+    assert len(built) == 6 and again == []
+    assert uuid.UUID(account) not in {b.account_id for b in built}
+    assert all(b.chunks == 200 for b in built)
+
+
+async def test_a_large_account_with_its_own_index_takes_the_account_index_path(
+    engine: AsyncEngine,
+) -> None:
+    account, viewed, others = await crowded_world(engine)
+    large = Tuning(exact_scan_max_chunks=71)
+    assert (await compare(engine, account, viewed, large)).lookup_path == "index"
+    async with engine.begin() as conn:
+        built = await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    assert built is not None and built.chunks == 72
+    own = await compare(engine, account, viewed, large)
+    small = await compare(engine, account, viewed, Tuning(exact_scan_max_chunks=72))
+    assert (own.lookup_path, small.lookup_path) == ("account_index", "exact")
+    assert [(n.session.id, n.score) for n in own.results] == [
+        (n.session.id, n.score) for n in small.results
+    ]
+    assert {str(n.session.id) for n in own.results} <= set(others)
+
+
+async def test_account_index_path_equals_the_full_scan_despite_the_crowd(
+    engine: AsyncEngine,
+) -> None:
+    account, viewed, _ = await crowded_world(engine)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    served, probes = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX)
+    for n, probe in enumerate(probes):
+        assert served[n] == await full_scan(engine, account, probe), f"probe {n} differs"
+
+
+async def test_exact_path_recall_is_one_on_every_probe_of_every_session(
+    engine: AsyncEngine,
+) -> None:
+    account, viewed, others = await crowded_world(engine)
+    for session in [viewed, *others[:3]]:
+        served, probes = await served_per_probe(engine, account, session, LookupPath.EXACT)
+        for n, probe in enumerate(probes):
+            assert served[n] == await full_scan(engine, account, probe)
+
+
+def _positional(sql: str) -> tuple[str, list[str]]:
+    """SQLAlchemy's :name parameters as $n, with the names in order."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return re.sub(r"(?<![:\w]):([a-z][a-z_0-9]*)", number, sql), names
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("no empty arrays here")
+        kind = (
+            "int[]"
+            if isinstance(value[0], int)
+            else "uuid[]"
+            if isinstance(value[0], uuid.UUID)
+            else "timestamptz[]"
+        )
+        items = ",".join("NULL" if v is None else f"'{v}'" for v in value)
+        return f"ARRAY[{items}]::{kind}"
+    if isinstance(value, uuid.UUID):
+        return f"'{value}'::uuid"
+    return repr(value)
+
+
+async def _plan_after_executions(
+    database_url: str, account: str, viewed: str, path: LookupPath, cache_mode: str
+) -> str:
+    """Prepare the probe statement, execute it ten times under cache_mode, then EXPLAIN the
+    plan the eleventh execution would use."""
+    conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        chunks = [
+            r["id"]
+            for r in await conn.fetch(
+                "SELECT id FROM session_chunks WHERE runtime_session_id = $1 "
+                "ORDER BY occurred_at, chunk_index, id LIMIT 8",
+                uuid.UUID(viewed),
+            )
+        ]
+        sql, names = _positional(nearest_chunks_sql([path.scan(IDENTITY)], uuid.UUID(account)))
+        values: dict[str, object] = {
+            "account_id": uuid.UUID(account),
+            "per_probe": 25,
+            "floor": 0.35,
+            "overfetch": 100,
+            "keys_0": [0] * len(chunks),
+            "probes_0": list(range(len(chunks))),
+            "chunk_ids_0": chunks,
+            "session_ids_0": [uuid.UUID(viewed)] * len(chunks),
+            "cutoffs_0": [None] * len(chunks),
+        }
+        arguments = ", ".join(_literal(values[name]) for name in names)
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                f"set_config('plan_cache_mode', '{cache_mode}', true)"
+            )
+            # the tables are small: keep the planner off the sequential scan so that the
+            # plan shows which index it can prove usable, which is what may regress
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            await conn.execute(f"PREPARE probe_lookup AS {sql}")
+            for _ in range(10):
+                await conn.fetch(f"EXECUTE probe_lookup({arguments})")
+            plan = await conn.fetch(f"EXPLAIN (COSTS OFF) EXECUTE probe_lookup({arguments})")
+            await conn.execute("DEALLOCATE probe_lookup")
+        return "\n".join(r[0] for r in plan)
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("cache_mode", ["force_custom_plan", "auto", "force_generic_plan"])
+async def test_the_account_index_stays_in_the_plan_after_repeated_executions(
+    engine: AsyncEngine, database_url: str, cache_mode: str
+) -> None:
+    account, viewed, _ = await crowded_world(engine)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    plan = await _plan_after_executions(
+        database_url, account, viewed, LookupPath.ACCOUNT_INDEX, cache_mode
+    )
+    assert account_index_name(uuid.UUID(account), IDENTITY) in plan, plan
+
+
+async def test_the_shared_index_stays_in_the_plan_under_the_products_cache_mode(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    account, viewed, _ = await crowded_world(engine)
+    plan = await _plan_after_executions(
+        database_url, account, viewed, LookupPath.INDEX, "force_custom_plan"
+    )
+    assert index_name(IDENTITY) in plan, plan

@@ -1,0 +1,18 @@
+"""Migrations: a database stamped with a renamed revision keeps migrating."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.migrate import migrate
+
+
+async def test_a_database_stamped_before_the_renumbering_is_restamped(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("UPDATE alembic_version SET version_num = '0002p'"))
+    await migrate(engine)
+    async with engine.connect() as conn:
+        version = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).scalar()
+        registry = await conn.execute(sa.text("SELECT to_regclass('account_model_indexes')"))
+        assert version == "0003" and registry.scalar() is not None

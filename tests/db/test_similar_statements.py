@@ -1,0 +1,116 @@
+"""The statements a request sends: every probe lookup of a page in one statement, and no
+content column read when no text is asked."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.support.similar_helpers import bearer, counted_statements, graphql, topic_world
+
+
+async def test_a_page_of_sessions_sends_all_probe_lookups_in_one_statement(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=20)
+    query = (
+        "query($n: Int!) { runtimeSessions(first: $n) { nodes { title replay { ordinal }"
+        " similarSessions(limit: 3) { results { title session { title } matches { text } } } } } }"
+    )
+    counts = []
+    for n in (2, 20):
+        with counted_statements(engine) as statements:
+            body = await graphql(client, key, query, n=n)
+        assert "errors" not in body
+        nodes = body["data"]["runtimeSessions"]["nodes"]
+        assert len(nodes) == n and all(node["similarSessions"]["results"] for node in nodes)
+        lookups = [s for s in statements if "unnest(" in s and "<=>" in s]
+        assert len(lookups) == 1
+        counts.append(len(statements))
+    assert counts[0] == counts[1], "the statement count must not grow with the page"
+
+
+async def test_aliases_of_similar_sessions_are_batched_too(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, ids = await topic_world(engine, sessions=3)
+    query = (
+        "query($a: UUID!, $b: UUID!) {"
+        " a: runtimeSession(id: $a) { similarSessions { probeChunks } }"
+        " b: runtimeSession(id: $b) { similarSessions { probeChunks } } }"
+    )
+    with counted_statements(engine) as statements:
+        body = await graphql(client, key, query, a=ids[0], b=ids[1])
+    assert body["data"]["a"]["similarSessions"]["probeChunks"] > 0
+    assert len([s for s in statements if "unnest(" in s and "<=>" in s]) == 1
+
+
+NO_CONTENT_ROLE = "similar_no_content"
+
+
+async def _no_content_engine(engine: AsyncEngine) -> AsyncEngine:
+    """An engine whose role may read every column except the chunks' content."""
+    from data.engine import make_engine
+
+    async with engine.begin() as conn:
+        database = (await conn.execute(sa.text("SELECT current_database()"))).scalar_one()
+        await conn.execute(
+            sa.text(
+                f"DO $$ BEGIN CREATE ROLE {NO_CONTENT_ROLE} LOGIN; "
+                "EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+            )
+        )
+        await conn.execute(sa.text(f'GRANT CONNECT ON DATABASE "{database}" TO {NO_CONTENT_ROLE}'))
+        await conn.execute(sa.text(f"GRANT USAGE ON SCHEMA public TO {NO_CONTENT_ROLE}"))
+        await conn.execute(
+            sa.text(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {NO_CONTENT_ROLE}")
+        )
+        await conn.execute(sa.text(f"REVOKE SELECT ON session_chunks FROM {NO_CONTENT_ROLE}"))
+        columns = (
+            await conn.execute(
+                sa.text(
+                    "SELECT string_agg(quote_ident(column_name), ', ') "
+                    "FROM information_schema.columns "
+                    "WHERE table_name = 'session_chunks' AND column_name <> 'content'"
+                )
+            )
+        ).scalar_one()
+        await conn.execute(
+            sa.text(f"GRANT SELECT ({columns}) ON session_chunks TO {NO_CONTENT_ROLE}")
+        )
+    url = engine.url.set(username=NO_CONTENT_ROLE)
+    return make_engine(url.render_as_string(hide_password=False))
+
+
+async def test_include_match_text_false_reads_no_content_column(engine: AsyncEngine) -> None:
+    from config.settings import Settings
+    from similar_sessions.app import create_app
+
+    _, key, ids = await topic_world(engine, sessions=4)
+    restricted = await _no_content_engine(engine)
+    app = create_app(Settings.from_env({}), engine=restricted, run_migrations=False)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            url = f"/api/v1/runtime-sessions/{ids[0]}/similar"
+            ok = await client.get(url, params={"include_match_text": "false"}, headers=bearer(key))
+            assert ok.status_code == 200
+            matches = [m for r in ok.json()["results"] for m in r["matches"]]
+            assert matches and all(m["text"] is None for m in matches)
+            # The role really cannot read content: asking for text fails under it.
+            with pytest.raises(sa.exc.ProgrammingError, match="permission denied"):
+                await client.get(url, headers=bearer(key))
+            # A GraphQL client that selects no text reads none, even with includeMatchText true.
+            body = await graphql(
+                client,
+                key,
+                "query($id: UUID!) { runtimeSession(id: $id) { similarSessions {"
+                " results { title matches { documentId probe { documentId } } } } } }",
+                id=ids[0],
+            )
+            assert "errors" not in body
+            assert body["data"]["runtimeSession"]["similarSessions"]["results"]
+    finally:
+        await restricted.dispose()

@@ -1,0 +1,151 @@
+"""What the browser tests share: the app served by uvicorn on the test database, Debian's
+Chromium, a tab that records its requests and page errors, and a small corpus."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from playwright.async_api import (
+    Browser,
+    ConsoleMessage,
+    Page,
+    Request,
+    async_playwright,
+    expect,
+)
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.support.console_server import CHROMIUM, CHROMIUM_ARGS, serving
+from tests.support.world import World, blend, direction
+
+CONSOLE = "/console/runtime-sessions"
+SIMILAR_QUERY = "ConsoleSimilarSessions"
+LONG_TOOL_RESULT = json.dumps(
+    {"reservation_id": "ZFA04Y", "flights": [{"flight_number": f"HAT{i:03}"} for i in range(80)]},
+    indent=2,
+)
+
+
+@dataclass
+class Tab:
+    """A browser tab on the served console, with what it asked and what went wrong in it."""
+
+    page: Page
+    base: str
+    graphql: list[Request] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def similar_requests(self) -> list[Request]:
+        return [r for r in self.graphql if SIMILAR_QUERY in (r.post_data or "")]
+
+    async def open(self, path: str) -> None:
+        await self.page.goto(self.base + path)
+
+    async def sign_in(self, key: str, path: str = CONSOLE) -> None:
+        await self.open(path)
+        await self.page.get_by_label("API key").fill(key)
+        await self.page.get_by_role("button", name="Sign in").click()
+        await expect(self.page.locator("#account")).to_be_visible()
+
+    async def stored_key(self) -> str | None:
+        value = await self.page.evaluate(
+            "() => window.sessionStorage.getItem('similar-sessions.api-key')"
+        )
+        assert value is None or isinstance(value, str)
+        return value
+
+
+@pytest.fixture
+async def base_url(database_url: str) -> AsyncIterator[str]:
+    with serving(database_url) as base:
+        yield base
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's Chromium; a browser that cannot start fails the test, it never skips it."""
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        await chromium.close()
+
+
+async def new_tab(browser: Browser, base: str, width: int = 1280, height: int = 900) -> Tab:
+    context = await browser.new_context(viewport={"width": width, "height": height})
+    tab = Tab(await context.new_page(), base)
+
+    def on_request(request: Request) -> None:
+        tab.urls.append(request.url)
+        if request.url.endswith("/graphql"):
+            tab.graphql.append(request)
+
+    def on_console(message: ConsoleMessage) -> None:
+        if "Content Security Policy" in message.text or message.type == "warning":
+            tab.problems.append(message.text)
+
+    tab.page.on("request", on_request)
+    tab.page.on("console", on_console)
+    tab.page.on("pageerror", lambda error: tab.problems.append(str(error)))
+    return tab
+
+
+@pytest.fixture
+async def tab(browser: Browser, base_url: str) -> AsyncIterator[Tab]:
+    tab = await new_tab(browser, base_url)
+    yield tab
+    assert tab.problems == [], "script errors or CSP violations in the page"
+
+
+@dataclass
+class Corpus:
+    key: str
+    viewed: str
+    close: str
+    related: str
+    loose: str
+    tool_call: str
+    probe_activity: str
+
+
+async def corpus(
+    engine: AsyncEngine, *, features: tuple[str, ...] = ("similarSessions",)
+) -> Corpus:
+    """A viewed session with a replay, and three neighbours: close, related and loose."""
+    world = World()
+    account, key = world.account(features=features)
+    topic = direction(1)
+    viewed = world.session(account, "Refund for a cancelled flight", day=10)
+    asked = world.activity(viewed, 0, "My flight HAT136 was cancelled. I want a refund.")
+    tool_call = world.activity(
+        viewed,
+        1,
+        '{"name": "get_reservation_details", "arguments": {"reservation_id": "ZFA04Y"}}',
+        role="assistant",
+        kind="tool_call",
+    )
+    world.activity(viewed, 2, LONG_TOOL_RESULT, role="tool", kind="tool_result")
+    world.activity(viewed, 3, "The refund is on its way to your card.", role="assistant")
+    world.chunk(
+        viewed,
+        blend(topic, direction(2), 0.0),
+        index=0,
+        source_id=asked,
+        content="My flight HAT136 was cancelled. I want a refund.",
+    )
+    close = world.session(account, "Cancelled flight, refund to card", day=9)
+    world.chunk(close, blend(topic, direction(3), 0.1), content="Cancelled flight; refund to card.")
+    related = world.session(account, "Change of cabin after a delay", day=8)
+    world.chunk(related, blend(topic, direction(4), 0.55), content="A delay, then a cabin change.")
+    loose = world.session(account, "Baggage allowance question", day=7)
+    world.chunk(loose, blend(topic, direction(5), 0.68), content="How many bags may I check?")
+    await world.write(engine)
+    return Corpus(key, viewed, close, related, loose, tool_call, asked)
+
+
+async def open_panel(tab: Tab) -> None:
+    await tab.page.get_by_role("button", name="Similar sessions").click()
+    await expect(tab.page.locator("#similar-body")).to_have_attribute("aria-busy", "false")

@@ -1,0 +1,94 @@
+"""A crowded multi-tenant world for the lookup tests: one small account among a crowd of
+near-identical vectors in other accounts, its probes, and the served per-probe lists."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from data.model_identity import ModelIdentity
+from data.similarity import ProbeSpec, configure_comparison, nearest_chunks
+from resolvers.lookup_path import LookupPath
+from resolvers.ranking import probe_positions
+from resolvers.tuning import Tuning
+from tests.support.world import World, blend, direction
+
+IDENTITY = ModelIdentity.parse("local:hash-384@384")
+EXACT = Tuning(exact_scan_max_chunks=1_000_000)
+INDEX = Tuning(exact_scan_max_chunks=0)
+
+
+async def crowded_world(engine: AsyncEngine) -> tuple[str, str, list[str]]:
+    """One small account among a crowd of near-identical vectors in other accounts, and a
+    viewed session whose own chunks are the nearest of all."""
+    world = World()
+    topic = direction(7)
+    account, _ = world.account("small")
+    viewed = world.session(account, "viewed")
+    for i in range(12):
+        world.chunk(viewed, blend(topic, direction(1000 + i), 0.05), index=i)
+    others = []
+    rng = np.random.default_rng(3)
+    for s in range(10):
+        other = world.session(account, f"other {s}")
+        others.append(other)
+        for i in range(6):
+            world.chunk(
+                other, blend(topic, direction(2000 + s * 10 + i), rng.uniform(0.3, 0.7)), index=i
+            )
+    for a in range(6):
+        crowd_account, _ = world.account(f"crowd {a}")
+        for s in range(10):
+            crowd = world.session(crowd_account)
+            for i in range(20):
+                world.chunk(
+                    crowd, blend(topic, direction(5000 + a * 1000 + s * 20 + i), 0.1), index=i
+                )
+    await world.write(engine)
+    return account, viewed, others
+
+
+async def probe_specs(
+    conn: AsyncConnection, viewed: str
+) -> tuple[list[uuid.UUID], list[ProbeSpec]]:
+    """The viewed session's probes, at the contract's positions, as lookup specs."""
+    chunks = (
+        (
+            await conn.execute(
+                sa.text(
+                    "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
+                    "ORDER BY occurred_at, chunk_index, id"
+                ),
+                {"s": viewed},
+            )
+        )
+        .scalars()
+        .all()
+    )
+    probes = [chunks[p] for p in probe_positions(len(chunks))]
+    specs = [ProbeSpec(0, n, c, uuid.UUID(viewed), IDENTITY, None) for n, c in enumerate(probes)]
+    return probes, specs
+
+
+async def served_per_probe(
+    engine: AsyncEngine, account: str, viewed: str, path: LookupPath
+) -> tuple[dict[int, list[uuid.UUID]], list[uuid.UUID]]:
+    async with engine.begin() as conn:
+        probes, specs = await probe_specs(conn, viewed)
+        await configure_comparison(conn, timeout_ms=10_000, ef_search=200)
+        rows = await nearest_chunks(
+            conn,
+            uuid.UUID(account),
+            specs,
+            {IDENTITY: path.scan(IDENTITY)},
+            per_probe=25,
+            floor=0.35,
+            overfetch=100,
+        )
+    served: dict[int, list[uuid.UUID]] = {n: [] for n in range(len(probes))}
+    for row in sorted(rows, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
+        served[row.probe].append(row.chunk_id)
+    return served, probes

@@ -1,0 +1,105 @@
+"""Helpers for the comparison's database tests: worlds, the exact answer by a forced full
+scan, GraphQL calls, and counting the statements a request sends."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from resolvers.arguments import SimilarArgs
+from resolvers.results import SimilarResult
+from resolvers.similar import compare_sessions
+from resolvers.tuning import Tuning
+from tests.support.world import World, blend, direction
+
+EXACT_SQL = """
+SELECT c.id, 1 - ((c.embedding::vector(384)) <=> (p.embedding::vector(384))) AS similarity
+FROM session_chunks c, session_chunks p
+WHERE p.account_id = :account AND p.id = :probe
+  AND c.account_id = :account AND c.runtime_session_id <> p.runtime_session_id
+  AND c.embedding_model = p.embedding_model
+  AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
+  AND 1 - ((c.embedding::vector(384)) <=> (p.embedding::vector(384))) >= 0.35
+ORDER BY (c.embedding::vector(384)) <=> (p.embedding::vector(384)), c.id
+LIMIT 25
+"""
+
+
+async def full_scan(engine: AsyncEngine, account: str, probe: uuid.UUID) -> list[uuid.UUID]:
+    """The 25 nearest candidates of one probe by a sequential scan: the exact answer."""
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("SET LOCAL enable_indexscan = off"))
+        await conn.execute(sa.text("SET LOCAL enable_bitmapscan = off"))
+        rows = await conn.execute(sa.text(EXACT_SQL), {"account": account, "probe": probe})
+        return [row[0] for row in rows]
+
+
+async def compare(
+    engine: AsyncEngine,
+    account: str,
+    session: str,
+    tuning: Tuning | None = None,
+    **args: Any,
+) -> SimilarResult:
+    async with engine.connect() as conn:
+        [result] = await compare_sessions(
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(session), SimilarArgs(**args))],
+            tuning or Tuning(),
+        )
+    assert result is not None
+    return result
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"}
+
+
+async def graphql(
+    client: httpx.AsyncClient, key: str, query: str, **variables: Any
+) -> dict[str, Any]:
+    response = await client.post(
+        "/graphql", json={"query": query, "variables": variables}, headers=bearer(key)
+    )
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def topic_world(engine: AsyncEngine, sessions: int = 12) -> tuple[str, str, list[str]]:
+    world = World()
+    account, key = world.account()
+    ids = []
+    for s in range(sessions):
+        sid = world.session(account, f"session {s}", day=s)
+        ids.append(sid)
+        for i in range(3 + s % 4):
+            world.chunk(
+                sid, blend(direction(1), direction(100 * s + i), 0.15 + 0.02 * (s % 10)), index=i
+            )
+    # A withheld passage that still carries its old vector: never a probe nor a match.
+    world.chunk(ids[-1], blend(direction(1), direction(99), 0.1), index=9, redaction="withheld")
+    await world.write(engine)
+    return account, key, ids
+
+
+@contextmanager
+def counted_statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
