@@ -72,6 +72,7 @@ class ChunkDetail:
     role: str | None
     redaction_state: str
     text: str | None
+    replay_anchor: UUID | None  # the replay turn it came from, when source_id names one
 
 
 async def sessions_and_setting(
@@ -320,7 +321,8 @@ async def chunk_details(
     text_ids: Sequence[UUID],
     preview_chars: int,
 ) -> dict[UUID, ChunkDetail]:
-    """Metadata of the chunks, and a preview of the content of those in text_ids. With no
+    """Metadata of the chunks (with the replay turn each came from, when its source_id is an
+    activity of its session), and a preview of the content of those in text_ids. With no
     text_ids the statement does not name the content column at all."""
     ids = sorted(set(chunk_ids) | set(text_ids))
     if not ids:
@@ -330,16 +332,19 @@ async def chunk_details(
     if text_ids:
         limit = int(preview_chars)
         text_column = (
-            "CASE WHEN NOT id = ANY(:text_ids) THEN NULL "
-            f"WHEN char_length(content) > {limit} THEN left(content, {limit - 1}) || '…' "
-            "ELSE content END"
+            "CASE WHEN NOT c.id = ANY(:text_ids) THEN NULL "
+            f"WHEN char_length(c.content) > {limit} THEN left(c.content, {limit - 1}) || '…' "
+            "ELSE c.content END"
         )
         params["text_ids"] = sorted(set(text_ids))
     rows = await conn.execute(
         sa.text(
-            "SELECT id, runtime_session_id, source_kind, source_id, chunk_index, occurred_at, "
-            f"role, redaction_state, {text_column} FROM session_chunks "
-            "WHERE account_id = :account_id AND id = ANY(:ids)"
+            "SELECT c.id, c.runtime_session_id, c.source_kind, c.source_id, c.chunk_index, "
+            f"c.occurred_at, c.role, c.redaction_state, {text_column}, a.id "
+            "FROM session_chunks c LEFT JOIN runtime_session_activity a "
+            "ON a.account_id = c.account_id AND a.id = c.source_id "
+            "AND a.runtime_session_id = c.runtime_session_id "
+            "WHERE c.account_id = :account_id AND c.id = ANY(:ids)"
         ),
         params,
     )

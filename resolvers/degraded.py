@@ -34,16 +34,30 @@ SENTENCES: dict[str, str] = {
     ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
+# The sentences that name the window when one was asked for.
+WINDOWED: dict[str, str] = {
+    "similar_window_applied": "Only passages from the last {days} days were compared.",
+    "similar_no_comparable_sessions": (
+        "No other session of this account has embedded passages of the same model from the "
+        "last {days} days to compare with."
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Degraded:
     semantic: bool
     reasons: tuple[str, ...]
+    window_days: int | None = None
 
     @property
     def detail(self) -> str | None:
-        return " ".join(SENTENCES[r] for r in self.reasons) or None
+        return " ".join(self.sentence(r) for r in self.reasons) or None
+
+    def sentence(self, code: str) -> str:
+        if self.window_days is not None and code in WINDOWED:
+            return WINDOWED[code].format(days=self.window_days)
+        return SENTENCES[code]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +102,9 @@ def reasons_for(f: Facts) -> set[str]:
     return reasons
 
 
-def degraded(semantic: bool, reasons: set[str]) -> Degraded:
+def degraded(semantic: bool, reasons: set[str], window_days: int | None = None) -> Degraded:
     unknown = reasons - SENTENCES.keys()
     if unknown:
         raise ValueError(f"undocumented reason codes: {sorted(unknown)}")
-    return Degraded(semantic, tuple(sorted(reasons, key=REASON_ORDER.__getitem__)))
+    ordered = tuple(sorted(reasons, key=REASON_ORDER.__getitem__))
+    return Degraded(semantic, ordered, window_days)

@@ -16,11 +16,18 @@ from resolvers.degraded import Degraded
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
 
 
+def console_link(session_id: UUID, anchor: UUID | None = None) -> str:
+    """The console page of a session, scrolled to one turn of its replay when anchored."""
+    link = CONSOLE_PATH + str(session_id)
+    return link if anchor is None else f"{link}#activity-{anchor}"
+
+
 @dataclass(frozen=True, slots=True)
 class PassageResult:
-    """One passage (chunk) of a session, as the API shows it."""
+    """One passage (chunk) of a session, as the API shows it, with its text when asked."""
 
     chunk: ChunkDetail
+    text: str | None
 
     @property
     def document_id(self) -> UUID:
@@ -50,6 +57,10 @@ class PassageResult:
     def redaction_state(self) -> str:
         return self.chunk.redaction_state
 
+    @property
+    def replay_anchor(self) -> UUID | None:
+        return self.chunk.replay_anchor
+
 
 @dataclass(frozen=True, slots=True)
 class MatchResult(PassageResult):
@@ -57,7 +68,6 @@ class MatchResult(PassageResult):
 
     similarity: float
     band: ranking.Band
-    text: str | None
     probe: PassageResult
 
 
@@ -100,7 +110,9 @@ class NeighbourResult:
 
     @property
     def console_link(self) -> str:
-        return CONSOLE_PATH + str(self.session.id)
+        """The other session at the turn of its best match, when that has one."""
+        anchor = self.matches[0].replay_anchor if self.matches else None
+        return console_link(self.session.id, anchor)
 
 
 @dataclass(frozen=True, slots=True)

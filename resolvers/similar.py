@@ -240,15 +240,16 @@ async def assemble(
 
 async def _details(conn: AsyncConnection, batch: Batch) -> dict[UUID, sql.ChunkDetail]:
     """Details of every shown match and its probe, in one statement; content only for the
-    matches of comparisons that want their text."""
+    comparisons that want their texts."""
     ids: set[UUID] = set()
     text_ids: set[UUID] = set()
     for c in batch.comparisons:
         for neighbour in c.page:
             for match in neighbour.matches:
-                ids.update((match.chunk_id, c.probes[match.probe]))
+                pair = (match.chunk_id, c.probes[match.probe])
+                ids.update(pair)
                 if c.args.include_match_text:
-                    text_ids.add(match.chunk_id)
+                    text_ids.update(pair)
     return await sql.chunk_details(
         conn, batch.account_id, sorted(ids), sorted(text_ids), ranking.SIMILAR_PREVIEW_CHARS
     )
@@ -282,7 +283,9 @@ def _result(
         probe_chunks=len(c.probes),
         pending_chunks=c.inventory.pending,
         args=c.args,
-        degraded=degraded(c.identity is not None and not batch.timed_out, reasons_for(facts)),
+        degraded=degraded(
+            c.identity is not None and not batch.timed_out, reasons_for(facts), c.args.window_days
+        ),
         elapsed_ms=elapsed_ms,
         results=tuple(_neighbour(n, c, details, sessions) for n in c.page),
         next_cursor=encode_cursor(c.page[-1]) if c.more and c.page else None,
@@ -298,15 +301,14 @@ def _neighbour(
 ) -> NeighbourResult:
     matches = []
     for match in n.matches:
-        chunk = details[match.chunk_id]
-        shown = c.args.include_match_text and chunk.redaction_state == "clear"
+        chunk, probe = details[match.chunk_id], details[c.probes[match.probe]]
         matches.append(
             MatchResult(
                 chunk,
+                _text(chunk, c.args),
                 match.similarity,
                 ranking.band(match.similarity),
-                chunk.text if shown else None,
-                PassageResult(details[c.probes[match.probe]]),
+                PassageResult(probe, _text(probe, c.args)),
             )
         )
     return NeighbourResult(
@@ -317,6 +319,11 @@ def _neighbour(
         n.matched_chunk_count,
         tuple(matches),
     )
+
+
+def _text(chunk: sql.ChunkDetail, args: SimilarArgs) -> str | None:
+    """A passage's preview when texts were asked and it is still clear."""
+    return chunk.text if args.include_match_text and chunk.redaction_state == "clear" else None
 
 
 def _cutoff(args: SimilarArgs, now: datetime) -> datetime | None:

@@ -23,6 +23,13 @@ _GRAPHQL_NAMES = {
 }
 
 
+def _selects_text(info: strawberry.Info[Context, None]) -> bool:
+    """Whether the client selected a match's or a probe's text."""
+    matches = ("similarSessions", "results", "matches")
+    fields = info.selected_fields
+    return selects(fields, *matches, "text") or selects(fields, *matches, "probe", "text")
+
+
 @strawberry.type(description="One step of a session's replay.")
 class ReplayEntry:
     id: UUID
@@ -72,8 +79,7 @@ class RuntimeSession:
             max_matches_per_session=max_matches_per_session,
             window_days=window_days,
             # No passage text is read when no client selected it.
-            include_match_text=include_match_text
-            and selects(info.selected_fields, "similarSessions", "results", "matches", "text"),
+            include_match_text=include_match_text and _selects_text(info),
             cursor=after,
             names=_GRAPHQL_NAMES,
         )

@@ -37,10 +37,18 @@ class Passage:
     chunk_index: int
     occurred_at: datetime
     role: str | None
+    replay_anchor: UUID | None = strawberry.field(
+        description="The id of the replay turn the passage came from (the console's "
+        "`#activity-<id>` anchor), or null when it came from no turn of the replay."
+    )
 
 
 @strawberry.type(description="A passage of the viewed session that found a match.")
 class Probe(Passage):
+    text: str | None = strawberry.field(
+        description="Up to 280 characters; null when includeMatchText is false."
+    )
+
     @classmethod
     def of(cls, p: PassageResult) -> Probe:
         return from_result(cls, p)
@@ -76,7 +84,10 @@ class Neighbour:
     band: SimilarityBand  # type: ignore[valid-type]
     matched_chunk_count: int
     matches: list[Match]
-    console_link: str
+    console_link: str = strawberry.field(
+        description="The other session in the console, at the turn of its best match when "
+        "that match came from a replay turn."
+    )
 
     @classmethod
     def of(cls, n: NeighbourResult) -> Neighbour:

@@ -20,9 +20,9 @@ degraded { semantic reasons detail }
 results {
   runtimeSessionId sessionSourceType sessionSourceId sessionReference title startedAt
   lastActivityAt score similarity band matchedChunkCount consoleLink
-  matches { documentId sourceKind sourceId chunkIndex occurredAt role similarity band
-            redactionState text
-            probe { documentId sourceKind sourceId chunkIndex occurredAt role } }
+  matches { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor similarity
+            band redactionState text
+            probe { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor text } }
 }
 """
 QUERY = (
@@ -140,6 +140,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "similarity",
         "band",
         "redaction_state",
+        "replay_anchor",
         "text",
         "probe",
     }
@@ -150,6 +151,8 @@ async def test_rest_shape_is_exactly_the_contracts(
         "chunk_index",
         "occurred_at",
         "role",
+        "replay_anchor",
+        "text",
     }
 
 

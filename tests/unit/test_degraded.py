@@ -33,3 +33,11 @@ def test_no_reason_means_no_detail() -> None:
 def test_an_undocumented_code_is_refused() -> None:
     with pytest.raises(ValueError, match="undocumented"):
         degraded(True, {"made_up"})
+
+
+def test_an_empty_windowed_answer_names_its_window() -> None:
+    block = degraded(True, {"similar_window_applied", "similar_no_comparable_sessions"}, 14)
+    assert block.detail is not None
+    assert block.detail.count("last 14 days") == 2
+    unwindowed = degraded(True, {"similar_no_comparable_sessions"})
+    assert unwindowed.detail == SENTENCES["similar_no_comparable_sessions"]
