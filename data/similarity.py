@@ -187,6 +187,12 @@ async def lookup_facts(
     return bool(row[0]), int(row[1])
 
 
+# A zero vector's cosine distance is NaN, and NaN compares above every number in
+# PostgreSQL (`1 - NaN >= 0.35` is true): such a distance is never a hit.
+def _finite_and_close(distance: str) -> str:
+    return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
+
+
 def _probe_cte(name: str, identity: ModelIdentity, n: int) -> str:
     return (
         f"{name} AS MATERIALIZED (SELECT p.key, p.probe, p.session_id, p.cutoff, "
@@ -222,7 +228,7 @@ def _exact_branch(name: str, identity: ModelIdentity) -> str:
         f"SELECT p.key, p.probe, c.id AS chunk_id, c.runtime_session_id AS session_id, "
         f"{distance} AS distance "
         f"FROM {name} p JOIN session_chunks c ON {_candidate_filter(identity)} OFFSET 0"
-        ") AS scored WHERE 1 - distance >= :floor) AS ranked WHERE rank <= :per_probe"
+        f") AS scored WHERE {_finite_and_close('distance')}) AS ranked WHERE rank <= :per_probe"
     )
 
 
@@ -236,7 +242,7 @@ def _index_branch(name: str, identity: ModelIdentity, own_index_of: UUID | None 
         f"FROM session_chunks c WHERE {_candidate_filter(identity, own_index_of)} "
         f"ORDER BY {distance} LIMIT :overfetch) AS approximate "
         "ORDER BY distance, chunk_id LIMIT :per_probe) AS n "
-        "WHERE 1 - n.distance >= :floor"
+        f"WHERE {_finite_and_close('n.distance')}"
     )
 
 
