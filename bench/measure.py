@@ -3,6 +3,7 @@ the server it drives over HTTP."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import statistics
@@ -12,6 +13,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +23,13 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.load import IDENTITY, libpq
+from data import comparison
+from data.model_catalog import ModelCatalog
 from data.model_indexes import comparable_predicate
-from data.similarity import (
-    ProbeSpec,
-    configure_comparison,
-    inventories,
-    lookup_facts,
-)
 from resolvers import ranking
-from resolvers.lookup_path import LookupPath, choose_path
-from resolvers.similar import lookup_hits
+from resolvers.arguments import SimilarArgs
+from resolvers.lookup_path import LookupPath
+from resolvers.similar import Batch, look_up, plan
 from resolvers.tuning import Tuning
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,20 +93,42 @@ async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
 
 async def probes_of(engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID) -> Probe:
     async with engine.connect() as conn:
-        inv = (await inventories(conn, account, [session], False))[session]
-    chunks = inv.embedded.get(str(IDENTITY), [])
+        rows = await conn.execute(
+            sa.text(
+                "SELECT id FROM session_chunks WHERE account_id = :a AND runtime_session_id = :s "
+                f"AND {comparable_predicate(IDENTITY)} ORDER BY occurred_at, chunk_index, id"
+            ),
+            {"a": account, "s": session},
+        )
+        chunks = [row[0] for row in rows]
     return Probe(account, session, [chunks[p] for p in ranking.probe_positions(len(chunks))])
+
+
+async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning) -> Batch:
+    """The product's first statement (and its retry of short probes) for one session, with
+    the exact-scan size that forces the path (the account's own index when it has one)."""
+    cap = 100_000_000 if path is LookupPath.EXACT else 0
+    forced = dataclasses.replace(tuning, exact_scan_max_chunks=cap)
+    batch = plan(probe.account, [(probe.session, SimilarArgs())], datetime.now(UTC))
+    async with engine.connect() as conn:
+        await look_up(conn, batch, forced, ModelCatalog())
+    return batch
 
 
 async def served(
     engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning
 ) -> list[ranking.Hit]:
-    specs = [ProbeSpec(0, n, c, probe.session, IDENTITY, None) for n, c in enumerate(probe.chunks)]
-    async with engine.begin() as conn:
-        await configure_comparison(
-            conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
-        )
-        rows, _ = await lookup_hits(conn, probe.account, specs, {IDENTITY: path}, tuning)
+    """The served per-probe lists; on the shared index even where the account has its own."""
+    if path is LookupPath.INDEX:
+        limits = comparison.Limits(PER_PROBE, FLOOR, tuning.overfetch, 0, own_index=False)
+        async with engine.begin() as conn:
+            await comparison.configure_comparison(
+                conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
+            )
+            ask = comparison.Ask(0, probe.session)
+            rows = (await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits)).hits
+    else:
+        rows = (await _looked(engine, probe, path, tuning)).looked.hits
     return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]
 
 
@@ -133,9 +154,23 @@ def recalls(got: list[ranking.Hit], truth: list[ranking.Hit]) -> tuple[list[floa
 
 
 async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> LookupPath:
+    """The path the product takes for the account, read from its first statement."""
     async with engine.connect() as conn:
-        own, count = await lookup_facts(conn, account, IDENTITY, tuning.exact_scan_max_chunks)
-    return choose_path(own, count, tuning.exact_scan_max_chunks)
+        session = (
+            await conn.execute(
+                sa.text(
+                    "SELECT runtime_session_id FROM session_chunks WHERE account_id = :a "
+                    f"AND {comparable_predicate(IDENTITY)} LIMIT 1"
+                ),
+                {"a": account},
+            )
+        ).scalar_one()
+    batch = plan(account, [(session, SimilarArgs())], datetime.now(UTC))
+    async with engine.connect() as conn:
+        await look_up(conn, batch, tuning, ModelCatalog())
+    path = batch.path(str(IDENTITY))
+    assert path is not None
+    return path
 
 
 def free_port() -> int:

@@ -58,19 +58,22 @@ class PlanSections(Report):
         self.say()
 
     async def explain(self, conn: Any, probe: Probe, path: LookupPath) -> str:
-        from data.similarity import nearest_chunks_sql
+        import json
 
-        sql = nearest_chunks_sql([path.scan(IDENTITY)], probe.account)
+        from data.comparison import Ask
+        from data.comparison_sql import first_statement
+
+        sql = first_statement([IDENTITY], probe.account, filtered=False)
         params = {
             "account_id": probe.account,
+            "asks": json.dumps([Ask(0, probe.session).as_json()]),
+            "branch_models": [str(IDENTITY)],
+            "retry": None,
+            "cap": 0 if path.approximate else 100_000_000,
+            "own_index": path is LookupPath.ACCOUNT_INDEX,
             "per_probe": PER_PROBE,
             "floor": FLOOR,
             "overfetch": self.tuning.overfetch,
-            "keys_0": [0] * len(probe.chunks),
-            "probes_0": list(range(len(probe.chunks))),
-            "chunk_ids_0": probe.chunks,
-            "session_ids_0": [probe.session] * len(probe.chunks),
-            "cutoffs_0": [None] * len(probe.chunks),
         }
         rows = await conn.execute(sa.text("EXPLAIN (COSTS OFF) " + sql), params)
         lines = [r[0].strip() for r in rows]

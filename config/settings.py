@@ -49,6 +49,13 @@ class Settings(BaseSettings):
         "structured JSON logs on stderr; `INFO` logs one line per comparison with its lookup path",
     )
     pool_size: int = setting(5, "database connections per process (no overflow)", ge=1, le=200)
+    comparison_pool_size: int = setting(
+        5,
+        "connections per process of the comparisons' own pool, opened with the comparison's "
+        "settings (its time budget, iterative HNSW scans, custom plans)",
+        ge=1,
+        le=200,
+    )
     pool_timeout_s: int = setting(
         5,
         "wait for a connection (and for a connect) before answering 503 with `Retry-After`",

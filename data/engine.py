@@ -5,18 +5,51 @@ Vectors travel in pgvector's text form through the `Vector` column type
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry
 
 QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
 
 
+@dataclass(frozen=True, slots=True)
+class ComparisonSettings:
+    """What a comparison's connection is opened with, so a comparison sends no SET: its time
+    budget, iterative HNSW scans of this width, and custom plans."""
+
+    timeout_ms: int
+    ef_search: int
+
+    def server_settings(self) -> dict[str, str]:
+        return {
+            "statement_timeout": str(self.timeout_ms),
+            "hnsw.iterative_scan": "relaxed_order",
+            "hnsw.ef_search": str(self.ef_search),
+            "plan_cache_mode": "force_custom_plan",
+        }
+
+
 def make_engine(
-    url: str, *, pool_size: int = 5, pool_timeout_s: int = 5, statement_timeout_ms: int = 5000
+    url: str,
+    *,
+    pool_size: int = 5,
+    pool_timeout_s: int = 5,
+    statement_timeout_ms: int = 5000,
+    comparison: ComparisonSettings | None = None,
 ) -> AsyncEngine:
-    return create_async_engine(
+    """An engine whose every statement is bounded; with `comparison`, its connections carry
+    the comparison's settings (and say so in `connection.info["comparison"]`)."""
+    server_settings = {
+        "statement_timeout": str(statement_timeout_ms),
+        "application_name": "similar-sessions",
+        **(comparison.server_settings() if comparison else {}),
+    }
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=0,
@@ -24,12 +57,16 @@ def make_engine(
         pool_pre_ping=True,
         connect_args={
             "timeout": pool_timeout_s,  # a server that does not answer fails fast, not in 60 s
-            "server_settings": {
-                "statement_timeout": str(statement_timeout_ms),
-                "application_name": "similar-sessions",
-            },
+            "server_settings": server_settings,
         },
     )
+    if comparison is not None:
+
+        def mark(_: Any, record: ConnectionPoolEntry) -> None:
+            record.info["comparison"] = comparison
+
+        event.listen(engine.sync_engine, "connect", mark)
+    return engine
 
 
 async def ping(engine: AsyncEngine) -> None:

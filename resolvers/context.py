@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from data.accounts import Principal
+from data.model_catalog import ModelCatalog
 from data.sessions import ActivityRow, SessionRow
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
@@ -38,6 +39,8 @@ class Context:
     engine: AsyncEngine
     principal: Principal
     tuning: Tuning
+    comparisons: AsyncEngine | None = None  # the comparisons' own pool; else `engine`
+    models: ModelCatalog = field(default_factory=ModelCatalog)
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
     replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
@@ -48,5 +51,9 @@ class Context:
         object.__setattr__(self, "sessions", loaders.session_loader(self.engine, account))
         object.__setattr__(self, "replays", loaders.replay_loader(self.engine, account))
         object.__setattr__(
-            self, "similar", loaders.similar_loader(self.engine, account, self.tuning)
+            self,
+            "similar",
+            loaders.similar_loader(
+                self.comparisons or self.engine, account, self.tuning, self.models
+            ),
         )

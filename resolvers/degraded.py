@@ -78,7 +78,12 @@ class Facts:
 
 
 def reasons_for(f: Facts) -> set[str]:
-    """The reason codes of a comparison, as the contract defines each."""
+    """The reason codes of a comparison, as the contract defines each. A comparison that
+    ran past its budget knows nothing of its session but the window it was asked."""
+    if f.timed_out:
+        return {"similar_comparison_timed_out"} | (
+            {"similar_window_applied"} if f.window_applied else set()
+        )
     reasons = set()
     if not f.has_vectors:
         reasons.add("similar_session_not_embedded")
@@ -94,11 +99,8 @@ def reasons_for(f: Facts) -> set[str]:
         reasons.add("similar_window_applied")
     if f.sampled:
         reasons.add("similar_session_sampled")
-    compared = f.model is not None and not f.timed_out
-    if compared and not f.found_hits and not f.comparable_elsewhere:
+    if f.model is not None and not f.found_hits and not f.comparable_elsewhere:
         reasons.add("similar_no_comparable_sessions")
-    if f.timed_out:
-        reasons.add("similar_comparison_timed_out")
     return reasons
 
 

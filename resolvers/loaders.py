@@ -8,6 +8,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
+from data.model_catalog import ModelCatalog
 from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions_by_id
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
@@ -36,11 +37,11 @@ def replay_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, lis
 
 
 def similar_loader(
-    engine: AsyncEngine, account_id: UUID, tuning: Tuning
+    engine: AsyncEngine, account_id: UUID, tuning: Tuning, models: ModelCatalog
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
-        # Read-only: the transaction (and its SET LOCAL settings) ends with the connection.
+        # Read-only: the transaction (and any SET LOCAL setting) ends with the connection.
         async with engine.connect() as conn:
-            return await compare_sessions(conn, account_id, keys, tuning)
+            return await compare_sessions(conn, account_id, keys, tuning, models)
 
     return DataLoader(load_fn=load)

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from enum import Enum
 
-from data.model_identity import ModelIdentity
-from data.similarity import Scan
-
 
 class LookupPath(Enum):
     """How the nearest chunks are found for one account and model."""
@@ -22,10 +19,6 @@ class LookupPath(Enum):
     @property
     def approximate(self) -> bool:
         return self is not LookupPath.EXACT
-
-    def scan(self, identity: ModelIdentity) -> Scan:
-        """What the SQL layer runs for this path."""
-        return Scan(identity, exact=not self.approximate, own_index=self is self.ACCOUNT_INDEX)
 
 
 def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> LookupPath:

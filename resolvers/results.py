@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+from data.comparison_details import ChunkDetail
 from data.sessions import SessionRow
-from data.similarity import ChunkDetail
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.degraded import Degraded

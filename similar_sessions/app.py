@@ -15,8 +15,9 @@ from strawberry.extensions import DisableIntrospection
 
 from config.logs import configure_logging
 from config.settings import Settings
-from data.engine import make_engine, ping
+from data.engine import ComparisonSettings, make_engine, ping
 from data.migrate import migrate
+from data.model_catalog import ModelCatalog
 from data.server import resolve_url
 from resolvers.tuning import Tuning
 from schema.query import make_schema
@@ -36,13 +37,38 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok", "database": True})
 
 
+def comparison_settings(settings: Settings) -> ComparisonSettings:
+    return ComparisonSettings(settings.comparison_timeout_ms, settings.hnsw_ef_search)
+
+
+def open_engines(settings: Settings) -> tuple[AsyncEngine, AsyncEngine]:
+    """The engine of every read, and the comparisons' own pool, opened with their settings
+    (so a comparison sends no SET, and comparisons cannot take every connection)."""
+    url = resolve_url(settings.database_url, settings.data_dir)
+    engine = make_engine(
+        url,
+        pool_size=settings.pool_size,
+        pool_timeout_s=settings.pool_timeout_s,
+        statement_timeout_ms=settings.statement_timeout_ms,
+    )
+    comparisons = make_engine(
+        url,
+        pool_size=settings.comparison_pool_size,
+        pool_timeout_s=settings.pool_timeout_s,
+        comparison=comparison_settings(settings),
+    )
+    return engine, comparisons
+
+
 def create_app(
     settings: Settings | None = None,
     *,
     engine: AsyncEngine | None = None,
+    comparison_engine: AsyncEngine | None = None,
     run_migrations: bool = True,
 ) -> Starlette:
-    """The app; with no engine given it opens DATABASE_URL (or the embedded server) at start-up."""
+    """The app; with no engine given it opens DATABASE_URL (or the embedded server) at
+    start-up. Given an engine but no comparison engine, comparisons use the engine too."""
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
     extensions = [] if settings.introspection else [DisableIntrospection]
@@ -52,12 +78,8 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         own = engine is None
-        app.state.engine = engine or make_engine(
-            resolve_url(settings.database_url, settings.data_dir),
-            pool_size=settings.pool_size,
-            pool_timeout_s=settings.pool_timeout_s,
-            statement_timeout_ms=settings.statement_timeout_ms,
-        )
+        if own:
+            app.state.engine, app.state.comparison_engine = open_engines(settings)
         if run_migrations:
             await migrate(app.state.engine)
         try:
@@ -65,6 +87,7 @@ def create_app(
         finally:
             if own:
                 await app.state.engine.dispose()
+                await app.state.comparison_engine.dispose()
 
     routes = [
         Route("/healthz", healthz),
@@ -80,6 +103,8 @@ def create_app(
     )
     app.state.settings = settings
     app.state.tuning = Tuning.of(settings)
+    app.state.models = ModelCatalog()
     if engine is not None:
         app.state.engine = engine
+        app.state.comparison_engine = comparison_engine or engine
     return app

@@ -9,4 +9,10 @@ from resolvers.context import Context
 
 def request_context(connection: HTTPConnection) -> Context:
     state = connection.app.state
-    return Context(engine=state.engine, principal=connection.state.principal, tuning=state.tuning)
+    return Context(
+        engine=state.engine,
+        principal=connection.state.principal,
+        tuning=state.tuning,
+        comparisons=state.comparison_engine,
+        models=state.models,
+    )

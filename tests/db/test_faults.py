@@ -145,16 +145,16 @@ async def test_an_import_cancelled_mid_file_leaves_the_database_as_it_was(
 async def test_a_statement_past_its_budget_outside_the_lookup_is_unavailable_not_500(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from data import similarity
+    from data import comparison_details
 
     viewed, key = await pair_world(engine)
-    real = similarity.inventories
+    real = comparison_details.show
 
     async def slow(conn: Any, *args: Any, **kwargs: Any) -> Any:
         await conn.execute(sa.text("SELECT pg_sleep(2)"))
         return await real(conn, *args, **kwargs)
 
-    monkeypatch.setattr(similarity, "inventories", slow)
+    monkeypatch.setattr(comparison_details, "show", slow)
     settings = Settings.from_env({"SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "100"})
     app = create_app(settings, engine=engine, run_migrations=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:

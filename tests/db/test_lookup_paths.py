@@ -3,6 +3,7 @@ stay on the intended index under prepared statements (never timed)."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -15,8 +16,9 @@ from data.account_indexes import (
     ensure_account_index,
     ensure_large_account_indexes,
 )
+from data.comparison import Ask
+from data.comparison_sql import first_statement
 from data.model_indexes import index_name
-from data.similarity import nearest_chunks_sql
 from resolvers.lookup_path import LookupPath, choose_path
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY, crowded_world, served_per_probe
@@ -100,49 +102,37 @@ def _positional(sql: str) -> tuple[str, list[str]]:
 
 
 def _literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, list):
-        if not value:
-            raise ValueError("no empty arrays here")
-        kind = (
-            "int[]"
-            if isinstance(value[0], int)
-            else "uuid[]"
-            if isinstance(value[0], uuid.UUID)
-            else "timestamptz[]"
-        )
-        items = ",".join("NULL" if v is None else f"'{v}'" for v in value)
-        return f"ARRAY[{items}]::{kind}"
+        return "ARRAY[" + ",".join(f"'{v}'" for v in value) + "]::text[]"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
     if isinstance(value, uuid.UUID):
         return f"'{value}'::uuid"
     return repr(value)
 
 
 async def _plan_after_executions(
-    database_url: str, account: str, viewed: str, path: LookupPath, cache_mode: str
+    database_url: str, account: str, viewed: str, cache_mode: str
 ) -> str:
-    """Prepare the probe statement, execute it ten times under cache_mode, then EXPLAIN the
-    plan the eleventh execution would use."""
+    """Prepare the comparison's first statement on an approximate path, execute it ten
+    times under cache_mode, then EXPLAIN the plan the eleventh execution would use."""
     conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
-        chunks = [
-            r["id"]
-            for r in await conn.fetch(
-                "SELECT id FROM session_chunks WHERE runtime_session_id = $1 "
-                "ORDER BY occurred_at, chunk_index, id LIMIT 8",
-                uuid.UUID(viewed),
-            )
-        ]
-        sql, names = _positional(nearest_chunks_sql([path.scan(IDENTITY)], uuid.UUID(account)))
+        sql, names = _positional(first_statement([IDENTITY], uuid.UUID(account), filtered=False))
         values: dict[str, object] = {
             "account_id": uuid.UUID(account),
+            "asks": json.dumps([Ask(0, uuid.UUID(viewed)).as_json()]),
+            "branch_models": [str(IDENTITY)],
+            "retry": None,
+            "cap": 0,
+            "own_index": True,
             "per_probe": 25,
             "floor": 0.35,
             "overfetch": 100,
-            "keys_0": [0] * len(chunks),
-            "probes_0": list(range(len(chunks))),
-            "chunk_ids_0": chunks,
-            "session_ids_0": [uuid.UUID(viewed)] * len(chunks),
-            "cutoffs_0": [None] * len(chunks),
         }
         arguments = ", ".join(_literal(values[name]) for name in names)
         async with conn.transaction():
@@ -170,9 +160,7 @@ async def test_the_account_index_stays_in_the_plan_after_repeated_executions(
     account, viewed, _ = await crowded_world(engine)
     async with engine.begin() as conn:
         await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
-    plan = await _plan_after_executions(
-        database_url, account, viewed, LookupPath.ACCOUNT_INDEX, cache_mode
-    )
+    plan = await _plan_after_executions(database_url, account, viewed, cache_mode)
     assert account_index_name(uuid.UUID(account), IDENTITY) in plan, plan
 
 
@@ -180,7 +168,5 @@ async def test_the_shared_index_stays_in_the_plan_under_the_products_cache_mode(
     engine: AsyncEngine, database_url: str
 ) -> None:
     account, viewed, _ = await crowded_world(engine)
-    plan = await _plan_after_executions(
-        database_url, account, viewed, LookupPath.INDEX, "force_custom_plan"
-    )
+    plan = await _plan_after_executions(database_url, account, viewed, "force_custom_plan")
     assert index_name(IDENTITY) in plan, plan

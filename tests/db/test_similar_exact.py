@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import numpy as np
@@ -10,17 +9,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from data import similarity
-from data.similarity import configure_comparison
+from data import comparison
 from resolvers.lookup_path import LookupPath
-from resolvers.similar import lookup_hits
 from resolvers.tuning import Tuning
 from tests.support.crowded import (
     EXACT,
-    IDENTITY,
     INDEX,
     crowded_world,
-    probe_specs,
     served_per_probe,
 )
 from tests.support.similar_helpers import compare, full_scan
@@ -110,30 +105,26 @@ async def test_short_approximate_probes_are_asked_again_with_a_wider_search(
     short from the HNSW scan (bench/results/perf-1m.md). Here the first answer is cut short
     by hand; the retry itself, and its wider search, are real."""
     account, viewed, _ = await crowded_world(engine)
-    real = similarity.nearest_chunks
-    calls: list[tuple[int, str]] = []
+    real = comparison.look_up
+    calls: list[tuple[Any, str]] = []
 
     async def first_comes_up_short(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
         ef = (await conn.execute(sa.text("SELECT current_setting('hnsw.ef_search')"))).scalar()
-        specs = args[1]
-        calls.append((len(specs), str(ef)))
-        rows = await real(conn, *args, **kwargs)
-        return [r for r in rows if r.probe != 3] if len(calls) == 1 else rows
+        calls.append((args[4] if len(args) > 4 else kwargs.get("retry"), str(ef)))
+        looked = await real(conn, *args, **kwargs)
+        if len(calls) == 1:
+            looked.hits = [h for h in looked.hits if h.probe != 3]
+        return looked
 
-    monkeypatch.setattr(similarity, "nearest_chunks", first_comes_up_short)
+    monkeypatch.setattr(comparison, "look_up", first_comes_up_short)
     tuning = Tuning(exact_scan_max_chunks=0, ef_search=40, ef_search_retry=800)
-    async with engine.connect() as conn:
-        probes, specs = await probe_specs(conn, viewed)
-        await configure_comparison(conn, timeout_ms=10_000, ef_search=tuning.ef_search)
-        hits, timed_out = await lookup_hits(
-            conn, uuid.UUID(account), specs, {IDENTITY: LookupPath.INDEX}, tuning
-        )
-    assert calls == [(8, "40"), (1, "800")], "only the short probe is asked again, wider"
-    assert not timed_out
-    served = [
-        h.chunk_id for h in sorted(hits, key=lambda h: (-h.similarity, h.chunk_id)) if h.probe == 3
+    result = await compare(engine, account, viewed, tuning, max_matches_per_session=5)
+    assert calls == [(None, "40"), ([(0, 3)], "800")], "only the short probe is asked again, wider"
+    assert result.lookup_path == "index"
+    exact = await compare(engine, account, viewed, EXACT, max_matches_per_session=5)
+    assert [(n.session.id, n.score, n.matched_chunk_count) for n in result.results] == [
+        (n.session.id, n.score, n.matched_chunk_count) for n in exact.results
     ]
-    assert served == await full_scan(engine, account, probes[3])
 
 
 async def test_exact_lookups_are_never_asked_again(
@@ -145,14 +136,14 @@ async def test_exact_lookups_are_never_asked_again(
     world.chunk(viewed, blend(direction(1), direction(2), 0.2))
     world.chunk(other, blend(direction(1), direction(3), 0.2))  # one candidate: a short answer
     await world.write(engine)
-    real = similarity.nearest_chunks
+    real = comparison.look_up
     calls: list[int] = []
 
     async def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(similarity, "nearest_chunks", counting)
+    monkeypatch.setattr(comparison, "look_up", counting)
     result = await compare(engine, account, viewed, Tuning(exact_scan_max_chunks=100))
     assert result.lookup_path == "exact" and len(result.results) == 1
     assert calls == [1]

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from data import similarity
+from data import comparison
 from resolvers.tuning import Tuning
 from tests.support.similar_helpers import compare
 from tests.support.world import World, blend, direction
@@ -181,14 +181,14 @@ async def test_a_comparison_past_its_time_budget_comes_up_short_by_name(
     result = await compare(engine, account, viewed, Tuning(comparison_timeout_ms=10_000))
     assert result.results and "similar_comparison_timed_out" not in result.degraded.reasons
 
-    real = similarity.nearest_chunks
+    real = comparison.look_up
 
     async def slow(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
         # The lookup statement's budget is real; a sleeping statement spends it.
         await conn.execute(sa.text("SELECT pg_sleep(2)"))
         return await real(conn, *args, **kwargs)
 
-    monkeypatch.setattr(similarity, "nearest_chunks", slow)
+    monkeypatch.setattr(comparison, "look_up", slow)
     timed = await compare(engine, account, viewed, Tuning(comparison_timeout_ms=100))
     assert timed.results == ()
     assert timed.degraded.reasons == ("similar_comparison_timed_out",)

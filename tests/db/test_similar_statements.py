@@ -8,6 +8,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from config.settings import Settings
+from data.engine import make_engine
+from similar_sessions.app import comparison_settings, create_app
 from tests.support.similar_helpers import bearer, counted_statements, graphql, topic_world
 
 
@@ -19,6 +22,7 @@ async def test_a_page_of_sessions_sends_all_probe_lookups_in_one_statement(
         "query($n: Int!) { runtimeSessions(first: $n) { nodes { title replay { ordinal }"
         " similarSessions(limit: 3) { results { title session { title } matches { text } } } } } }"
     )
+    await graphql(client, key, query, n=1)  # warm: the model catalog is read once per process
     counts = []
     for n in (2, 20):
         with counted_statements(engine) as statements:
@@ -26,7 +30,7 @@ async def test_a_page_of_sessions_sends_all_probe_lookups_in_one_statement(
         assert "errors" not in body
         nodes = body["data"]["runtimeSessions"]["nodes"]
         assert len(nodes) == n and all(node["similarSessions"]["results"] for node in nodes)
-        lookups = [s for s in statements if "unnest(" in s and "<=>" in s]
+        lookups = [s for s in statements if "<=>" in s]
         assert len(lookups) == 1
         counts.append(len(statements))
     assert counts[0] == counts[1], "the statement count must not grow with the page"
@@ -44,7 +48,40 @@ async def test_aliases_of_similar_sessions_are_batched_too(
     with counted_statements(engine) as statements:
         body = await graphql(client, key, query, a=ids[0], b=ids[1])
     assert body["data"]["a"]["similarSessions"]["probeChunks"] > 0
-    assert len([s for s in statements if "unnest(" in s and "<=>" in s]) == 1
+    assert len([s for s in statements if "<=>" in s]) == 1
+
+
+async def test_a_comparison_sends_two_statements_on_its_own_pool(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """On the comparisons' pool (opened with their settings) a batch of any size is two
+    statements: everything up to the probe lookups, then what the answers show."""
+    _, key, ids = await topic_world(engine, sessions=20)
+    settings = Settings.from_env({})
+    comparisons = make_engine(database_url, comparison=comparison_settings(settings))
+    app = create_app(settings, engine=engine, comparison_engine=comparisons, run_migrations=False)
+    query = (
+        "query($n: Int!) { runtimeSessions(first: $n) { nodes {"
+        " similarSessions(limit: 3) { results { title matches { text probe { text } } } } } } }"
+    )
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as client:
+            await graphql(client, key, query, n=1)  # warm: the model catalog is read once
+            for n in (1, 20):
+                with counted_statements(comparisons) as statements:
+                    body = await graphql(client, key, query, n=n)
+                nodes = body["data"]["runtimeSessions"]["nodes"]
+                assert all(node["similarSessions"]["results"] for node in nodes)
+                assert len(statements) == 2, statements
+                assert "<=>" in statements[0] and "<=>" not in statements[1]
+            rest = await client.get(
+                f"/api/v1/runtime-sessions/{ids[0]}/similar", headers=bearer(key)
+            )
+            assert rest.status_code == 200
+    finally:
+        await comparisons.dispose()
 
 
 NO_CONTENT_ROLE = "similar_no_content"

@@ -9,8 +9,8 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from data.comparison import Ask, Limits, configure_comparison, look_up
 from data.model_identity import ModelIdentity
-from data.similarity import ProbeSpec, configure_comparison, nearest_chunks
 from resolvers.lookup_path import LookupPath
 from resolvers.ranking import probe_positions
 from resolvers.tuning import Tuning
@@ -51,10 +51,8 @@ async def crowded_world(engine: AsyncEngine) -> tuple[str, str, list[str]]:
     return account, viewed, others
 
 
-async def probe_specs(
-    conn: AsyncConnection, viewed: str
-) -> tuple[list[uuid.UUID], list[ProbeSpec]]:
-    """The viewed session's probes, at the contract's positions, as lookup specs."""
+async def contract_probes(conn: AsyncConnection, viewed: str) -> list[uuid.UUID]:
+    """The viewed session's probes at the contract's positions, computed in Python."""
     chunks = (
         (
             await conn.execute(
@@ -68,27 +66,24 @@ async def probe_specs(
         .scalars()
         .all()
     )
-    probes = [chunks[p] for p in probe_positions(len(chunks))]
-    specs = [ProbeSpec(0, n, c, uuid.UUID(viewed), IDENTITY, None) for n, c in enumerate(probes)]
-    return probes, specs
+    return [chunks[p] for p in probe_positions(len(chunks))]
 
 
 async def served_per_probe(
     engine: AsyncEngine, account: str, viewed: str, path: LookupPath
 ) -> tuple[dict[int, list[uuid.UUID]], list[uuid.UUID]]:
+    """The product's per-probe lists for the viewed session, on the given path (its first
+    statement run with the exact-scan size that forces the path)."""
+    cap = 1_000_000 if path is LookupPath.EXACT else 0
+    limits = Limits(per_probe=25, floor=0.35, overfetch=100, exact_scan_max_chunks=cap)
     async with engine.begin() as conn:
-        probes, specs = await probe_specs(conn, viewed)
+        probes = await contract_probes(conn, viewed)
         await configure_comparison(conn, timeout_ms=10_000, ef_search=200)
-        rows = await nearest_chunks(
-            conn,
-            uuid.UUID(account),
-            specs,
-            {IDENTITY: path.scan(IDENTITY)},
-            per_probe=25,
-            floor=0.35,
-            overfetch=100,
-        )
+        ask = Ask(0, uuid.UUID(viewed))
+        looked = await look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
+    assert looked.paths[str(IDENTITY)][0] == path.value, "the path asked for was not taken"
+    assert looked.probes[0] == probes, "the statement's probes are the contract's"
     served: dict[int, list[uuid.UUID]] = {n: [] for n in range(len(probes))}
-    for row in sorted(rows, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
+    for row in sorted(looked.hits, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
         served[row.probe].append(row.chunk_id)
     return served, probes

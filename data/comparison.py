@@ -1,0 +1,189 @@
+"""The comparison's first statement (the setting, the asked sessions, their inventories,
+probes, lookup paths and every probe's nearest chunks) and the settings it runs under."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data.accounts import EmbeddingSetting, setting_of
+from data.comparison_sql import first_statement
+from data.engine import is_query_canceled
+from data.errors import ComparisonTimedOut
+from data.model_identity import ModelIdentity
+from data.sessions import SessionRow
+
+
+@dataclass(frozen=True, slots=True)
+class HitRow:
+    key: int
+    probe: int
+    chunk_id: UUID
+    session_id: UUID
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One comparison of the batch: its session, window and neighbour filters."""
+
+    key: int
+    session_id: UUID
+    cutoff: datetime | None = None
+    statuses: tuple[str, ...] | None = None
+    source_types: tuple[str, ...] | None = None
+
+    @property
+    def filtered(self) -> bool:
+        return self.statuses is not None or self.source_types is not None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "session_id": str(self.session_id),
+            "cutoff": None if self.cutoff is None else self.cutoff.isoformat(),
+            "statuses": None if self.statuses is None else list(self.statuses),
+            "source_types": None if self.source_types is None else list(self.source_types),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    per_probe: int
+    floor: float
+    overfetch: int
+    exact_scan_max_chunks: int
+    own_index: bool = True  # False: the shared index even where the account has its own
+
+
+@dataclass
+class Looked:
+    """What the first statement found, by the asks' keys."""
+
+    setting: EmbeddingSetting | None = None
+    sessions: dict[int, SessionRow] = field(default_factory=dict)
+    embedded: dict[int, dict[str, int]] = field(default_factory=dict)  # model -> chunks
+    pending: dict[int, int] = field(default_factory=dict)
+    models: dict[int, tuple[str, int]] = field(default_factory=dict)  # comparison model, chunks
+    probes: dict[int, list[UUID]] = field(default_factory=dict)  # in probe order
+    paths: dict[str, tuple[str, int]] = field(default_factory=dict)  # model -> path, comparable
+    hits: list[HitRow] = field(default_factory=list)
+
+
+async def look_up(
+    conn: AsyncConnection,
+    account_id: UUID,
+    asks: Sequence[Ask],
+    models: Sequence[ModelIdentity],
+    limits: Limits,
+    retry: Sequence[tuple[int, int]] | None = None,
+) -> Looked:
+    """The comparison's first statement, for every ask at once; with `retry`, only those
+    (key, probe) pairs are looked up (and reported as probes)."""
+    statement = first_statement(models, account_id, any(a.filtered for a in asks))
+    rows = await conn.execute(
+        sa.text(statement).columns(payload=JSONB),
+        {
+            "account_id": account_id,
+            "asks": json.dumps([a.as_json() for a in asks]),
+            "branch_models": [str(m) for m in models],
+            "retry": None if retry is None else [f"{key}:{probe}" for key, probe in retry],
+            "cap": limits.exact_scan_max_chunks,
+            "own_index": limits.own_index,
+            "per_probe": limits.per_probe,
+            "floor": limits.floor,
+            "overfetch": max(limits.overfetch, limits.per_probe),
+        },
+    )
+    looked = Looked()
+    probes: dict[int, dict[int, UUID]] = {}
+    for kind, key, number, chunk_id, session_id, similarity, payload in rows:
+        if kind == "hit":
+            looked.hits.append(HitRow(key, number, chunk_id, session_id, similarity))
+        elif kind == "probe":
+            probes.setdefault(key, {})[number] = chunk_id
+        else:
+            _take(looked, kind, key, number, payload)
+    looked.probes = {key: [by[n] for n in sorted(by)] for key, by in probes.items()}
+    return looked
+
+
+def _take(looked: Looked, kind: str, key: int, number: int, payload: Any) -> None:
+    if kind == "setting":
+        looked.setting = setting_of(_Row(payload))
+    elif kind == "session":
+        looked.sessions[key] = session_of(payload)
+    elif kind == "embedded":
+        looked.embedded.setdefault(key, {})[payload] = number
+    elif kind == "pending":
+        looked.pending[key] = number
+    elif kind == "chosen":
+        looked.models[key] = (payload, number)
+    elif kind == "path":
+        model, path = payload
+        looked.paths[model] = (path, number)
+
+
+class _Row:
+    """Attribute access over a JSON object (setting_of reads a row's attributes)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+def session_of(values: dict[str, Any]) -> SessionRow:
+    return SessionRow(
+        id=UUID(values["id"]),
+        title=values["title"],
+        source_type=values["source_type"],
+        source_id=values["source_id"],
+        reference=values["reference"],
+        status=values["status"],
+        started_at=datetime.fromisoformat(values["started_at"]),
+        last_activity_at=datetime.fromisoformat(values["last_activity_at"]),
+    )
+
+
+@contextmanager
+def within_budget() -> Iterator[None]:
+    """Statements cancelled by the comparison's time budget raise ComparisonTimedOut (their
+    transaction is then aborted)."""
+    try:
+        yield
+    except DBAPIError as exc:
+        if is_query_canceled(exc):
+            raise ComparisonTimedOut from None
+        raise
+
+
+async def configure_comparison(conn: AsyncConnection, *, timeout_ms: int, ef_search: int) -> None:
+    """Set the comparison's settings until its transaction ends, in one round trip: its time
+    budget, iterative HNSW scans, and custom plans (a generic plan of a prepared statement
+    cannot prove a partial index's predicate). On Citus these become SET LOCAL statements
+    (docs/scaling.md)."""
+    await conn.execute(
+        sa.text(
+            "SELECT set_config('statement_timeout', :timeout, true), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', :ef, true), "
+            "set_config('plan_cache_mode', 'force_custom_plan', true)"
+        ),
+        {"timeout": str(int(timeout_ms)), "ef": str(int(ef_search))},
+    )
+
+
+async def widen_search(conn: AsyncConnection, ef_search: int) -> None:
+    """Raise hnsw.ef_search for the rest of the transaction (a retry of short probes)."""
+    await conn.execute(
+        sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(int(ef_search))}
+    )

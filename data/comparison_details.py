@@ -1,0 +1,133 @@
+"""The comparison's second statement: what the answers show (the matches' and probes'
+details, the neighbour sessions) and, for comparisons without a hit, whether anything else
+of their model was comparable at all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data.comparison import Ask, session_of
+from data.sessions import SessionRow
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDetail:
+    id: UUID
+    runtime_session_id: UUID
+    source_kind: str
+    source_id: UUID | None
+    chunk_index: int
+    occurred_at: datetime
+    role: str | None
+    redaction_state: str
+    text: str | None
+    replay_anchor: UUID | None  # the replay turn it came from, when source_id names one
+
+
+@dataclass(frozen=True, slots=True)
+class Lonely:
+    """A comparison that found no hit: is anything else of its model comparable at all?"""
+
+    key: int
+    session_id: UUID
+    model: str
+    ask: Ask
+
+    def as_json(self) -> dict[str, Any]:
+        return {**self.ask.as_json(), "key": self.key, "model": self.model}
+
+
+@dataclass
+class Shown:
+    """What the second statement read: the shown chunks, the neighbour sessions, and the
+    keys of lonely comparisons that had something comparable."""
+
+    chunks: dict[UUID, ChunkDetail] = field(default_factory=dict)
+    sessions: dict[UUID, SessionRow] = field(default_factory=dict)
+    comparable: set[int] = field(default_factory=set)
+
+
+SHOW = """
+WITH lonely AS (
+  SELECT * FROM jsonb_to_recordset(CAST(:lonely AS jsonb)) AS l(key int, session_id uuid,
+    model text, cutoff timestamptz, statuses text[], source_types text[]))
+SELECT 'chunk' AS kind, NULL::int AS key, c.id, c.runtime_session_id, c.source_kind,
+       c.source_id, c.chunk_index, c.occurred_at, c.role, c.redaction_state, {text},
+       a.id AS anchor, NULL::jsonb AS session
+FROM session_chunks c LEFT JOIN runtime_session_activity a
+  ON a.account_id = c.account_id AND a.id = c.source_id
+  AND a.runtime_session_id = c.runtime_session_id
+WHERE c.account_id = :account_id AND c.id = ANY(CAST(:chunk_ids AS uuid[]))
+UNION ALL
+SELECT 'session', NULL, s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       jsonb_build_object('id', s.id, 'title', s.title, 'source_type', s.source_type,
+         'source_id', s.source_id, 'reference', s.reference, 'status', s.status,
+         'started_at', s.started_at, 'last_activity_at', s.last_activity_at)
+FROM runtime_sessions s
+WHERE s.account_id = :account_id AND s.id = ANY(CAST(:session_ids AS uuid[]))
+UNION ALL
+SELECT 'comparable', l.key, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM lonely l WHERE EXISTS (
+  SELECT 1 FROM session_chunks c
+  JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id
+  WHERE c.account_id = :account_id AND c.embedding_model = l.model
+    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
+    AND c.runtime_session_id <> l.session_id
+    AND (l.cutoff IS NULL OR c.occurred_at >= l.cutoff)
+    AND (l.statuses IS NULL OR s.status = ANY(l.statuses))
+    AND (l.source_types IS NULL OR s.source_type = ANY(l.source_types)))"""
+
+
+def _preview(preview_chars: int) -> str:
+    """The content's preview for chunks in :text_ids; no content column is named without."""
+    limit = int(preview_chars)
+    return (
+        "CASE WHEN NOT c.id = ANY(CAST(:text_ids AS uuid[])) THEN NULL "
+        f"WHEN char_length(c.content) > {limit} THEN left(c.content, {limit - 1}) || '…' "
+        "ELSE c.content END"
+    )
+
+
+async def show(
+    conn: AsyncConnection,
+    account_id: UUID,
+    chunk_ids: Sequence[UUID],
+    text_ids: Sequence[UUID],
+    session_ids: Sequence[UUID],
+    lonely: Sequence[Lonely],
+    preview_chars: int,
+) -> Shown:
+    """The comparison's second statement; none when there is nothing to show or ask."""
+    shown = Shown()
+    if not (chunk_ids or session_ids or lonely):
+        return shown
+    text = _preview(preview_chars) if text_ids else "NULL::text"
+    params: dict[str, Any] = {
+        "account_id": account_id,
+        "chunk_ids": sorted(set(chunk_ids) | set(text_ids)),
+        "session_ids": sorted(set(session_ids)),
+        "lonely": json.dumps([item.as_json() for item in lonely]),
+    }
+    if text_ids:
+        params["text_ids"] = sorted(set(text_ids))
+    rows = await conn.execute(sa.text(SHOW.format(text=text)).columns(session=JSONB), params)
+    for row in rows:
+        kind, key, session = row[0], row[1], row[-1]
+        if kind == "chunk":
+            detail = ChunkDetail(*row[2:-1])
+            shown.chunks[detail.id] = detail
+        elif kind == "session":
+            neighbour = session_of(session)
+            shown.sessions[neighbour.id] = neighbour
+        else:
+            shown.comparable.add(key)
+    return shown

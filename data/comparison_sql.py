@@ -1,0 +1,177 @@
+"""The text of the comparison's first statement: the setting, the asked sessions, their
+inventories, probes and lookup paths, and every probe's nearest chunks, in one statement.
+
+The contract's rules that run here (the comparison model, the probe positions, the path)
+mirror the pure functions of resolvers/ranking.py and resolvers/lookup_path.py; a test keeps
+them equal. The text depends on the models it has branches for and, for an account with an
+index of its own, on the account (its predicate is inlined so the planner can use it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from data.account_indexes import account_predicate
+from data.model_identity import ModelIdentity
+from data.model_indexes import comparable_predicate, vector_expression
+
+PLAN = """
+asked AS MATERIALIZED (
+  SELECT a.key, a.session_id, a.cutoff, a.statuses, a.source_types
+  FROM jsonb_to_recordset(CAST(:asks AS jsonb))
+    AS a(key int, session_id uuid, cutoff timestamptz, statuses text[], source_types text[])),
+setting AS MATERIALIZED (
+  SELECT enabled, provider, model, dimensions, scope, daily_cap_usd, model_identity
+  FROM embedding_settings WHERE account_id = :account_id),
+found AS MATERIALIZED (
+  SELECT a.*, s.title, s.source_type, s.source_id, s.reference, s.status, s.started_at,
+         s.last_activity_at
+  FROM asked a JOIN runtime_sessions s ON s.account_id = :account_id AND s.id = a.session_id),
+inventory AS MATERIALIZED (
+  SELECT f.key, c.id, c.embedding_model AS model, c.embedding_state AS state, c.source_kind,
+         c.occurred_at, c.chunk_index
+  FROM found f JOIN session_chunks c
+    ON c.account_id = :account_id AND c.runtime_session_id = f.session_id
+  WHERE c.redaction_state = 'clear'
+    AND c.embedding_state IN ('embedded', 'pending', 'in_progress')),
+embedded AS MATERIALIZED (
+  SELECT key, model, count(*)::int AS n FROM inventory WHERE state = 'embedded'
+  GROUP BY key, model),
+chosen AS MATERIALIZED (
+  SELECT DISTINCT ON (e.key) e.key, e.model, e.n FROM embedded e
+  ORDER BY e.key, e.model IS NOT DISTINCT FROM (SELECT model_identity FROM setting) DESC,
+           e.n DESC, e.model),
+probes AS MATERIALIZED (
+  SELECT o.key, (row_number() OVER (PARTITION BY o.key ORDER BY o.pos) - 1)::int AS probe,
+         o.id AS chunk_id, o.model
+  FROM (SELECT i.key, i.id, ch.model, ch.n,
+               row_number() OVER (PARTITION BY i.key
+                                  ORDER BY i.occurred_at, i.chunk_index, i.id) - 1 AS pos
+        FROM inventory i JOIN chosen ch ON ch.key = i.key AND ch.model = i.model
+        WHERE i.state = 'embedded') o
+  WHERE o.n <= 8 OR o.pos IN (SELECT (2 * g * (o.n - 1) + 7) / 14 FROM generate_series(0, 7) g)),
+retried AS MATERIALIZED (
+  SELECT p.* FROM probes p
+  WHERE CAST(:retry AS text[]) IS NULL OR p.key || ':' || p.probe = ANY(CAST(:retry AS text[]))),
+paths AS MATERIALIZED (
+  SELECT d.model, d.comparable,
+         CASE WHEN NOT d.model = ANY(CAST(:branch_models AS text[])) THEN 'unserved'
+              WHEN d.comparable <= :cap THEN 'exact'
+              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
+                           JOIN pg_class i ON i.relname = r.index_name
+                           JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
+                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
+                THEN 'account_index'
+              ELSE 'index' END AS path
+  FROM (SELECT m.model,
+               (SELECT count(*)::int FROM (
+                  SELECT 1 FROM session_chunks c
+                  WHERE c.account_id = :account_id AND c.embedding_model = m.model
+                    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
+                  LIMIT :cap + 1) AS bounded) AS comparable
+        FROM (SELECT DISTINCT model FROM chosen) m) d)"""
+
+ANSWER = """
+SELECT 'setting' AS kind, NULL::int AS key, NULL::int AS probe, NULL::uuid AS chunk_id,
+       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(s) AS payload
+FROM setting s
+UNION ALL SELECT 'session', f.key, NULL, NULL, f.session_id, NULL, jsonb_build_object(
+  'id', f.session_id, 'title', f.title, 'source_type', f.source_type,
+  'source_id', f.source_id, 'reference', f.reference, 'status', f.status,
+  'started_at', f.started_at, 'last_activity_at', f.last_activity_at) FROM found f
+UNION ALL SELECT 'embedded', key, n, NULL, NULL, NULL, to_jsonb(model) FROM embedded
+UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL FROM inventory i
+  WHERE i.state <> 'embedded' AND (i.source_kind = 'session_summary'
+    OR (SELECT scope FROM setting) IS DISTINCT FROM 'summaries_only')
+  GROUP BY i.key
+UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
+UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL FROM retried
+UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
+  FROM paths
+UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
+
+
+def _probe_vectors(n: int, identity: ModelIdentity) -> str:
+    return (
+        f"probe_{n} AS MATERIALIZED (SELECT p.key, p.probe, f.session_id, f.cutoff, "
+        f"f.statuses, f.source_types, pa.path, {vector_expression(identity, 'c')} AS v "
+        "FROM retried p JOIN found f ON f.key = p.key JOIN paths pa ON pa.model = p.model "
+        "JOIN session_chunks c ON c.account_id = :account_id AND c.id = p.chunk_id "
+        f"WHERE p.model = {identity.sql_literal()})"
+    )
+
+
+def _candidates(scope: str, filtered: bool) -> str:
+    """The candidate chunks `c` of probe `p` within scope; with filters, joined to their
+    session `s` for its status and source type."""
+    session = (
+        " JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id"
+        " AND (p.statuses IS NULL OR s.status = ANY(p.statuses))"
+        " AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types))"
+        if filtered
+        else ""
+    )
+    return (
+        f"session_chunks c{session} WHERE {scope} AND c.runtime_session_id <> p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+    )
+
+
+def _exact(n: int, identity: ModelIdentity, filtered: bool) -> str:
+    """Every comparable chunk of the account against every probe taking the exact path, in
+    one pass, ranked per probe. OFFSET 0 keeps the scored rows narrow (ids and a distance):
+    without it the planner carries every vector into the window's sort."""
+    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT key, probe, chunk_id, session_id, distance FROM ("
+        "SELECT key, probe, chunk_id, session_id, distance, row_number() OVER "
+        "(PARTITION BY key, probe ORDER BY distance, chunk_id) AS rank FROM ("
+        f"SELECT p.key, p.probe, c.id AS chunk_id, c.runtime_session_id AS session_id, "
+        f"{distance} AS distance FROM probe_{n} p, {_candidates(scope, filtered)} "
+        "AND p.path = 'exact' OFFSET 0) AS scored "
+        f"WHERE {finite_and_close('distance')}) AS ranked WHERE rank <= :per_probe"
+    )
+
+
+def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtered: bool) -> str:
+    """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
+    re-ranked exactly to per_probe."""
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance FROM ("
+        f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
+        f"FROM {_candidates(scope, filtered)} ORDER BY {distance} LIMIT :overfetch) AS near "
+        "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
+        f"WHERE p.path = '{path}' AND {finite_and_close('a.distance')}"
+    )
+
+
+def finite_and_close(distance: str) -> str:
+    """A zero vector's cosine distance is NaN, and NaN compares above every number in
+    PostgreSQL (`1 - NaN >= 0.35` is true): such a distance is never a hit."""
+    return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
+
+
+def first_statement(models: Sequence[ModelIdentity], account_id: UUID, filtered: bool) -> str:
+    """The comparison's first statement, with lookup branches for these models (a probe of
+    another model is answered with the path 'unserved'). The account's own index is named by
+    its literal predicate, so the text is per account."""
+    ctes = [PLAN.strip()]
+    lookups = []
+    for n, identity in enumerate(models):
+        ctes.append(_probe_vectors(n, identity))
+        lookups.append(_exact(n, identity, filtered))
+        shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+        lookups.append(_approximate(n, identity, "index", shared, filtered))
+        own = account_predicate(account_id, identity, "c")
+        lookups.append(_approximate(n, identity, "account_index", own, filtered))
+    if not lookups:
+        lookups.append(
+            "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8 WHERE false"
+        )
+    ctes.append(
+        "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups) + ")"
+    )
+    return "WITH " + ",\n".join(ctes) + ANSWER

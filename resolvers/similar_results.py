@@ -1,0 +1,81 @@
+"""A comparison's answer built from what its statements read: the degraded block from its
+facts, the neighbours with their matches and probes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from data.comparison_details import ChunkDetail, Shown
+from resolvers import ranking
+from resolvers.arguments import SimilarArgs
+from resolvers.cursors import encode_cursor
+from resolvers.degraded import Facts, degraded, reasons_for
+from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
+from resolvers.tuning import Tuning
+
+if TYPE_CHECKING:
+    from resolvers.similar import Batch, Comparison
+
+
+def result_of(
+    c: Comparison, batch: Batch, tuning: Tuning, shown: Shown, elapsed_ms: float
+) -> SimilarResult:
+    looked, setting = batch.looked, batch.looked.setting
+    configured = None if setting is None else str(setting.identity)
+    facts = Facts(
+        has_vectors=bool(looked.embedded.get(c.key)),
+        pending=looked.pending.get(c.key, 0),
+        account_enabled=setting is not None and setting.enabled,
+        deployment_enabled=tuning.embeddings_enabled,
+        model=c.model,
+        configured=configured,
+        window_applied=c.args.window_days is not None,
+        sampled=c.embedded > len(c.probes),
+        found_hits=bool(c.hits),
+        comparable_elsewhere=c.comparable_elsewhere,
+        timed_out=batch.timed_out,
+    )
+    path = batch.path(c.model)
+    return SimilarResult(
+        runtime_session_id=c.ask.session_id,
+        model_identity=c.model,
+        embedded_chunks=c.embedded,
+        probe_chunks=len(c.probes),
+        pending_chunks=facts.pending,
+        args=c.args,
+        degraded=degraded(
+            c.model is not None and not batch.timed_out, reasons_for(facts), c.args.window_days
+        ),
+        elapsed_ms=elapsed_ms,
+        results=tuple(_neighbour(n, c, shown) for n in c.page),
+        next_cursor=encode_cursor(c.page[-1]) if c.more and c.page else None,
+        lookup_path=None if path is None else path.value,
+    )
+
+
+def _neighbour(n: ranking.Neighbour, c: Comparison, shown: Shown) -> NeighbourResult:
+    matches = []
+    for match in n.matches:
+        chunk, probe = shown.chunks[match.chunk_id], shown.chunks[c.probes[match.probe]]
+        matches.append(
+            MatchResult(
+                chunk,
+                _text(chunk, c.args),
+                match.similarity,
+                ranking.band(match.similarity),
+                PassageResult(probe, _text(probe, c.args)),
+            )
+        )
+    return NeighbourResult(
+        shown.sessions[n.session_id],
+        n.score,
+        n.similarity,
+        ranking.band(n.similarity),
+        n.matched_chunk_count,
+        tuple(matches),
+    )
+
+
+def _text(chunk: ChunkDetail, args: SimilarArgs) -> str | None:
+    """A passage's preview when texts were asked and it is still clear."""
+    return chunk.text if args.include_match_text and chunk.redaction_state == "clear" else None
