@@ -104,16 +104,18 @@ def _probe_vectors(n: int, identity: ModelIdentity) -> str:
 def _candidates(scope: str, filtered: bool) -> str:
     """The candidate chunks `c` of probe `p` within scope; with filters, joined to their
     session `s` for its status and source type."""
-    session = (
-        " JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id"
-        " AND (p.statuses IS NULL OR s.status = ANY(p.statuses))"
-        " AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types))"
-        if filtered
-        else ""
-    )
+    if not filtered:
+        return (
+            f"session_chunks c WHERE {scope} AND c.runtime_session_id <> p.session_id "
+            "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+        )
     return (
-        f"session_chunks c{session} WHERE {scope} AND c.runtime_session_id <> p.session_id "
-        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+        "session_chunks c JOIN runtime_sessions s "
+        "ON s.account_id = c.account_id AND s.id = c.runtime_session_id "
+        f"WHERE {scope} AND c.runtime_session_id <> p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff) "
+        "AND (p.statuses IS NULL OR s.status = ANY(p.statuses)) "
+        "AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types))"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -13,6 +14,8 @@ DEFAULT_MAX_MATCHES = 2
 LIMIT_BOUNDS = (1, 20)
 MAX_MATCHES_BOUNDS = (0, 5)
 WINDOW_DAYS_BOUNDS = (1, 365)
+MAX_FILTER_VALUES = 20
+MAX_FILTER_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +25,12 @@ class SimilarArgs:
     window_days: int | None = None
     include_match_text: bool = True
     after: tuple[float, float, UUID] | None = None
+    statuses: tuple[str, ...] | None = None  # neighbours only of these statuses
+    source_types: tuple[str, ...] | None = None  # ... and of these source types
+
+    @property
+    def filtered(self) -> bool:
+        return self.statuses is not None or self.source_types is not None
 
     @classmethod
     def checked(
@@ -33,6 +42,8 @@ class SimilarArgs:
         include_match_text: bool,
         cursor: str | None,
         names: dict[str, str],
+        statuses: Sequence[str] | None = None,
+        source_types: Sequence[str] | None = None,
     ) -> SimilarArgs:
         """Validate bounds; `names` maps each argument to the caller's spelling of it."""
         for name, value, (low, high) in (
@@ -43,4 +54,24 @@ class SimilarArgs:
             if value is not None and not low <= value <= high:
                 raise BadArgument(names[name], f"must be between {low} and {high}, got {value}")
         after = None if cursor is None else decode_cursor(cursor, names["cursor"])
-        return cls(limit, max_matches_per_session, window_days, include_match_text, after)
+        return cls(
+            limit,
+            max_matches_per_session,
+            window_days,
+            include_match_text,
+            after,
+            filter_values(statuses, names.get("statuses", "status")),
+            filter_values(source_types, names.get("source_types", "source_type")),
+        )
+
+
+def filter_values(values: Sequence[str] | None, name: str) -> tuple[str, ...] | None:
+    """A neighbour filter's values, deduplicated and sorted; None when none were given."""
+    if values is None or len(values) == 0:
+        return None
+    if len(values) > MAX_FILTER_VALUES:
+        raise BadArgument(name, f"takes at most {MAX_FILTER_VALUES} values, got {len(values)}")
+    for value in values:
+        if not value or len(value) > MAX_FILTER_CHARS or "\x00" in value:
+            raise BadArgument(name, f"values are 1 to {MAX_FILTER_CHARS} characters, no NUL")
+    return tuple(sorted(set(values)))

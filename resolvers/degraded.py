@@ -32,6 +32,9 @@ SENTENCES: dict[str, str] = {
     "similar_comparison_timed_out": (
         "The comparison ran past its time budget; the list is empty rather than late."
     ),
+    "similar_filter_applied": (
+        "Only sessions of the requested status or source type were compared."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
 # The sentences that name the window when one was asked for.
@@ -71,6 +74,7 @@ class Facts:
     model: str | None  # the comparison model
     configured: str | None  # the account's configured model
     window_applied: bool
+    filter_applied: bool
     sampled: bool  # more embedded chunks than probes
     found_hits: bool
     comparable_elsewhere: bool  # another session has a comparable chunk (inside the window)
@@ -80,11 +84,11 @@ class Facts:
 def reasons_for(f: Facts) -> set[str]:
     """The reason codes of a comparison, as the contract defines each. A comparison that
     ran past its budget knows nothing of its session but the window it was asked."""
+    asked = {"similar_window_applied"} if f.window_applied else set()
+    asked |= {"similar_filter_applied"} if f.filter_applied else set()
     if f.timed_out:
-        return {"similar_comparison_timed_out"} | (
-            {"similar_window_applied"} if f.window_applied else set()
-        )
-    reasons = set()
+        return {"similar_comparison_timed_out"} | asked
+    reasons = asked
     if not f.has_vectors:
         reasons.add("similar_session_not_embedded")
         if not f.deployment_enabled:
@@ -95,8 +99,6 @@ def reasons_for(f: Facts) -> set[str]:
         reasons.add("semantic_backfill_incomplete")
     if f.model is not None and f.configured is not None and f.model != f.configured:
         reasons.add("semantic_model_mismatch")
-    if f.window_applied:
-        reasons.add("similar_window_applied")
     if f.sampled:
         reasons.add("similar_session_sampled")
     if f.model is not None and not f.found_hits and not f.comparable_elsewhere:

@@ -101,7 +101,9 @@ async def compare_sessions(
 def plan(account_id: UUID, keys: Sequence[tuple[UUID, SimilarArgs]], now: datetime) -> Batch:
     """One comparison per asked key, with its window's start."""
     comparisons = [
-        Comparison(sql.Ask(key, session_id, _cutoff(args, now)), args)
+        Comparison(
+            sql.Ask(key, session_id, _cutoff(args, now), args.statuses, args.source_types), args
+        )
         for key, (session_id, args) in enumerate(keys)
     ]
     return Batch(account_id, comparisons)

@@ -30,6 +30,7 @@ def result_of(
         model=c.model,
         configured=configured,
         window_applied=c.args.window_days is not None,
+        filter_applied=c.args.filtered,
         sampled=c.embedded > len(c.probes),
         found_hits=bool(c.hits),
         comparable_elsewhere=c.comparable_elsewhere,

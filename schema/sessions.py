@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 from uuid import UUID
 
 import strawberry
@@ -20,6 +21,8 @@ _GRAPHQL_NAMES = {
     "max_matches_per_session": "maxMatchesPerSession",
     "window_days": "windowDays",
     "cursor": "after",
+    "statuses": "status",
+    "source_types": "sourceType",
 }
 
 
@@ -73,6 +76,14 @@ class RuntimeSession:
         window_days: int | None = None,
         include_match_text: bool = True,
         after: str | None = None,
+        status: Annotated[
+            list[str] | None,
+            strawberry.argument(description="Only neighbours of these statuses (e.g. failed)."),
+        ] = None,
+        source_type: Annotated[
+            list[str] | None,
+            strawberry.argument(description="Only neighbours of these source types."),
+        ] = None,
     ) -> SimilarSessions:
         args = SimilarArgs.checked(
             limit=limit,
@@ -82,6 +93,8 @@ class RuntimeSession:
             include_match_text=include_match_text and _selects_text(info),
             cursor=after,
             names=_GRAPHQL_NAMES,
+            statuses=status,
+            source_types=source_type,
         )
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"

@@ -27,8 +27,18 @@ _REST_NAMES = {
     "max_matches_per_session": "max_matches_per_session",
     "window_days": "window_days",
     "cursor": "cursor",
+    "statuses": "status",
+    "source_types": "source_type",
 }
-_KNOWN = {"limit", "max_matches_per_session", "window_days", "include_match_text", "cursor"}
+_KNOWN = {
+    "limit",
+    "max_matches_per_session",
+    "window_days",
+    "include_match_text",
+    "cursor",
+    "status",
+    "source_type",
+}
 # What only GraphQL has: a neighbour's session object and console link, Relay-style paging
 # (REST pages with next_cursor, present only when more results exist).
 GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page"})
@@ -69,6 +79,8 @@ def parse_args(request: Request) -> SimilarArgs:
         include_match_text=_bool(request, "include_match_text", True),
         cursor=request.query_params.get("cursor"),
         names=_REST_NAMES,
+        statuses=request.query_params.getlist("status"),
+        source_types=request.query_params.getlist("source_type"),
     )
 
 

@@ -74,7 +74,15 @@ class World:
         self.lines.append(record)
         return account_id, key
 
-    def session(self, account_id: str, title: str = "a session", *, day: int = 0) -> str:
+    def session(
+        self,
+        account_id: str,
+        title: str = "a session",
+        *,
+        day: int = 0,
+        status: str = "completed",
+        source_type: str = "agent",
+    ) -> str:
         session_id = uid()
         started = T0 + timedelta(days=day)
         self.lines.append(
@@ -83,10 +91,10 @@ class World:
                 "id": session_id,
                 "account_id": account_id,
                 "title": title,
-                "source_type": "agent",
+                "source_type": source_type,
                 "source_id": f"src-{session_id[:8]}",
                 "reference": f"ref-{session_id[:8]}",
-                "status": "completed",
+                "status": status,
                 "started_at": started.isoformat(),
                 "last_activity_at": (started + timedelta(hours=1)).isoformat(),
             }
