@@ -59,6 +59,16 @@ async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None
     return Principal(row.account_id, row.name, frozenset(row.scopes), frozenset(row.features or ()))
 
 
+async def embedding_setting(conn: AsyncConnection, account_id: UUID) -> EmbeddingSetting | None:
+    """The account's embedding setting, or None when it has none."""
+    row = (
+        await conn.execute(
+            sa.select(t.embedding_settings).where(t.embedding_settings.c.account_id == account_id)
+        )
+    ).first()
+    return None if row is None else setting_of(row)
+
+
 async def revoke_key(conn: AsyncConnection, key: str) -> bool:
     result = await conn.execute(
         sa.update(t.api_keys)

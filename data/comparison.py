@@ -17,8 +17,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import EmbeddingSetting, setting_of
-from data.comparison_sql import first_statement
-from data.engine import is_query_canceled
+from data.comparison_sql import first_statement, search_statement
+from data.engine import ComparisonSettings, is_query_canceled
 from data.errors import ComparisonTimedOut
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
@@ -118,6 +118,40 @@ async def look_up(
     return looked
 
 
+async def look_up_text(
+    conn: AsyncConnection,
+    account_id: UUID,
+    identity: ModelIdentity,
+    vector: str,
+    ask: Ask,
+    limits: Limits,
+) -> Looked:
+    """A search text's vector as the one probe (key 0, probe 0) of the account's chunks of
+    the model: same paths and candidates as a comparison's probes, no own session."""
+    rows = await conn.execute(
+        sa.text(search_statement(identity, account_id, ask.filtered)).columns(payload=JSONB),
+        {
+            "account_id": account_id,
+            "vector": vector,
+            "cutoff": ask.cutoff,
+            "statuses": None if ask.statuses is None else list(ask.statuses),
+            "source_types": None if ask.source_types is None else list(ask.source_types),
+            "cap": limits.exact_scan_max_chunks,
+            "own_index": limits.own_index,
+            "per_probe": limits.per_probe,
+            "floor": limits.floor,
+            "overfetch": max(limits.overfetch, limits.per_probe),
+        },
+    )
+    looked = Looked()
+    for kind, key, number, chunk_id, session_id, similarity, payload in rows:
+        if kind == "hit":
+            looked.hits.append(HitRow(key, number, chunk_id, session_id, similarity))
+        else:
+            looked.paths[str(identity)] = (payload, number)
+    return looked
+
+
 def _take(looked: Looked, kind: str, key: int, number: int, payload: Any) -> None:
     if kind == "setting":
         looked.setting = setting_of(_Row(payload))
@@ -164,6 +198,14 @@ def within_budget() -> Iterator[None]:
         if is_query_canceled(exc):
             raise ComparisonTimedOut from None
         raise
+
+
+async def ensure_configured(conn: AsyncConnection, settings: ComparisonSettings) -> None:
+    """A connection opened for comparisons already has their settings: no statement then."""
+    if conn.info.get("comparison") != settings:
+        await configure_comparison(
+            conn, timeout_ms=settings.timeout_ms, ef_search=settings.ef_search
+        )
 
 
 async def configure_comparison(conn: AsyncConnection, *, timeout_ms: int, ef_search: int) -> None:

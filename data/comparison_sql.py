@@ -15,6 +15,27 @@ from data.account_indexes import account_predicate
 from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
 
+# The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
+# resolvers.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts).
+PATH_CHOICE = """WHEN d.comparable <= :cap THEN 'exact'
+              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
+                           JOIN pg_class i ON i.relname = r.index_name
+                           JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
+                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
+                THEN 'account_index'
+              ELSE 'index'"""
+
+
+def comparable_count(model: str) -> str:
+    """The account's comparable chunks of the model, counted up to :cap + 1."""
+    return (
+        "(SELECT count(*)::int FROM (SELECT 1 FROM session_chunks c "
+        f"WHERE c.account_id = :account_id AND c.embedding_model = {model} "
+        "AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
+        "LIMIT :cap + 1) AS bounded)"
+    )
+
+
 PLAN = """
 asked AS MATERIALIZED (
   SELECT a.key, a.session_id, a.cutoff, a.statuses, a.source_types
@@ -56,19 +77,9 @@ retried AS MATERIALIZED (
 paths AS MATERIALIZED (
   SELECT d.model, d.comparable,
          CASE WHEN NOT d.model = ANY(CAST(:branch_models AS text[])) THEN 'unserved'
-              WHEN d.comparable <= :cap THEN 'exact'
-              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
-                           JOIN pg_class i ON i.relname = r.index_name
-                           JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
-                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
-                THEN 'account_index'
-              ELSE 'index' END AS path
+              {path_choice} END AS path
   FROM (SELECT m.model,
-               (SELECT count(*)::int FROM (
-                  SELECT 1 FROM session_chunks c
-                  WHERE c.account_id = :account_id AND c.embedding_model = m.model
-                    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
-                  LIMIT :cap + 1) AS bounded) AS comparable
+               {comparable_count} AS comparable
         FROM (SELECT DISTINCT model FROM chosen) m) d)"""
 
 ANSWER = """
@@ -104,16 +115,15 @@ def _probe_vectors(n: int, identity: ModelIdentity) -> str:
 def _candidates(scope: str, filtered: bool) -> str:
     """The candidate chunks `c` of probe `p` within scope; with filters, joined to their
     session `s` for its status and source type."""
+    where = (
+        f"WHERE {scope} AND c.runtime_session_id IS DISTINCT FROM p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+    )
     if not filtered:
-        return (
-            f"session_chunks c WHERE {scope} AND c.runtime_session_id <> p.session_id "
-            "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
-        )
+        return f"session_chunks c {where}"
     return (
         "session_chunks c JOIN runtime_sessions s "
-        "ON s.account_id = c.account_id AND s.id = c.runtime_session_id "
-        f"WHERE {scope} AND c.runtime_session_id <> p.session_id "
-        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff) "
+        f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id {where} "
         "AND (p.statuses IS NULL OR s.status = ANY(p.statuses)) "
         "AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types))"
     )
@@ -160,7 +170,9 @@ def first_statement(models: Sequence[ModelIdentity], account_id: UUID, filtered:
     """The comparison's first statement, with lookup branches for these models (a probe of
     another model is answered with the path 'unserved'). The account's own index is named by
     its literal predicate, so the text is per account."""
-    ctes = [PLAN.strip()]
+    ctes = [
+        PLAN.strip().format(path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"))
+    ]
     lookups = []
     for n, identity in enumerate(models):
         ctes.append(_probe_vectors(n, identity))
@@ -177,3 +189,34 @@ def first_statement(models: Sequence[ModelIdentity], account_id: UUID, filtered:
         "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups) + ")"
     )
     return "WITH " + ",\n".join(ctes) + ANSWER
+
+
+SEARCH_ANSWER = """
+SELECT 'path' AS kind, NULL::int AS key, comparable AS probe, NULL::uuid AS chunk_id,
+       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(path) AS payload FROM paths
+UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
+
+
+def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) -> str:
+    """One probe, a vector given by the caller (an embedded search text), looked up as the
+    comparison looks up its probes: same paths, same candidates, no own session."""
+    model = identity.sql_literal()
+    paths = (
+        f"paths AS MATERIALIZED (SELECT d.comparable, CASE {PATH_CHOICE} END AS path "
+        f"FROM (SELECT {model}::text AS model, {comparable_count(model)} AS comparable) d)"
+    )
+    probe = (
+        "probe_0 AS MATERIALIZED (SELECT 0 AS key, 0 AS probe, NULL::uuid AS session_id, "
+        "CAST(:cutoff AS timestamptz) AS cutoff, CAST(:statuses AS text[]) AS statuses, "
+        "CAST(:source_types AS text[]) AS source_types, pa.path, "
+        f"CAST(:vector AS vector({identity.dimensions})) AS v FROM paths pa)"
+    )
+    shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+    own = account_predicate(account_id, identity, "c")
+    lookups = [
+        _exact(0, identity, filtered),
+        _approximate(0, identity, "index", shared, filtered),
+        _approximate(0, identity, "account_index", own, filtered),
+    ]
+    hits = "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups)
+    return f"WITH {paths},\n{probe},\n{hits})" + SEARCH_ANSWER

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
-import numpy as np
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
@@ -21,6 +20,7 @@ from indexer import budget
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry, tokens_of
 from indexer.rechunk import fingerprint, rechunk_session
+from indexer.vectors import as_text
 
 log = structlog.get_logger(__name__)
 
@@ -187,7 +187,7 @@ async def embed_batch(
         if batch:
             vectors = await asyncio.to_thread(embedder.embed, [c.content for c in batch])
             await sql.write_vectors(
-                conn, work.account_id, work.identity, [c.id for c in batch], _as_text(vectors)
+                conn, work.account_id, work.identity, [c.id for c in batch], as_text(vectors)
             )
             await sql.record_usage(
                 conn, work.account_id, work.identity, units, budget.batch_cost(units, price)
@@ -218,11 +218,6 @@ async def _mark(
 ) -> None:
     async with engine.begin() as conn:
         await sql.set_degraded(conn, work.account_id, reason, until)
-
-
-def _as_text(vectors: np.ndarray) -> list[str]:
-    """pgvector's text form; 9 significant digits round-trip a float32."""
-    return ["[" + ",".join(f"{x:.9g}" for x in row) + "]" for row in vectors.tolist()]
 
 
 def _quiet(config: IndexerConfig) -> bool | None:

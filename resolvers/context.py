@@ -11,6 +11,7 @@ from strawberry.dataloader import DataLoader
 from data.accounts import Principal
 from data.model_catalog import ModelCatalog
 from data.sessions import ActivityRow, SessionRow
+from indexer.embedders import Registry
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
 from resolvers.errors import LimitExceeded
@@ -41,6 +42,7 @@ class Context:
     tuning: Tuning
     comparisons: AsyncEngine | None = None  # the comparisons' own pool; else `engine`
     models: ModelCatalog = field(default_factory=ModelCatalog)
+    embedders: Registry = field(default_factory=Registry)  # for search texts
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
     replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)

@@ -35,6 +35,12 @@ SENTENCES: dict[str, str] = {
     "similar_filter_applied": (
         "Only sessions of the requested status or source type were compared."
     ),
+    "semantic_daily_cap_reached": (
+        "The account has reached its daily embedding cap; the search text was not embedded."
+    ),
+    "search_text_not_embedded": (
+        "The search text could not be embedded with the account's model, so nothing was compared."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
 # The sentences that name the window when one was asked for.

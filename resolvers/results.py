@@ -68,7 +68,7 @@ class MatchResult(PassageResult):
 
     similarity: float
     band: ranking.Band
-    probe: PassageResult
+    probe: PassageResult | None  # None for a search text's match
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,19 +115,12 @@ class NeighbourResult:
         return console_link(self.session.id, anchor)
 
 
-@dataclass(frozen=True, slots=True)
-class SimilarResult:
-    runtime_session_id: UUID
-    model_identity: str | None
-    embedded_chunks: int
-    probe_chunks: int
-    pending_chunks: int
+class Answered:
+    """What a ranked answer says of the arguments it was asked with, and of its paging."""
+
+    __slots__ = ()
     args: SimilarArgs
-    degraded: Degraded
-    elapsed_ms: float
-    results: tuple[NeighbourResult, ...]
     next_cursor: str | None
-    lookup_path: str | None
 
     @property
     def window_days(self) -> int | None:
@@ -148,3 +141,31 @@ class SimilarResult:
     @property
     def has_next_page(self) -> bool:
         return self.next_cursor is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarResult(Answered):
+    runtime_session_id: UUID
+    model_identity: str | None
+    embedded_chunks: int
+    probe_chunks: int
+    pending_chunks: int
+    args: SimilarArgs
+    degraded: Degraded
+    elapsed_ms: float
+    results: tuple[NeighbourResult, ...]
+    next_cursor: str | None
+    lookup_path: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult(Answered):
+    """The sessions whose passages are nearest a described text, ranked as neighbours are."""
+
+    model_identity: str | None
+    args: SimilarArgs
+    degraded: Degraded
+    elapsed_ms: float
+    results: tuple[NeighbourResult, ...]
+    next_cursor: str | None
+    lookup_path: str | None

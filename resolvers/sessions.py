@@ -6,11 +6,12 @@ from __future__ import annotations
 from uuid import UUID
 
 from data.sessions import SessionRow, recent_sessions
+from resolvers import search
 from resolvers.arguments import SimilarArgs
 from resolvers.context import Context
 from resolvers.cursors import decode_session_cursor
 from resolvers.errors import BadArgument
-from resolvers.results import SimilarResult
+from resolvers.results import SearchResult, SimilarResult
 
 MAX_PAGE = 100
 
@@ -21,6 +22,12 @@ async def similar_sessions(
     """The comparison for one session of the caller's account; None when it has no such session."""
     context.budget.spend()
     return await context.similar.load((session_id, args))
+
+
+async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:
+    """The account's sessions nearest a described text (GraphQL and REST both call it)."""
+    context.budget.spend()
+    return await search.search_sessions(context, text, args)
 
 
 async def session_page(

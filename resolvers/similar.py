@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data import comparison_details as details
-from data.engine import ComparisonSettings
 from data.errors import ComparisonTimedOut
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
@@ -116,7 +115,7 @@ async def look_up(
     lookup answered short are asked again, once, with a wider search."""
     try:
         with sql.within_budget():
-            await _configure(conn, tuning)
+            await sql.ensure_configured(conn, tuning.comparison_settings)
             models = await catalog.models(conn)
             batch.looked = await _first(conn, batch, models, tuning)
             if any(path == "unserved" for path, _ in batch.looked.paths.values()):
@@ -135,15 +134,6 @@ async def look_up(
     for c in batch.found:
         c.model, c.embedded = batch.looked.models.get(c.key, (None, 0))
         c.probes = batch.looked.probes.get(c.key, [])
-
-
-async def _configure(conn: AsyncConnection, tuning: Tuning) -> None:
-    """A connection opened for comparisons already has their settings (no statement)."""
-    wanted = ComparisonSettings(tuning.comparison_timeout_ms, tuning.ef_search)
-    if conn.info.get("comparison") != wanted:
-        await sql.configure_comparison(
-            conn, timeout_ms=wanted.timeout_ms, ef_search=wanted.ef_search
-        )
 
 
 async def _first(

@@ -3,7 +3,9 @@ facts, the neighbours with their matches and probes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+from uuid import UUID
 
 from data.comparison_details import ChunkDetail, Shown
 from resolvers import ranking
@@ -48,23 +50,28 @@ def result_of(
             c.model is not None and not batch.timed_out, reasons_for(facts), c.args.window_days
         ),
         elapsed_ms=elapsed_ms,
-        results=tuple(_neighbour(n, c, shown) for n in c.page),
+        results=tuple(neighbour_of(n, shown, c.args, c.probes) for n in c.page),
         next_cursor=encode_cursor(c.page[-1]) if c.more and c.page else None,
         lookup_path=None if path is None else path.value,
     )
 
 
-def _neighbour(n: ranking.Neighbour, c: Comparison, shown: Shown) -> NeighbourResult:
+def neighbour_of(
+    n: ranking.Neighbour, shown: Shown, args: SimilarArgs, probes: Sequence[UUID] | None
+) -> NeighbourResult:
+    """A ranked neighbour with its shown matches, each with the probe that found it (none
+    for a search text)."""
     matches = []
     for match in n.matches:
-        chunk, probe = shown.chunks[match.chunk_id], shown.chunks[c.probes[match.probe]]
+        chunk = shown.chunks[match.chunk_id]
+        probe = None if probes is None else shown.chunks[probes[match.probe]]
         matches.append(
             MatchResult(
                 chunk,
-                _text(chunk, c.args),
+                _text(chunk, args),
                 match.similarity,
                 ranking.band(match.similarity),
-                PassageResult(probe, _text(probe, c.args)),
+                None if probe is None else PassageResult(probe, _text(probe, args)),
             )
         )
     return NeighbourResult(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from config.settings import Settings, default_of
+from data.engine import ComparisonSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +16,11 @@ class Tuning:
     ef_search_retry: int = default_of("hnsw_ef_search_retry")
     overfetch: int = default_of("hnsw_overfetch")
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
+
+    @property
+    def comparison_settings(self) -> ComparisonSettings:
+        """What a comparison's connection runs under."""
+        return ComparisonSettings(self.comparison_timeout_ms, self.ef_search)
 
     @classmethod
     def of(cls, settings: Settings) -> Tuning:

@@ -15,6 +15,7 @@ from resolvers.context import Context
 from resolvers.cursors import session_cursor
 from resolvers.sessions import session_page
 from schema.errors import MapErrors, is_unexpected
+from schema.search import SearchQuery
 from schema.sessions import RuntimeSession
 
 
@@ -34,7 +35,7 @@ class RuntimeSessionPage:
 
 
 @strawberry.type
-class Query:
+class Query(SearchQuery):
     @strawberry.field(description="Who is asking.")
     def viewer(self, info: strawberry.Info[Context, None]) -> Viewer:
         p = info.context.principal

@@ -13,7 +13,13 @@ from uuid import UUID
 import strawberry
 
 from resolvers import ranking
-from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
+from resolvers.results import (
+    MatchResult,
+    NeighbourResult,
+    PassageResult,
+    SearchResult,
+    SimilarResult,
+)
 from schema.mapping import from_result
 
 if TYPE_CHECKING:
@@ -54,23 +60,35 @@ class Probe(Passage):
         return from_result(cls, p)
 
 
-@strawberry.type(description="A passage of the other session, and the probe that found it.")
-class Match(Passage):
+@strawberry.interface(description="A passage of another session that matched.")
+class RankedPassage(Passage):
     similarity: float
     band: SimilarityBand  # type: ignore[valid-type]
     redaction_state: str
     text: str | None = strawberry.field(
         description="Up to 280 characters; null when includeMatchText is false or withheld."
     )
+
+
+@strawberry.type(description="A passage of the other session, and the probe that found it.")
+class Match(RankedPassage):
     probe: Probe
 
     @classmethod
     def of(cls, m: MatchResult) -> Match:
+        assert m.probe is not None, "a comparison's match has its probe"
         return from_result(cls, m, probe=Probe.of(m.probe))
 
 
-@strawberry.type(description="Another session of the account that went the same way.")
-class Neighbour:
+@strawberry.type(description="A passage of another session that matched the search text.")
+class SearchMatch(RankedPassage):
+    @classmethod
+    def of(cls, m: MatchResult) -> SearchMatch:
+        return from_result(cls, m)
+
+
+@strawberry.interface(description="Another session of the account, ranked by its best passage.")
+class RankedSession:
     runtime_session_id: UUID
     session_source_type: str
     session_source_id: str
@@ -83,19 +101,35 @@ class Neighbour:
     similarity: float
     band: SimilarityBand  # type: ignore[valid-type]
     matched_chunk_count: int
-    matches: list[Match]
     console_link: str = strawberry.field(
         description="The other session in the console, at the turn of its best match when "
         "that match came from a replay turn."
     )
 
+
+@strawberry.type(description="Another session of the account that went the same way.")
+class Neighbour(RankedSession):
+    matches: list[Match]
+
     @classmethod
     def of(cls, n: NeighbourResult) -> Neighbour:
-        from schema.sessions import RuntimeSession
+        return from_result(cls, n, session=_session(n), matches=[Match.of(m) for m in n.matches])
 
-        return from_result(
-            cls, n, session=RuntimeSession.of(n.session), matches=[Match.of(m) for m in n.matches]
-        )
+
+@strawberry.type(description="A session of the account with passages like the search text.")
+class SearchNeighbour(RankedSession):
+    matches: list[SearchMatch]
+
+    @classmethod
+    def of(cls, n: NeighbourResult) -> SearchNeighbour:
+        matches = [SearchMatch.of(m) for m in n.matches]
+        return from_result(cls, n, session=_session(n), matches=matches)
+
+
+def _session(n: NeighbourResult) -> RuntimeSession:
+    from schema.sessions import RuntimeSession
+
+    return RuntimeSession.of(n.session)
 
 
 @strawberry.type(description="The sessions most similar to one session, best first.")
@@ -121,4 +155,26 @@ class SimilarSessions:
             r,
             degraded=from_result(Degraded, r.degraded),
             results=[Neighbour.of(n) for n in r.results],
+        )
+
+
+@strawberry.type(description="The account's sessions with passages like a described text.")
+class SessionSearch:
+    model_identity: str | None
+    window_days: int | None
+    limit: int
+    max_matches_per_session: int
+    degraded: Degraded
+    elapsed_ms: float
+    results: list[SearchNeighbour]
+    end_cursor: str | None
+    has_next_page: bool
+
+    @classmethod
+    def of(cls, r: SearchResult) -> SessionSearch:
+        return from_result(
+            cls,
+            r,
+            degraded=from_result(Degraded, r.degraded),
+            results=[SearchNeighbour.of(n) for n in r.results],
         )

@@ -15,10 +15,11 @@ from strawberry.extensions import DisableIntrospection
 
 from config.logs import configure_logging
 from config.settings import Settings
-from data.engine import ComparisonSettings, make_engine, ping
+from data.engine import make_engine, ping
 from data.migrate import migrate
 from data.model_catalog import ModelCatalog
 from data.server import resolve_url
+from indexer.embedders import Registry
 from resolvers.tuning import Tuning
 from schema.query import make_schema
 from similar_sessions.auth import AuthMiddleware
@@ -26,7 +27,7 @@ from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.errors import EXCEPTION_HANDLERS
 from similar_sessions.graphql_app import GraphQLApp
-from similar_sessions.rest import similar_route
+from similar_sessions.rest import search_route, similar_route
 
 
 async def healthz(request: Request) -> Response:
@@ -35,10 +36,6 @@ async def healthz(request: Request) -> Response:
     except Exception:
         return JSONResponse({"status": "unavailable", "database": False}, status_code=503)
     return JSONResponse({"status": "ok", "database": True})
-
-
-def comparison_settings(settings: Settings) -> ComparisonSettings:
-    return ComparisonSettings(settings.comparison_timeout_ms, settings.hnsw_ef_search)
 
 
 def open_engines(settings: Settings) -> tuple[AsyncEngine, AsyncEngine]:
@@ -55,7 +52,7 @@ def open_engines(settings: Settings) -> tuple[AsyncEngine, AsyncEngine]:
         url,
         pool_size=settings.comparison_pool_size,
         pool_timeout_s=settings.pool_timeout_s,
-        comparison=comparison_settings(settings),
+        comparison=Tuning.of(settings).comparison_settings,
     )
     return engine, comparisons
 
@@ -92,6 +89,7 @@ def create_app(
     routes = [
         Route("/healthz", healthz),
         Route("/graphql", graphql, methods=["GET", "POST"]),
+        Route("/api/v1/runtime-sessions/search", search_route),
         Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
         *console_routes,
     ]
@@ -104,6 +102,7 @@ def create_app(
     app.state.settings = settings
     app.state.tuning = Tuning.of(settings)
     app.state.models = ModelCatalog()
+    app.state.embedders = Registry()
     if engine is not None:
         app.state.engine = engine
         app.state.comparison_engine = comparison_engine or engine

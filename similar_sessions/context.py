@@ -15,4 +15,5 @@ def request_context(connection: HTTPConnection) -> Context:
         tuning=state.tuning,
         comparisons=state.comparison_engine,
         models=state.models,
+        embedders=state.embedders,
     )

@@ -1,6 +1,7 @@
-"""The compatibility route: GET /api/v1/runtime-sessions/{id}/similar.
+"""The REST routes: GET /api/v1/runtime-sessions/{id}/similar (the compatibility route) and
+GET /api/v1/runtime-sessions/search.
 
-It runs the same resolver as the GraphQL field, and its payload is the GraphQL answer's own
+Each runs the same resolver as its GraphQL field, and its payload is the GraphQL answer's own
 types serialised with snake_case names, less the fields only GraphQL has."""
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from starlette.responses import JSONResponse
 
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.errors import BadArgument
-from resolvers.results import SimilarResult
-from resolvers.sessions import similar_sessions
-from schema.similar import SimilarSessions
+from resolvers.search import checked_text
+from resolvers.sessions import search_sessions, similar_sessions
+from schema.similar import SessionSearch, SimilarSessions
 from similar_sessions.context import request_context
 from similar_sessions.errors import not_found
 
@@ -65,8 +66,9 @@ def _bool(request: Request, name: str, default: bool) -> bool:
     raise BadArgument(name, f"must be true or false, got {raw[:40]!r}")
 
 
-def parse_args(request: Request) -> SimilarArgs:
-    unknown = sorted(set(request.query_params) - _KNOWN)
+def parse_args(request: Request, also: frozenset[str] = frozenset()) -> SimilarArgs:
+    """The comparison's arguments from the query string (and `also` its other parameters)."""
+    unknown = sorted(set(request.query_params) - _KNOWN - also)
     if unknown:
         raise BadArgument(unknown[0][:40], "is not a parameter of this route")
     limit = _int(request, "limit", DEFAULT_LIMIT)
@@ -94,13 +96,22 @@ async def similar_route(request: Request) -> JSONResponse:
     result = await similar_sessions(request_context(request), session_id, args)
     if result is None:
         return not_found()
-    return JSONResponse(payload(result))
+    return JSONResponse(payload(SimilarSessions.of(result), result.next_cursor))
 
 
-def payload(result: SimilarResult) -> dict[str, Any]:
-    body: dict[str, Any] = to_json(SimilarSessions.of(result))
-    if result.next_cursor is not None:
-        body["next_cursor"] = result.next_cursor
+async def search_route(request: Request) -> JSONResponse:
+    """GET /api/v1/runtime-sessions/search?q=: sessions with passages like the text."""
+    args = parse_args(request, also=frozenset({"q"}))
+    text = checked_text(request.query_params.get("q", ""), "q")
+    result = await search_sessions(request_context(request), text, args)
+    return JSONResponse(payload(SessionSearch.of(result), result.next_cursor))
+
+
+def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:
+    """A GraphQL answer as the REST body: next_cursor only when more results exist."""
+    body: dict[str, Any] = to_json(answer)
+    if next_cursor is not None:
+        body["next_cursor"] = next_cursor
     return body
 
 

@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data.engine import make_engine
-from similar_sessions.app import comparison_settings, create_app
+from resolvers.tuning import Tuning
+from similar_sessions.app import create_app
 from tests.support.similar_helpers import bearer, counted_statements, graphql, topic_world
 
 
@@ -58,7 +59,7 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
     statements: everything up to the probe lookups, then what the answers show."""
     _, key, ids = await topic_world(engine, sessions=20)
     settings = Settings.from_env({})
-    comparisons = make_engine(database_url, comparison=comparison_settings(settings))
+    comparisons = make_engine(database_url, comparison=Tuning.of(settings).comparison_settings)
     app = create_app(settings, engine=engine, comparison_engine=comparisons, run_migrations=False)
     query = (
         "query($n: Int!) { runtimeSessions(first: $n) { nodes {"

@@ -1,0 +1,178 @@
+"""Search by describing the failure: the text is embedded once with the account's model and
+looked up as one probe, equal to an exact scan on every path, scoped to the account, and
+every way it comes up short named."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.account_indexes import ensure_account_index
+from data.model_identity import ModelIdentity
+from indexer.embedders import HashEmbedder, Registry
+from resolvers import ranking
+from resolvers.arguments import SimilarArgs
+from resolvers.context import Context
+from resolvers.search import search_sessions
+from resolvers.tuning import Tuning
+from tests.support.similar_helpers import bearer, graphql
+from tests.support.world import MODEL, World
+
+IDENTITY = ModelIdentity.parse(MODEL)
+EMBED = HashEmbedder()
+TOPICS = {
+    "migration": "the database migration failed: lock timeout on table orders, retried",
+    "deploy": "the kubernetes deploy rolled back after the readiness probe kept failing",
+    "billing": "the invoice total was wrong because the currency conversion rate was stale",
+}
+QUESTION = "migration failed with a lock timeout on orders"
+EXACT_TEXT_SCAN = """
+SELECT c.id, c.runtime_session_id, 1 - ((c.embedding::vector(384)) <=> CAST(:v AS vector(384)))
+FROM session_chunks c
+WHERE c.account_id = :account AND c.embedding_model = 'local:hash-384@384'
+  AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
+  AND 1 - ((c.embedding::vector(384)) <=> CAST(:v AS vector(384))) >= 0.35
+ORDER BY (c.embedding::vector(384)) <=> CAST(:v AS vector(384)), c.id
+LIMIT 25
+"""
+
+
+def vector(text: str) -> list[float]:
+    return [float(x) for x in EMBED.vector(text)]
+
+
+async def topic_sessions(engine: AsyncEngine, **account: Any) -> tuple[str, str, dict[str, str]]:
+    """An account with sessions on three topics (two on the migration), and another account
+    whose session is the closest of all to the question."""
+    world = World()
+    account_id, key = world.account(**account)
+    sessions = {}
+    for name, text in [*TOPICS.items(), ("migration again", TOPICS["migration"] + " twice")]:
+        sid = sessions[name] = world.session(account_id, name)
+        for i in range(3):
+            passage = f"{text} (step {i})"
+            world.chunk(sid, vector(passage), index=i, content=passage)
+    other, _ = world.account("another")
+    foreign = world.session(other, "foreign")
+    world.chunk(foreign, vector(QUESTION), content=QUESTION)
+    await world.write(engine)
+    return account_id, key, sessions
+
+
+async def searched(
+    engine: AsyncEngine, account: str, text: str, tuning: Tuning | None = None, **args: Any
+) -> Any:
+    from data.accounts import Principal
+
+    principal = Principal(uuid.UUID(account), "acme", frozenset(), frozenset())
+    registry = args.pop("registry", Registry())
+    context = Context(engine, principal, tuning or Tuning(), embedders=registry)
+    return await search_sessions(context, text, SimilarArgs(**args))
+
+
+@pytest.mark.parametrize("path", ["exact", "index", "account_index"])
+async def test_the_search_finds_the_sessions_of_the_described_failure_exactly(
+    engine: AsyncEngine, path: str
+) -> None:
+    account, _, sessions = await topic_sessions(engine)
+    if path == "account_index":
+        async with engine.begin() as conn:
+            await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    tuning = Tuning(exact_scan_max_chunks=1000 if path == "exact" else 0)
+    result = await searched(engine, account, QUESTION, tuning, limit=20)
+    assert result.lookup_path == path
+    assert [str(n.session.id) for n in result.results][:2] in (
+        [sessions["migration"], sessions["migration again"]],
+        [sessions["migration again"], sessions["migration"]],
+    )
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.text(EXACT_TEXT_SCAN), {"v": str(vector(QUESTION)), "account": account}
+        )
+        hits = [ranking.Hit(0, r[0], r[1], float(r[2])) for r in rows]
+    exact = [(n.session_id, round(n.score, 9)) for n in ranking.rank_neighbours(hits, 2)]
+    assert [(n.session.id, round(n.score, 9)) for n in result.results] == exact
+    assert result.degraded.semantic and result.degraded.reasons == ()
+    assert all(m.probe is None and m.text for n in result.results for m in n.matches)
+
+
+async def test_what_keeps_a_text_from_being_embedded_is_named(engine: AsyncEngine) -> None:
+    disabled, _, _ = await topic_sessions(engine, enabled=False)
+    off = await searched(engine, disabled, QUESTION)
+    assert off.results == () and not off.degraded.semantic
+    assert off.degraded.reasons == ("semantic_not_enabled", "search_text_not_embedded")
+    account, _, _ = await topic_sessions(engine)
+    deployment = await searched(engine, account, QUESTION, Tuning(embeddings_enabled=False))
+    assert deployment.degraded.reasons == (
+        "semantic_disabled_by_deployment",
+        "search_text_not_embedded",
+    )
+    stopwords = await searched(engine, account, "and the of")
+    assert stopwords.degraded.reasons == ("search_text_not_embedded",)
+
+
+class PricedHash(HashEmbedder):
+    usd_per_1k_tokens = 10.0  # a search text of 8 words costs $0.08
+
+
+async def spend(engine: AsyncEngine, account: str) -> float:
+    async with engine.connect() as conn:
+        total = await conn.execute(
+            sa.text("SELECT coalesce(sum(cost_usd), 0) FROM api_usage WHERE account_id = :a"),
+            {"a": account},
+        )
+        return float(total.scalar_one())
+
+
+async def test_a_priced_model_records_the_search_spend_and_stops_at_the_cap(
+    engine: AsyncEngine,
+) -> None:
+    account, _, _ = await topic_sessions(engine, daily_cap_usd=0.1)
+    registry = Registry({MODEL: PricedHash})
+    first = await searched(engine, account, QUESTION, registry=registry)
+    assert first.results and await spend(engine, account) == pytest.approx(0.08)
+    capped = await searched(engine, account, QUESTION, registry=registry)
+    assert capped.results == ()
+    assert capped.degraded.reasons == ("semantic_daily_cap_reached", "search_text_not_embedded")
+    assert await spend(engine, account) == pytest.approx(0.08), "nothing spent past the cap"
+
+
+async def test_graphql_and_rest_search_within_the_account(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, sessions = await topic_sessions(engine)
+    body = await graphql(
+        client,
+        key,
+        "query($q: String!) { searchSessions(text: $q, limit: 2) { modelIdentity"
+        " degraded { reasons } results { runtimeSessionId band matches { text replayAnchor } } } }",
+        q=QUESTION,
+    )
+    found = body["data"]["searchSessions"]
+    ids = {r["runtimeSessionId"] for r in found["results"]}
+    assert ids == {sessions["migration"], sessions["migration again"]}
+    rest = await client.get(
+        "/api/v1/runtime-sessions/search",
+        params={"q": QUESTION, "limit": 20, "status": "failed"},
+        headers=bearer(key),
+    )
+    assert rest.status_code == 200
+    assert rest.json()["results"] == [] and rest.json()["degraded"]["reasons"] == [
+        "similar_no_comparable_sessions",
+        "similar_filter_applied",
+    ]
+    everything = await client.get(
+        "/api/v1/runtime-sessions/search", params={"q": QUESTION, "limit": 20}, headers=bearer(key)
+    )
+    returned = {r["runtime_session_id"] for r in everything.json()["results"]}
+    assert returned <= set(sessions.values()), "another account's session was returned"
+    for bad in ({}, {"q": "   "}, {"q": "x" * 2001}):
+        refused = await client.get(
+            "/api/v1/runtime-sessions/search", params=bad, headers=bearer(key)
+        )
+        assert refused.status_code == 422 and refused.json()["parameter"] == "q"
