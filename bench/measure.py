@@ -122,9 +122,7 @@ async def served(
     if path is LookupPath.INDEX:
         limits = comparison.Limits(PER_PROBE, FLOOR, tuning.overfetch, 0, own_index=False)
         async with engine.begin() as conn:
-            await comparison.configure_comparison(
-                conn, timeout_ms=tuning.comparison_timeout_ms, ef_search=tuning.ef_search
-            )
+            await comparison.configure_comparison(conn, tuning.comparison_settings)
             ask = comparison.Ask(0, probe.session)
             rows = (await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits)).hits
     else:

@@ -203,25 +203,16 @@ def within_budget() -> Iterator[None]:
 async def ensure_configured(conn: AsyncConnection, settings: ComparisonSettings) -> None:
     """A connection opened for comparisons already has their settings: no statement then."""
     if conn.info.get("comparison") != settings:
-        await configure_comparison(
-            conn, timeout_ms=settings.timeout_ms, ef_search=settings.ef_search
-        )
+        await configure_comparison(conn, settings)
 
 
-async def configure_comparison(conn: AsyncConnection, *, timeout_ms: int, ef_search: int) -> None:
-    """Set the comparison's settings until its transaction ends, in one round trip: its time
-    budget, iterative HNSW scans, and custom plans (a generic plan of a prepared statement
-    cannot prove a partial index's predicate). On Citus these become SET LOCAL statements
+async def configure_comparison(conn: AsyncConnection, settings: ComparisonSettings) -> None:
+    """Set the comparison's settings until its transaction ends, in one round trip (on a
+    connection not opened with them). On Citus these become SET LOCAL statements
     (docs/scaling.md)."""
-    await conn.execute(
-        sa.text(
-            "SELECT set_config('statement_timeout', :timeout, true), "
-            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', :ef, true), "
-            "set_config('plan_cache_mode', 'force_custom_plan', true)"
-        ),
-        {"timeout": str(int(timeout_ms)), "ef": str(int(ef_search))},
-    )
+    values = list(settings.server_settings().items())
+    calls = ", ".join(f"set_config('{name}', :v{n}, true)" for n, (name, _) in enumerate(values))
+    await conn.execute(sa.text(f"SELECT {calls}"), {f"v{n}": v for n, (_, v) in enumerate(values)})
 
 
 async def widen_search(conn: AsyncConnection, ef_search: int) -> None:

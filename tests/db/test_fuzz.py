@@ -38,7 +38,15 @@ HOSTILE = st.one_of(
         ]
     ),
 )
-PARAMETERS = ["limit", "max_matches_per_session", "window_days", "include_match_text", "cursor"]
+PARAMETERS = [
+    "limit",
+    "max_matches_per_session",
+    "window_days",
+    "include_match_text",
+    "cursor",
+    "status",
+    "source_type",
+]
 FUZZ = settings(
     max_examples=60,
     deadline=None,
@@ -63,6 +71,21 @@ async def test_rest_parameters(
 
 
 @FUZZ
+@given(parameter=st.sampled_from(["q", *PARAMETERS]), value=HOSTILE)
+async def test_rest_search_parameters(
+    client: httpx.AsyncClient, engine: AsyncEngine, parameter: str, value: str
+) -> None:
+    _, key = await pair_world(engine)
+    params = {"q": "a migration that failed", parameter: value}
+    response = await client.get(
+        "/api/v1/runtime-sessions/search", params=params, headers=bearer(key)
+    )
+    assert response.status_code in (200, 422), response.text
+    if response.status_code == 422:
+        assert response.json()["parameter"] == parameter
+
+
+@FUZZ
 @given(value=HOSTILE)
 async def test_rest_session_ids(client: httpx.AsyncClient, engine: AsyncEngine, value: str) -> None:
     _, key = await pair_world(engine)
@@ -76,7 +99,7 @@ JSON_VALUES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(10**20), max_value=10**20),
-    st.floats(allow_nan=False),
+    st.floats(allow_nan=False, allow_infinity=False),  # what JSON can carry
     st.text(max_size=60),
     st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data.comparison import Ask, Limits, configure_comparison, look_up
+from data.engine import ComparisonSettings
 from data.model_identity import ModelIdentity
 from resolvers.lookup_path import LookupPath
 from resolvers.ranking import probe_positions
@@ -78,7 +79,7 @@ async def served_per_probe(
     limits = Limits(per_probe=25, floor=0.35, overfetch=100, exact_scan_max_chunks=cap)
     async with engine.begin() as conn:
         probes = await contract_probes(conn, viewed)
-        await configure_comparison(conn, timeout_ms=10_000, ef_search=200)
+        await configure_comparison(conn, ComparisonSettings(10_000, 200))
         ask = Ask(0, uuid.UUID(viewed))
         looked = await look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
     assert looked.paths[str(IDENTITY)][0] == path.value, "the path asked for was not taken"
