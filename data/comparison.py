@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import EmbeddingSetting, setting_of
-from data.comparison_sql import first_statement, search_statement
+from data.comparison_sql import ANSWER, TIMELINE_ANSWER, first_statement, search_statement
 from data.engine import ComparisonSettings, is_query_canceled
 from data.errors import ComparisonTimedOut
 from data.model_identity import ModelIdentity
@@ -78,6 +78,9 @@ class Looked:
     probes: dict[int, list[UUID]] = field(default_factory=dict)  # in probe order
     paths: dict[str, tuple[str, int]] = field(default_factory=dict)  # model -> path, comparable
     hits: list[HitRow] = field(default_factory=list)
+    buckets: dict[int, list[tuple[datetime, int]]] = field(default_factory=dict)  # timeline
+    bounded: set[int] = field(default_factory=set)  # keys with a probe that reached its bound
+    found: set[int] = field(default_factory=set)  # the keys whose session exists (timeline)
 
 
 async def look_up(
@@ -87,10 +90,13 @@ async def look_up(
     models: Sequence[ModelIdentity],
     limits: Limits,
     retry: Sequence[tuple[int, int]] | None = None,
+    timeline_bucket: str | None = None,
 ) -> Looked:
     """The comparison's first statement, for every ask at once; with `retry`, only those
-    (key, probe) pairs are looked up (and reported as probes)."""
-    statement = first_statement(models, account_id, any(a.filtered for a in asks))
+    (key, probe) pairs are looked up (and reported as probes); with `timeline_bucket`
+    (day, week or month) the answer is each comparison's sessions counted by that bucket."""
+    answer = ANSWER if timeline_bucket is None else TIMELINE_ANSWER
+    statement = first_statement(models, account_id, any(a.filtered for a in asks), answer)
     rows = await conn.execute(
         sa.text(statement).columns(payload=JSONB),
         {
@@ -103,6 +109,7 @@ async def look_up(
             "per_probe": limits.per_probe,
             "floor": limits.floor,
             "overfetch": max(limits.overfetch, limits.per_probe),
+            **({} if timeline_bucket is None else {"bucket": timeline_bucket}),
         },
     )
     looked = Looked()
@@ -155,6 +162,8 @@ async def look_up_text(
 def _take(looked: Looked, kind: str, key: int, number: int, payload: Any) -> None:
     if kind == "setting":
         looked.setting = setting_of(_Row(payload))
+    elif kind == "session" and payload is None:
+        looked.found.add(key)
     elif kind == "session":
         looked.sessions[key] = session_of(payload)
     elif kind == "embedded":
@@ -166,6 +175,10 @@ def _take(looked: Looked, kind: str, key: int, number: int, payload: Any) -> Non
     elif kind == "path":
         model, path = payload
         looked.paths[model] = (path, number)
+    elif kind == "bucket":
+        looked.buckets.setdefault(key, []).append((datetime.fromisoformat(payload), number))
+    elif kind == "bounded":
+        looked.bounded.add(key)
 
 
 class _Row:

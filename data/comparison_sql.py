@@ -166,7 +166,26 @@ def finite_and_close(distance: str) -> str:
     return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
 
 
-def first_statement(models: Sequence[ModelIdentity], account_id: UUID, filtered: bool) -> str:
+# The timeline's answer: per comparison, how many sessions had a hit, by the bucket their
+# start falls in (UTC), and the probes whose lookup reached its bound.
+TIMELINE_ANSWER = """
+SELECT 'session' AS kind, f.key, NULL::int AS probe, NULL::uuid AS chunk_id,
+       f.session_id, NULL::float8 AS similarity, NULL::jsonb AS payload FROM found f
+UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
+UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
+  FROM paths
+UNION ALL SELECT 'bucket', b.key, b.sessions, NULL, NULL, NULL, to_jsonb(b.start) FROM (
+  SELECT h.key, date_trunc(:bucket, s.started_at, 'UTC') AS start,
+         count(DISTINCT h.session_id)::int AS sessions
+  FROM hits h JOIN runtime_sessions s ON s.account_id = :account_id AND s.id = h.session_id
+  GROUP BY h.key, date_trunc(:bucket, s.started_at, 'UTC')) b
+UNION ALL SELECT 'bounded', key, probe, NULL, NULL, NULL, NULL FROM hits
+  GROUP BY key, probe HAVING count(*) >= :per_probe"""
+
+
+def first_statement(
+    models: Sequence[ModelIdentity], account_id: UUID, filtered: bool, answer: str = ANSWER
+) -> str:
     """The comparison's first statement, with lookup branches for these models (a probe of
     another model is answered with the path 'unserved'). The account's own index is named by
     its literal predicate, so the text is per account."""
@@ -188,7 +207,7 @@ def first_statement(models: Sequence[ModelIdentity], account_id: UUID, filtered:
     ctes.append(
         "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups) + ")"
     )
-    return "WITH " + ",\n".join(ctes) + ANSWER
+    return "WITH " + ",\n".join(ctes) + answer
 
 
 SEARCH_ANSWER = """

@@ -16,6 +16,7 @@ from resolvers import loaders
 from resolvers.arguments import SimilarArgs
 from resolvers.errors import LimitExceeded
 from resolvers.results import SimilarResult
+from resolvers.timeline import TimelineKey, TimelineResult
 from resolvers.tuning import Tuning
 
 MAX_SIMILAR_PER_REQUEST = 50
@@ -34,28 +35,40 @@ class RequestBudget:
 
 
 @dataclass(frozen=True)
-class Context:
-    """Built once per request; its DataLoaders never outlive it."""
+class Services:
+    """What every request of a process shares: the engines, the tuning, the catalog of
+    models in use, and the embedders of search texts."""
 
     engine: AsyncEngine
-    principal: Principal
     tuning: Tuning
     comparisons: AsyncEngine | None = None  # the comparisons' own pool; else `engine`
     models: ModelCatalog = field(default_factory=ModelCatalog)
-    embedders: Registry = field(default_factory=Registry)  # for search texts
+    embedders: Registry = field(default_factory=Registry)
+
+    @property
+    def comparison_engine(self) -> AsyncEngine:
+        return self.comparisons or self.engine
+
+
+@dataclass(frozen=True)
+class Context:
+    """Built once per request; its DataLoaders never outlive it."""
+
+    services: Services
+    principal: Principal
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
     replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
+    timelines: DataLoader[TimelineKey, TimelineResult | None] = field(init=False)
     budget: RequestBudget = field(default_factory=RequestBudget)
 
     def __post_init__(self) -> None:
-        account = self.principal.account_id
-        object.__setattr__(self, "sessions", loaders.session_loader(self.engine, account))
-        object.__setattr__(self, "replays", loaders.replay_loader(self.engine, account))
-        object.__setattr__(
-            self,
-            "similar",
-            loaders.similar_loader(
-                self.comparisons or self.engine, account, self.tuning, self.models
-            ),
-        )
+        account, services = self.principal.account_id, self.services
+        built = {
+            "sessions": loaders.session_loader(services.engine, account),
+            "replays": loaders.replay_loader(services.engine, account),
+            "similar": loaders.similar_loader(services, account),
+            "timelines": loaders.timeline_loader(services, account),
+        }
+        for name, loader in built.items():
+            object.__setattr__(self, name, loader)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from resolvers.ranking import TIMELINE_NEIGHBOURS_PER_PROBE
+
 # In the contract's order; codes the product adds come after the contract's own.
 SENTENCES: dict[str, str] = {
     "semantic_disabled_by_deployment": (
@@ -37,6 +39,11 @@ SENTENCES: dict[str, str] = {
     ),
     "semantic_daily_cap_reached": (
         "The account has reached its daily embedding cap; the search text was not embedded."
+    ),
+    "similar_timeline_bounded": (
+        f"The timeline counted among the {TIMELINE_NEIGHBOURS_PER_PROBE} nearest passages of "
+        "each probe, and some probe reached that bound: more sessions may match than were "
+        "counted."
     ),
     "search_text_not_embedded": (
         "The search text could not be embedded with the account's model, so nothing was compared."

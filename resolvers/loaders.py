@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
-from data.model_catalog import ModelCatalog
 from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions_by_id
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
 from resolvers.similar import compare_sessions
-from resolvers.tuning import Tuning
+from resolvers.timeline import TimelineKey, TimelineResult, timelines
 
 SimilarKey = tuple[UUID, SimilarArgs]
 
@@ -37,11 +37,25 @@ def replay_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, lis
 
 
 def similar_loader(
-    engine: AsyncEngine, account_id: UUID, tuning: Tuning, models: ModelCatalog
+    services: Services, account_id: UUID
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
         # Read-only: the transaction (and any SET LOCAL setting) ends with the connection.
-        async with engine.connect() as conn:
-            return await compare_sessions(conn, account_id, keys, tuning, models)
+        async with services.comparison_engine.connect() as conn:
+            return await compare_sessions(conn, account_id, keys, services.tuning, services.models)
 
     return DataLoader(load_fn=load)
+
+
+def timeline_loader(
+    services: Services, account_id: UUID
+) -> DataLoader[TimelineKey, TimelineResult | None]:
+    async def load(keys: Sequence[TimelineKey]) -> list[TimelineResult | None]:
+        async with services.comparison_engine.connect() as conn:
+            return await timelines(conn, account_id, keys, services.tuning, services.models)
+
+    return DataLoader(load_fn=load)
+
+
+if TYPE_CHECKING:
+    from resolvers.context import Services

@@ -18,6 +18,8 @@ SIMILARITY_BAND_CLOSE = 0.70
 SIMILARITY_BAND_RELATED = 0.50
 SIMILAR_BREADTH_WEIGHT = 0.02
 SIMILAR_PREVIEW_CHARS = 280
+# The timeline counts among this many nearest passages per probe (resolvers/timeline.py).
+TIMELINE_NEIGHBOURS_PER_PROBE = 200
 
 
 class Band(Enum):

@@ -42,25 +42,25 @@ async def search_sessions(context: Context, text: str, args: SimilarArgs) -> Sea
     account_id = context.principal.account_id
     asked = {"similar_window_applied"} if args.window_days is not None else set()
     asked |= {"similar_filter_applied"} if args.filtered else set()
-    async with context.engine.connect() as conn:
+    async with context.services.engine.connect() as conn:
         setting = await embedding_setting(conn, account_id)
     refused = _refusal(context, setting)
     if refused or setting is None:
         return _empty(args, None, asked | refused, started)
     try:
         vector = await embed_query(
-            context.engine, context.embedders, account_id, setting, text, now
+            context.services.engine, context.services.embedders, account_id, setting, text, now
         )
     except QueryNotEmbedded as exc:
         return _empty(args, str(setting.identity), asked | exc.reasons, started)
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     ask = sql.Ask(0, NO_SESSION, cutoff, args.statuses, args.source_types)
-    async with (context.comparisons or context.engine).connect() as conn:
+    async with context.services.comparison_engine.connect() as conn:
         return await _look_up(conn, context, setting, vector, ask, args, asked, started)
 
 
 def _refusal(context: Context, setting: EmbeddingSetting | None) -> set[str]:
-    if not context.tuning.embeddings_enabled:
+    if not context.services.tuning.embeddings_enabled:
         return {"semantic_disabled_by_deployment", "search_text_not_embedded"}
     if setting is None or not setting.enabled:
         return {"semantic_not_enabled", "search_text_not_embedded"}
@@ -77,7 +77,11 @@ async def _look_up(
     asked: set[str],
     started: float,
 ) -> SearchResult:
-    tuning, account_id, identity = context.tuning, context.principal.account_id, setting.identity
+    tuning, account_id, identity = (
+        context.services.tuning,
+        context.principal.account_id,
+        setting.identity,
+    )
     limits = sql.Limits(
         ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
         ranking.MIN_SIMILAR_SIMILARITY,

@@ -12,6 +12,7 @@ from resolvers.context import Context
 from resolvers.cursors import decode_session_cursor
 from resolvers.errors import BadArgument
 from resolvers.results import SearchResult, SimilarResult
+from resolvers.timeline import TimelineBucket, TimelineResult
 
 MAX_PAGE = 100
 
@@ -22,6 +23,17 @@ async def similar_sessions(
     """The comparison for one session of the caller's account; None when it has no such session."""
     context.budget.spend()
     return await context.similar.load((session_id, args))
+
+
+async def similar_timeline(
+    context: Context, session_id: UUID, args: SimilarArgs, bucket: TimelineBucket
+) -> TimelineResult:
+    """How many sessions matched the comparison's session, by bucket (counted as a
+    comparison of the request's budget)."""
+    context.budget.spend()
+    result = await context.timelines.load((session_id, args, bucket))
+    assert result is not None, "asked only of a session the comparison found"
+    return result
 
 
 async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:
@@ -37,7 +49,7 @@ async def session_page(
     if not 1 <= first <= MAX_PAGE:
         raise BadArgument("first", f"must be between 1 and {MAX_PAGE}, got {first}")
     position = None if after is None else decode_session_cursor(after)
-    async with context.engine.connect() as conn:
+    async with context.services.engine.connect() as conn:
         rows = await recent_sessions(conn, context.principal.account_id, first, position)
     for row in rows[:first]:
         context.sessions.prime(row.id, row)

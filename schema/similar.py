@@ -13,6 +13,8 @@ from uuid import UUID
 import strawberry
 
 from resolvers import ranking
+from resolvers.arguments import SimilarArgs
+from resolvers.context import Context
 from resolvers.results import (
     MatchResult,
     NeighbourResult,
@@ -20,6 +22,8 @@ from resolvers.results import (
     SearchResult,
     SimilarResult,
 )
+from resolvers.sessions import similar_timeline
+from resolvers.timeline import TimelineBucket, TimelineResult
 from schema.mapping import from_result
 
 if TYPE_CHECKING:
@@ -132,6 +136,37 @@ def _session(n: NeighbourResult) -> RuntimeSession:
     return RuntimeSession.of(n.session)
 
 
+strawberry.enum(TimelineBucket, description="The span of a timeline's bucket.")
+
+
+@strawberry.type(description="Sessions that started in one bucket and matched.")
+class TimelineCount:
+    start: datetime = strawberry.field(description="The bucket's first instant (UTC).")
+    sessions: int
+
+
+@strawberry.type(
+    description="How often this has happened: the account's sessions that matched at or above "
+    "the related band, by when they started, over the whole history (or the window asked)."
+)
+class Timeline:
+    bucket: TimelineBucket
+    per_probe_bound: int = strawberry.field(
+        description="It counted among this many nearest passages of each probe."
+    )
+    counted_from: float = strawberry.field(description="The similarity it counted from.")
+    sessions: int = strawberry.field(description="All the sessions counted.")
+    buckets: list[TimelineCount] = strawberry.field(
+        description="The buckets with at least one session, oldest first."
+    )
+    degraded: Degraded
+
+    @classmethod
+    def of(cls, t: TimelineResult) -> Timeline:
+        buckets = [from_result(TimelineCount, b) for b in t.buckets]
+        return from_result(cls, t, buckets=buckets, degraded=from_result(Degraded, t.degraded))
+
+
 @strawberry.type(description="The sessions most similar to one session, best first.")
 class SimilarSessions:
     runtime_session_id: UUID
@@ -147,6 +182,14 @@ class SimilarSessions:
     results: list[Neighbour]
     end_cursor: str | None
     has_next_page: bool
+    args: strawberry.Private[SimilarArgs]
+
+    @strawberry.field(description="How often this has happened, counted by bucket.")
+    async def timeline(
+        self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK
+    ) -> Timeline:
+        result = await similar_timeline(info.context, self.runtime_session_id, self.args, bucket)
+        return Timeline.of(result)
 
     @classmethod
     def of(cls, r: SimilarResult) -> SimilarSessions:

@@ -20,6 +20,7 @@ from data.migrate import migrate
 from data.model_catalog import ModelCatalog
 from data.server import resolve_url
 from indexer.embedders import Registry
+from resolvers.context import Services
 from resolvers.tuning import Tuning
 from schema.query import make_schema
 from similar_sessions.auth import AuthMiddleware
@@ -32,7 +33,7 @@ from similar_sessions.rest import search_route, similar_route
 
 async def healthz(request: Request) -> Response:
     try:
-        await ping(request.app.state.engine)
+        await ping(request.app.state.services.engine)
     except Exception:
         return JSONResponse({"status": "unavailable", "database": False}, status_code=503)
     return JSONResponse({"status": "ok", "database": True})
@@ -57,6 +58,12 @@ def open_engines(settings: Settings) -> tuple[AsyncEngine, AsyncEngine]:
     return engine, comparisons
 
 
+def services_of(
+    settings: Settings, engine: AsyncEngine, comparisons: AsyncEngine | None
+) -> Services:
+    return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), Registry())
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -76,15 +83,15 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         own = engine is None
         if own:
-            app.state.engine, app.state.comparison_engine = open_engines(settings)
+            app.state.services = services_of(settings, *open_engines(settings))
         if run_migrations:
-            await migrate(app.state.engine)
+            await migrate(app.state.services.engine)
         try:
             yield
         finally:
             if own:
-                await app.state.engine.dispose()
-                await app.state.comparison_engine.dispose()
+                await app.state.services.engine.dispose()
+                await app.state.services.comparison_engine.dispose()
 
     routes = [
         Route("/healthz", healthz),
@@ -100,10 +107,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.tuning = Tuning.of(settings)
-    app.state.models = ModelCatalog()
-    app.state.embedders = Registry()
     if engine is not None:
-        app.state.engine = engine
-        app.state.comparison_engine = comparison_engine or engine
+        app.state.services = services_of(settings, engine, comparison_engine)
     return app

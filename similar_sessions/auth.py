@@ -63,7 +63,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            principal = await authenticate(connection.app.state.engine, connection)
+            principal = await authenticate(connection.app.state.services.engine, connection)
         except Unauthorized:
             response: Response = error(
                 401, "unauthorized", "a valid API key is required: Authorization: Bearer <key>"

@@ -9,11 +9,4 @@ from resolvers.context import Context
 
 def request_context(connection: HTTPConnection) -> Context:
     state = connection.app.state
-    return Context(
-        engine=state.engine,
-        principal=connection.state.principal,
-        tuning=state.tuning,
-        comparisons=state.comparison_engine,
-        models=state.models,
-        embedders=state.embedders,
-    )
+    return Context(services=state.services, principal=connection.state.principal)

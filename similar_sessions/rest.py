@@ -41,8 +41,9 @@ _KNOWN = {
     "source_type",
 }
 # What only GraphQL has: a neighbour's session object and console link, Relay-style paging
-# (REST pages with next_cursor, present only when more results exist).
-GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page"})
+# (REST pages with next_cursor, present only when more results exist); and the arguments a
+# GraphQL type keeps for its own resolvers.
+GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page", "args"})
 
 
 def _int(request: Request, name: str, default: int | None) -> int | None:

@@ -17,7 +17,7 @@ from data.model_identity import ModelIdentity
 from indexer.embedders import HashEmbedder, Registry
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.context import Context
+from resolvers.context import Context, Services
 from resolvers.search import search_sessions
 from resolvers.tuning import Tuning
 from tests.support.similar_helpers import bearer, graphql
@@ -71,7 +71,7 @@ async def searched(
 
     principal = Principal(uuid.UUID(account), "acme", frozenset(), frozenset())
     registry = args.pop("registry", Registry())
-    context = Context(engine, principal, tuning or Tuning(), embedders=registry)
+    context = Context(Services(engine, tuning or Tuning(), embedders=registry), principal)
     return await search_sessions(context, text, SimilarArgs(**args))
 
 
