@@ -116,11 +116,11 @@ async def look_up(
     try:
         with sql.within_budget():
             await sql.ensure_configured(conn, tuning.comparison_settings)
-            models = await catalog.models(conn)
+            models = await catalog.models(conn, batch.account_id)
             batch.looked = await _first(conn, batch, models, tuning)
             if any(path == "unserved" for path, _ in batch.looked.paths.values()):
-                catalog.forget()  # a model appeared since the catalog was read
-                models = await catalog.models(conn)
+                catalog.forget(batch.account_id)  # a model appeared since it was read
+                models = await catalog.models(conn, batch.account_id)
                 await _again(conn, batch, models, tuning, _probes_of(batch, "unserved"))
             short = _short_probes(batch)
             if short and tuning.ef_search_retry > tuning.ef_search:

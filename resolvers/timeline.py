@@ -102,13 +102,13 @@ async def _look_up(
         with sql.within_budget():
             await sql.ensure_configured(conn, tuning.comparison_settings)
             for attempt in range(2):
-                models = await catalog.models(conn)
+                models = await catalog.models(conn, account_id)
                 looked = await sql.look_up(
                     conn, account_id, asks, models, limits, timeline_bucket=bucket.value
                 )
                 if attempt or all(path != "unserved" for path, _ in looked.paths.values()):
                     return looked, False
-                catalog.forget()  # a model appeared since the catalog was read
+                catalog.forget(account_id)  # a model appeared since it was read
     except ComparisonTimedOut:
         log.warning("similar_timeline_timed_out", budget_ms=tuning.comparison_timeout_ms)
         await conn.rollback()

@@ -1,0 +1,42 @@
+"""The comparison's statement has a branch per model the account uses, read from a cached
+catalog: a model that appears after the catalog was read is still compared."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.model_catalog import ModelCatalog
+from resolvers.arguments import SimilarArgs
+from resolvers.similar import compare_sessions
+from resolvers.tuning import Tuning
+from tests.support.world import MODEL, World, blend, direction
+
+NEW_MODEL = "local:another-384@384"
+
+
+async def test_a_model_that_appears_later_is_compared_after_the_catalog_is_read_again(
+    engine: AsyncEngine,
+) -> None:
+    world = World()
+    account, _ = world.account()
+    first, second = world.session(account), world.session(account)
+    world.chunk(first, blend(direction(1), direction(2), 0.2))
+    world.chunk(second, blend(direction(1), direction(3), 0.2))
+    await world.write(engine)
+    catalog = ModelCatalog(ttl_s=3600)
+    async with engine.connect() as conn:
+        assert [str(m) for m in await catalog.models(conn, uuid.UUID(account))] == [MODEL]
+    later, other = world.session(account), world.session(account)
+    world.chunk(later, blend(direction(5), direction(6), 0.2), model=NEW_MODEL)
+    world.chunk(other, blend(direction(5), direction(7), 0.2), model=NEW_MODEL)
+    await world.write(engine)
+    async with engine.connect() as conn:
+        [result] = await compare_sessions(
+            conn, uuid.UUID(account), [(uuid.UUID(later), SimilarArgs())], Tuning(), catalog
+        )
+        assert result is not None and result.model_identity == NEW_MODEL
+        assert [str(n.session.id) for n in result.results] == [other]
+        models = await catalog.models(conn, uuid.UUID(account))
+    assert sorted(str(m) for m in models) == sorted([MODEL, NEW_MODEL])
