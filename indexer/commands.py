@@ -16,6 +16,7 @@ from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
 from indexer.providers import providers_for
 from indexer.worker import IndexerConfig, PassReport, index_once, watch
+from observability.tracing import configure_tracing, trace_engine
 from similar_sessions.transfer import parse_lines, write
 
 
@@ -65,6 +66,9 @@ async def run_index(
     engine: AsyncEngine, settings: Settings, keep_watching: bool, retry_failed: bool = False
 ) -> int:
     registry, config = registry_for(settings), config_from(settings)
+    tracing = configure_tracing(settings)
+    if tracing is not None:
+        trace_engine(engine, tracing)
     if retry_failed:
         async with engine.begin() as conn:
             again = await sql.retry_failed(conn, None)

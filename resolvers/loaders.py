@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from uuid import UUID
 
@@ -12,6 +13,7 @@ from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
 from resolvers.similar import compare_sessions
+from resolvers.telemetry import report_comparisons, tracer
 from resolvers.tuning import Tuning
 
 SimilarKey = tuple[UUID, SimilarArgs]
@@ -39,8 +41,13 @@ def similar_loader(
     engine: AsyncEngine, account_id: UUID, tuning: Tuning
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
-        # Read-only: the transaction (and its SET LOCAL settings) ends with the connection.
-        async with engine.connect() as conn:
-            return await compare_sessions(conn, account_id, keys, tuning)
+        with tracer.start_as_current_span("similar_sessions.compare") as span:
+            span.set_attribute("similar_sessions.comparisons", len(keys))
+            started = time.time_ns()
+            # Read-only: the transaction (and its SET LOCAL settings) ends with the connection.
+            async with engine.connect() as conn:
+                results = await compare_sessions(conn, account_id, keys, tuning)
+            report_comparisons(results, started, time.time_ns())
+            return results
 
     return DataLoader(load_fn=load)

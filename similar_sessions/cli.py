@@ -48,7 +48,14 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         f"serving on http://{args.host}:{args.port} (console at /console/runtime-sessions)",
         file=sys.stderr,
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    # log_config=None: uvicorn's records go through our JSON formatter (config/logs.py).
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        log_level=settings.log_level.lower(),
+    )
     return 0
 
 
