@@ -230,9 +230,10 @@ async def embed_batch(
                 conn, work.account_id, work.identity, ids, _as_text(embedded.vectors)
             )
             await sql.record_usage(conn, work.account_id, work.identity, units, cost)
-    # Capped when not even the first claimed chunk fits: a metered embedder may have spent
-    # less than its bound, so the next batch can still fit some.
-    return BatchOutcome(len(batch), not batch, units, cost)
+    # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
+    # embedder's bill), so the next batch may still fit more.
+    capped = fits < len(claimed) and (not batch or units >= sum(tokens[:fits]))
+    return BatchOutcome(len(batch), capped, units, cost)
 
 
 async def watch(
