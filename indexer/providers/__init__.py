@@ -18,7 +18,7 @@ def providers_for(settings: Settings) -> dict[str, ProviderFactory]:
 
     options = OpenAIOptions.of(settings)
 
-    def openai(identity: ModelIdentity) -> Embedder:
+    def openai_compatible(identity: ModelIdentity) -> Embedder:
         return OpenAIEmbedder(identity, options)
 
-    return {"openai": openai}
+    return {"openai": openai_compatible}
