@@ -3,17 +3,26 @@ environment when the app or a command starts."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENV_PREFIX = "SIMILAR_SESSIONS_"
-Group = Literal["server", "indexer"]
+Group = Literal["server", "indexer", "providers", "observability"]
+GROUPS: tuple[Group, ...] = ("server", "indexer", "providers", "observability")
+# USD per 1M tokens of OpenAI's embedding models (their published prices).
+OPENAI_PRICES = {
+    "text-embedding-3-small": 0.02,
+    "text-embedding-3-large": 0.13,
+    "text-embedding-ada-002": 0.10,
+}
+TRACES_EXPORTERS = ("otlp", "console", "none")
 
 
 class SettingsError(ValueError):
@@ -152,6 +161,152 @@ class Settings(BaseSettings):
         10, "pause between `index --watch` passes", "indexer", ge=1, le=86_400
     )
 
+    embed_max_attempts: int = setting(
+        5,
+        "a batch the provider keeps failing is retried on later passes; after this many its "
+        "chunks are marked `failed`, with the error kept (`index --retry-failed` puts them back)",
+        "indexer",
+        ge=1,
+        le=1000,
+    )
+    indexer_metrics_port: int | None = Field(
+        None,
+        description="`index --watch` serves its Prometheus metrics on this port; unset: not served",
+        json_schema_extra={"group": "indexer", "shown_default": "unset"},
+        ge=1,
+        le=65535,
+    )
+    indexer_metrics_host: str = setting(
+        "127.0.0.1", "the address `index --watch` serves its metrics on", "indexer"
+    )
+
+    openai_base_url: str | None = Field(
+        None,
+        validation_alias="OPENAI_BASE_URL",
+        description="the OpenAI-compatible endpoint of the `openai` provider (OpenAI, Azure "
+        "OpenAI, Ollama, vLLM, text-embeddings-inference, LiteLLM), up to `/v1`",
+        json_schema_extra={"group": "providers", "shown_default": "https://api.openai.com/v1"},
+    )
+    openai_api_key: SecretStr | None = Field(
+        None,
+        validation_alias="OPENAI_API_KEY",
+        description="its key (any non-empty value for a server that checks none); never logged",
+        json_schema_extra={"group": "providers", "shown_default": "unset"},
+    )
+    openai_prices: dict[str, float] = setting(
+        OPENAI_PRICES,
+        "USD per 1M tokens by model; a JSON object given here is merged over the default. A "
+        "model named nowhere costs 0 (a server of your own); tokens are the answer's `usage`",
+        "providers",
+    )
+    openai_dimensions_models: tuple[str, ...] = setting(
+        ("text-embedding-3-small", "text-embedding-3-large"),
+        "models sent the `dimensions` request parameter (comma-separated); any other model must "
+        "answer vectors of its identity's width as they come",
+        "providers",
+    )
+    openai_max_inputs: int = setting(
+        2048, "texts per request: a batch is split to fit", "providers", ge=1, le=100_000
+    )
+    openai_max_request_tokens: int = setting(
+        300_000,
+        "tokens per request (counted by an upper bound: UTF-8 bytes + 2 a text)",
+        "providers",
+        ge=1,
+        le=100_000_000,
+    )
+    openai_max_input_tokens: int = setting(
+        8191,
+        "the longest text the model reads, in tokens: chunk windows are capped to it "
+        "(text-embeddings-inference with a BERT model: 512)",
+        "providers",
+        ge=16,
+        le=1_000_000,
+    )
+    openai_timeout_s: float = setting(
+        60.0, "per request, before it counts as failed", "providers", gt=0, le=3600
+    )
+    openai_max_retries: int = setting(
+        4,
+        "retries of a request on 408, 409, 429, 5xx, timeouts and lost connections, with "
+        "exponential backoff and jitter, honouring `Retry-After` up to 120 s (the SDK's)",
+        "providers",
+        ge=0,
+        le=20,
+    )
+
+    metrics: bool = setting(
+        True,
+        "serve Prometheus metrics at `GET /metrics` (no key: no account, session or content in "
+        "any label)",
+        "observability",
+    )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        None,
+        validation_alias="OTEL_EXPORTER_OTLP_ENDPOINT",
+        description="set: traces are exported there by OTLP over HTTP/protobuf (e.g. "
+        "`http://collector:4318`); the exporter's other `OTEL_*` variables apply",
+        json_schema_extra={"group": "observability", "shown_default": "unset"},
+    )
+    otel_traces_exporter: str | None = Field(
+        None,
+        validation_alias="OTEL_TRACES_EXPORTER",
+        description="`otlp`, `console` (JSON spans on stdout) or `none`; unset: `otlp` when an "
+        "endpoint is set, else no tracing at all",
+        json_schema_extra={"group": "observability", "shown_default": "unset"},
+    )
+    otel_service_name: str = Field(
+        "similar-sessions",
+        validation_alias="OTEL_SERVICE_NAME",
+        description="the traces' `service.name`",
+        json_schema_extra={"group": "observability"},
+    )
+
+    @field_validator("openai_prices", mode="before")
+    @classmethod
+    def _merged_prices(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError('must be a JSON object such as {"model": 0.02}') from None
+        if not isinstance(value, dict):
+            return value
+        return {**OPENAI_PRICES, **value}
+
+    @field_validator("openai_prices")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        negative = sorted(model for model, price in value.items() if price < 0)
+        if negative:
+            raise ValueError(f"prices cannot be negative ({', '.join(negative)})")
+        return value
+
+    @field_validator("openai_dimensions_models", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("otel_traces_exporter")
+    @classmethod
+    def _known_exporter(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().lower()
+        if value not in TRACES_EXPORTERS:
+            raise ValueError(f"must be one of {', '.join(TRACES_EXPORTERS)}")
+        return value
+
+    @property
+    def traces_exporter(self) -> str | None:
+        """Where traces go (`otlp` or `console`), or None: tracing is off."""
+        exporter = self.otel_traces_exporter
+        if exporter is None and self.otel_exporter_otlp_endpoint:
+            exporter = "otlp"
+        return None if exporter in (None, "none") else exporter
+
     @field_validator("log_level")
     @classmethod
     def _upper(cls, value: str) -> str:
@@ -162,7 +317,7 @@ class Settings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
-    @field_validator("database_url")
+    @field_validator("database_url", "openai_base_url", "otel_exporter_otlp_endpoint")
     @classmethod
     def _unset_when_empty(cls, value: str | None) -> str | None:
         return value or None

@@ -5,14 +5,19 @@ python -m config.tables      # prints both tables
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from config.settings import Settings, env_name
+from config.settings import GROUPS, Settings, env_name
 
 
 def _shown(default: Any) -> str:
     if isinstance(default, bool):
         return "true" if default else "false"
+    if isinstance(default, dict):
+        return json.dumps(default)
+    if isinstance(default, tuple):
+        return ",".join(default)
     return str(default)
 
 
@@ -34,5 +39,5 @@ def marked(group: str) -> str:
 
 
 if __name__ == "__main__":
-    for group in ("server", "indexer"):
+    for group in GROUPS:
         print(marked(group), end="\n\n")

@@ -5,14 +5,18 @@ Vectors travel in pgvector's text form through the `Vector` column type
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
+
+from observability.metrics import POOL_WAIT, STATEMENT_TIMEOUTS
 
 QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
 
@@ -37,6 +41,22 @@ class ComparisonSettings:
         }
 
 
+class TimedPool(AsyncAdaptedQueuePool):
+    """The usual pool, timing how long each checkout waits for a connection."""
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        started = time.perf_counter()
+        try:
+            return super()._do_get()
+        finally:
+            POOL_WAIT.observe(time.perf_counter() - started)
+
+
+def _count_statement_timeouts(context: ExceptionContext) -> None:
+    if context.sqlalchemy_exception is not None and is_query_canceled(context.sqlalchemy_exception):
+        STATEMENT_TIMEOUTS.inc()
+
+
 def make_engine(
     url: str,
     *,
@@ -54,10 +74,13 @@ def make_engine(
     }
     engine = create_async_engine(
         url,
+        poolclass=TimedPool,
         pool_size=pool_size,
         max_overflow=0,
         pool_timeout=pool_timeout_s,
         pool_pre_ping=True,
+        # An error's message never quotes a statement's parameters (they hold content).
+        hide_parameters=True,
         connect_args={
             "timeout": pool_timeout_s,  # a server that does not answer fails fast, not in 60 s
             "server_settings": server_settings,
@@ -69,6 +92,7 @@ def make_engine(
             record.info["comparison"] = comparison
 
         event.listen(engine.sync_engine, "connect", mark)
+    event.listen(engine.sync_engine, "handle_error", _count_statement_timeouts)
     return engine
 
 
@@ -81,6 +105,15 @@ async def ping(engine: AsyncEngine) -> None:
 def is_query_canceled(exc: BaseException) -> bool:
     """A statement cancelled because it ran past its statement_timeout."""
     return isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
+
+
+def unavailable_cause(exc: BaseException) -> str:
+    """Why the database could not answer, as a metric label."""
+    if isinstance(exc, PoolTimeout):
+        return "pool_timeout"
+    if is_query_canceled(exc):
+        return "statement_timeout"
+    return "database"
 
 
 def is_unavailable(exc: BaseException) -> bool:

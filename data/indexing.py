@@ -165,6 +165,8 @@ async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -
         "embedding": None,
         "embedding_model": None,
         "embedded_at": None,
+        "embed_attempts": 0,
+        "embed_error": None,
     }
     for start in range(0, len(rows), 200):
         stmt = insert(t.session_chunks).values(
@@ -274,11 +276,44 @@ async def write_vectors(
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks c SET embedding = CAST(v.vec AS vector), "
-            "embedding_model = :model, embedding_state = 'embedded', embedded_at = now() "
+            "embedding_model = :model, embedding_state = 'embedded', embedded_at = now(), "
+            "embed_attempts = 0, embed_error = NULL "
             "FROM unnest(CAST(:ids AS uuid[]), CAST(:vecs AS text[])) AS v(id, vec) "
             "WHERE c.account_id = :account_id AND c.id = v.id AND c.redaction_state = 'clear'"
         ),
         {"account_id": account_id, "model": str(identity), "ids": list(ids), "vecs": list(vectors)},
+    )
+    return int(result.rowcount)
+
+
+async def record_failure(
+    conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID], error: str, max_attempts: int
+) -> int:
+    """Count a failed attempt on claimed chunks and keep its error; those at max_attempts
+    become `failed`. Returns how many did."""
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks SET embed_attempts = embed_attempts + 1, embed_error = :error, "
+            "embedding_state = CASE WHEN embed_attempts + 1 >= :max_attempts "
+            "  THEN 'failed' ELSE embedding_state END "
+            "WHERE account_id = :account_id AND id = ANY(CAST(:ids AS uuid[])) "
+            "AND embedding_state = 'pending' "
+            "RETURNING embedding_state"
+        ),
+        {"account_id": account_id, "ids": list(ids), "error": error, "max_attempts": max_attempts},
+    )
+    return sum(1 for (state,) in result if state == "failed")
+
+
+async def retry_failed(conn: AsyncConnection, account_ids: Sequence[UUID] | None) -> int:
+    """Put `failed` chunks (of the accounts named, or all) back to `pending`, attempts reset."""
+    where = "" if account_ids is None else "AND account_id = ANY(CAST(:ids AS uuid[])) "
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks SET embedding_state = 'pending', embed_attempts = 0, "
+            f"embed_error = NULL WHERE embedding_state = 'failed' {where}"
+        ),
+        {} if account_ids is None else {"ids": list(account_ids)},
     )
     return int(result.rowcount)
 

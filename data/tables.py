@@ -143,7 +143,7 @@ api_usage = sa.Table(
     sa.Column("provider", sa.Text, nullable=False),
     sa.Column("model", sa.Text, nullable=False),
     sa.Column("units", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("cost_usd", sa.Numeric(12, 6), nullable=False, server_default="0"),
+    sa.Column("cost_usd", sa.Numeric(18, 10), nullable=False, server_default="0"),
     sa.Column("occurred_at", TZ, nullable=False, server_default=sa.func.now()),
     sa.CheckConstraint("kind IN ('gateway', 'embedding')", name="kind"),
     sa.Index("api_usage_spend_idx", "account_id", "kind", "occurred_at"),
@@ -170,6 +170,10 @@ session_chunks = sa.Table(
     sa.Column("embedding", Vector()),
     sa.Column("embedding_model", sa.Text),
     sa.Column("embedded_at", TZ),
+    # Batches the provider failed in a row, and the last error (no text, no key): `failed`
+    # after SIMILAR_SESSIONS_EMBED_MAX_ATTEMPTS.
+    sa.Column("embed_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("embed_error", sa.Text),
     sa.ForeignKeyConstraint(
         ["account_id", "runtime_session_id"],
         ["runtime_sessions.account_id", "runtime_sessions.id"],

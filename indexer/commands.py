@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
+from data import indexing as sql
 from indexer import demo
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
+from indexer.providers import providers_for
 from indexer.worker import IndexerConfig, PassReport, index_once, watch
+from observability.tracing import configure_tracing, trace_engine
 from similar_sessions.transfer import parse_lines, write
 
 
@@ -32,7 +35,13 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         settings.embed_batch,
         progress,
         account_index_min_chunks=settings.exact_scan_max_chunks,
+        max_attempts=settings.embed_max_attempts,
     )
+
+
+def registry_for(settings: Settings) -> Registry:
+    """The built-in local embedders, and the providers for any model they serve."""
+    return Registry(providers=providers_for(settings))
 
 
 def describe(report: PassReport) -> str:
@@ -41,6 +50,11 @@ def describe(report: PassReport) -> str:
         f"{report.chunks_written} chunk(s) written, {report.chunks_skipped} skipped as repeated, "
         f"{report.chunks_embedded} embedded in {report.batches} batch(es)"
     )
+    if report.batches_failed:
+        text += (
+            f", {report.batches_failed} batch(es) failed by the provider "
+            f"({report.chunks_failed} chunk(s) now marked failed)"
+        )
     if report.vectors_stripped:
         text += f", {report.vectors_stripped} vector(s) of non-clear chunks removed"
     for account_id, reason in report.degraded.items():
@@ -48,8 +62,17 @@ def describe(report: PassReport) -> str:
     return text
 
 
-async def run_index(engine: AsyncEngine, settings: Settings, keep_watching: bool) -> int:
-    registry, config = Registry(), config_from(settings)
+async def run_index(
+    engine: AsyncEngine, settings: Settings, keep_watching: bool, retry_failed: bool = False
+) -> int:
+    registry, config = registry_for(settings), config_from(settings)
+    tracing = configure_tracing(settings)
+    if tracing is not None:
+        trace_engine(engine, tracing)
+    if retry_failed:
+        async with engine.begin() as conn:
+            again = await sql.retry_failed(conn, None)
+        print(f"{again} failed chunk(s) put back to pending", file=sys.stderr)
     if not settings.embeddings_enabled:
         print(
             "embeddings are turned off (SIMILAR_SESSIONS_EMBEDDINGS=false): nothing to do",
@@ -63,6 +86,12 @@ async def run_index(engine: AsyncEngine, settings: Settings, keep_watching: bool
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if settings.indexer_metrics_port is not None:
+        from prometheus_client import start_http_server
+
+        host, port = settings.indexer_metrics_host, settings.indexer_metrics_port
+        start_http_server(port, addr=host)
+        print(f"metrics on http://{host}:{port}/metrics", file=sys.stderr)
     print(f"indexing every {settings.index_interval_s}s; Ctrl-C stops", file=sys.stderr)
     await watch(engine, registry, config, settings.index_interval_s, stop)
     return 0
@@ -88,7 +117,7 @@ async def load_demo(engine: AsyncEngine, config: IndexerConfig, registry: Regist
 
 
 async def run_demo(engine: AsyncEngine, settings: Settings) -> int:
-    loaded = await load_demo(engine, config_from(settings), Registry())
+    loaded = await load_demo(engine, config_from(settings), registry_for(settings))
     some = demo.session_id(0, 0)
     print(
         f"demo account loaded: {loaded.sessions} tau-bench sessions, {loaded.activity} turns\n"

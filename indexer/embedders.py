@@ -8,7 +8,7 @@ import math
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -149,22 +149,34 @@ class MiniLMEmbedder:
 
 
 Factory = Callable[[], Embedder]
+# A provider serves any model it is asked for (`openai:<model>@<dimensions>`).
+ProviderFactory = Callable[[ModelIdentity], Embedder]
 BUILTIN: dict[str, Factory] = {str(HASH_384): HashEmbedder, str(MINILM): MiniLMEmbedder}
 
 
 class Registry:
-    """Embedders by model identity, each built on first use and kept."""
+    """Embedders by model identity, each built on first use and kept: an identity's own
+    factory first, else its provider's."""
 
-    def __init__(self, factories: dict[str, Factory] | None = None) -> None:
+    def __init__(
+        self,
+        factories: dict[str, Factory] | None = None,
+        providers: Mapping[str, ProviderFactory] | None = None,
+    ) -> None:
         self.factories = dict(BUILTIN if factories is None else factories)
+        self.providers = dict(providers or {})
         self._built: dict[str, Embedder] = {}
 
     def get(self, identity: ModelIdentity) -> Embedder:
         key = str(identity)
         if key not in self._built:
             factory = self.factories.get(key)
-            if factory is None:
-                known = ", ".join(sorted(self.factories))
+            provider = self.providers.get(identity.provider)
+            if factory is not None:
+                self._built[key] = factory()
+            elif provider is not None:
+                self._built[key] = provider(identity)
+            else:
+                known = ", ".join([*sorted(self.factories), *(f"{p}:*" for p in self.providers)])
                 raise EmbedderUnavailable(f"no embedder for {key} (this indexer has: {known})")
-            self._built[key] = factory()
         return self._built[key]

@@ -12,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data import indexing as sql
 from data.accounts import EmbeddingSetting
-from indexer import budget
-from indexer.embedders import EmbedderUnavailable, Registry, tokens_of
+from indexer import billing, budget
+from indexer.embedders import EmbedderUnavailable, Registry
+from indexer.providers import EmbeddingFailed
 from indexer.vectors import as_text
 
 TEXT_NOT_EMBEDDED = "search_text_not_embedded"
@@ -43,18 +44,22 @@ async def embed_query(
     except EmbedderUnavailable:
         raise QueryNotEmbedded from None
     price, cap = embedder.usd_per_1k_tokens, setting.daily_cap_usd
-    if price <= 0:
-        vectors = await asyncio.to_thread(embedder.embed, [text])
-    else:
-        tokens = tokens_of(embedder, text)
-        cost = budget.batch_cost(tokens, price)
-        async with engine.begin() as conn:
-            await sql.lock_account_spend(conn, account_id)
-            spent = await sql.spent_since(conn, account_id, budget.day_start(now))
-            if cap is not None and budget.affordable([cost], cap - spent) == 0:
-                raise QueryNotEmbedded(CAP_REACHED)
-            vectors = await asyncio.to_thread(embedder.embed, [text])
-            await sql.record_usage(conn, account_id, setting.identity, tokens, cost)
+    try:
+        if price <= 0:
+            vectors = (await asyncio.to_thread(billing.embed_metered, embedder, [text])).vectors
+        else:
+            bound = budget.batch_cost(billing.token_bound(embedder, text), price)
+            async with engine.begin() as conn:
+                await sql.lock_account_spend(conn, account_id)
+                spent = await sql.spent_since(conn, account_id, budget.day_start(now))
+                if cap is not None and budget.affordable([bound], cap - spent) == 0:
+                    raise QueryNotEmbedded(CAP_REACHED)
+                billed = await asyncio.to_thread(billing.embed_metered, embedder, [text])
+                cost = budget.batch_cost(billed.tokens, price)
+                await sql.record_usage(conn, account_id, setting.identity, billed.tokens, cost)
+                vectors = billed.vectors
+    except EmbeddingFailed:
+        raise QueryNotEmbedded from None
     if not np.isfinite(vectors).all() or not np.linalg.norm(vectors[0]):
         raise QueryNotEmbedded
     return as_text(vectors)[0]

@@ -10,19 +10,24 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 import structlog
+from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
-from indexer import budget
+from indexer import billing, budget
+from indexer.batches import BatchOutcome, observe_batch
 from indexer.chunking import ChunkPolicy
-from indexer.embedders import Embedder, EmbedderUnavailable, Registry, tokens_of
+from indexer.embedders import Embedder, EmbedderUnavailable, Registry
+from indexer.providers import EmbeddingFailed
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.vectors import as_text
+from observability import metrics
 
 log = structlog.get_logger(__name__)
+tracer = trace.get_tracer(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,7 @@ class IndexerConfig:
     progress: bool | None = None  # None: shown only on a terminal
     # Accounts past this many comparable chunks get their own HNSW index (None: never).
     account_index_min_chunks: int | None = None
+    max_attempts: int = 5  # failed batches in a row before their chunks are `failed`
 
 
 @dataclass
@@ -46,6 +52,8 @@ class PassReport:
     vectors_stripped: int = 0
     chunks_embedded: int = 0
     batches: int = 0
+    batches_failed: int = 0
+    chunks_failed: int = 0
     degraded: dict[UUID, str] = field(default_factory=dict)
 
 
@@ -81,9 +89,7 @@ async def index_account(
     try:
         embedder = registry.get(work.identity)
     except EmbedderUnavailable as exc:
-        log.warning("embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
-        await _mark(engine, work, budget.EMBEDDER_UNAVAILABLE, None)
-        report.degraded[work.account_id] = budget.EMBEDDER_UNAVAILABLE
+        await _unavailable(engine, work, report, exc)
         return
     await chunk_account(engine, config, work, embedder, report)
     capped = work.degraded_reason == budget.CAP_REACHED
@@ -92,7 +98,11 @@ async def index_account(
         return
     if work.degraded_reason is not None:
         await _mark(engine, work, None, None)
-    await embed_account(engine, config, work, embedder, report, now)
+    try:
+        await embed_account(engine, config, work, embedder, report, now)
+    except EmbedderUnavailable as exc:  # the provider refused the account's key or model
+        await _unavailable(engine, work, report, exc)
+        return
     if config.account_index_min_chunks is not None:
         async with engine.begin() as conn:
             built = await ensure_large_account_indexes(
@@ -120,9 +130,11 @@ async def chunk_account(
             report.sessions_chunked += 1
             report.chunks_written += written
     async with engine.begin() as conn:
-        report.chunks_skipped += await sql.skip_repeated(
+        skipped = await sql.skip_repeated(
             conn, work.account_id, config.repeat_min_sessions, work.identity
         )
+    report.chunks_skipped += skipped
+    metrics.INDEXER_CHUNKS.labels("skipped").inc(skipped)
 
 
 async def embed_account(
@@ -142,11 +154,27 @@ async def embed_account(
         return
     with tqdm(total=total, desc="embedding", unit="chunk", disable=_quiet(config)) as bar:
         while True:
-            embedded, capped = await embed_batch(engine, config, work, embedder, now)
+            with tracer.start_as_current_span("indexer.batch") as span:
+                span.set_attribute("similar_sessions.model_identity", str(work.identity))
+                span.set_attribute("similar_sessions.account_id", str(work.account_id))
+                outcome = await embed_batch(engine, config, work, embedder, now)
+                observe_batch(span, work.identity, outcome)
+            embedded, capped = outcome.embedded, outcome.capped
             bar.update(embedded)
             if embedded:
                 report.batches += 1
                 report.chunks_embedded += embedded
+            if outcome.error is not None:
+                report.batches_failed += 1
+                report.chunks_failed += outcome.failed
+                log.warning(
+                    "embedding_batch_failed",
+                    account_id=str(work.account_id),
+                    chunks=outcome.attempted,
+                    now_failed=outcome.failed,
+                    error=outcome.error,
+                )
+                return  # the provider is down or refusing: the next pass tries again
             if capped:
                 await _mark(engine, work, budget.CAP_REACHED, budget.next_day(now))
                 report.degraded[work.account_id] = budget.CAP_REACHED
@@ -162,11 +190,13 @@ async def embed_batch(
     work: sql.AccountWork,
     embedder: Embedder,
     now: datetime,
-) -> tuple[int, bool]:
-    """Claim, embed and write one batch in one transaction: (chunks embedded, cap reached).
+) -> BatchOutcome:
+    """Claim, embed and write one batch in one transaction.
 
     An error or a cancellation anywhere rolls the whole batch back: no vector, no state
-    change and no spend is left behind, and the chunks stay pending."""
+    change and no spend is left behind, and the chunks stay pending. A provider's failure
+    (EmbeddingFailed, after its retries) writes only the attempt and error on the claimed
+    chunks, in the same transaction."""
     summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
         price = embedder.usd_per_1k_tokens
@@ -175,24 +205,35 @@ async def embed_batch(
             await sql.lock_account_spend(conn, work.account_id)
         claimed = await sql.claim_pending(conn, work.account_id, summaries_only, config.batch_size)
         if not claimed:
-            return 0, False
-        tokens = [tokens_of(embedder, c.content) for c in claimed]
+            return BatchOutcome()
+        tokens = [billing.token_bound(embedder, c.content) for c in claimed]
         room = None
         if capped:
             assert work.daily_cap_usd is not None
             spent = await sql.spent_since(conn, work.account_id, budget.day_start(now))
             room = work.daily_cap_usd - spent
         fits = budget.affordable([budget.batch_cost(n, price) for n in tokens], room)
-        batch, units = claimed[:fits], sum(tokens[:fits])
+        batch, units, cost = claimed[:fits], 0, 0.0
         if batch:
-            vectors = await asyncio.to_thread(embedder.embed, [c.content for c in batch])
+            ids = [c.id for c in batch]
+            try:
+                embedded = await asyncio.to_thread(
+                    billing.embed_metered, embedder, [c.content for c in batch]
+                )
+            except EmbeddingFailed as exc:
+                failed = await sql.record_failure(
+                    conn, work.account_id, ids, str(exc), config.max_attempts
+                )
+                return BatchOutcome(error=str(exc), attempted=len(batch), failed=failed)
+            units, cost = embedded.tokens, budget.batch_cost(embedded.tokens, price)
             await sql.write_vectors(
-                conn, work.account_id, work.identity, [c.id for c in batch], as_text(vectors)
+                conn, work.account_id, work.identity, ids, as_text(embedded.vectors)
             )
-            await sql.record_usage(
-                conn, work.account_id, work.identity, units, budget.batch_cost(units, price)
-            )
-    return len(batch), fits < len(claimed)
+            await sql.record_usage(conn, work.account_id, work.identity, units, cost)
+    # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
+    # embedder's bill), so the next batch may still fit more.
+    capped = fits < len(claimed) and (not batch or units >= sum(tokens[:fits]))
+    return BatchOutcome(len(batch), capped, units, cost)
 
 
 async def watch(
@@ -211,6 +252,14 @@ async def watch(
             log.exception("index_pass_failed")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=interval_s)
+
+
+async def _unavailable(
+    engine: AsyncEngine, work: sql.AccountWork, report: PassReport, exc: EmbedderUnavailable
+) -> None:
+    log.warning("embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
+    await _mark(engine, work, budget.EMBEDDER_UNAVAILABLE, None)
+    report.degraded[work.account_id] = budget.EMBEDDER_UNAVAILABLE
 
 
 async def _mark(

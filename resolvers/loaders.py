@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -13,6 +14,7 @@ from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
 from resolvers.similar import compare_sessions
+from resolvers.telemetry import report_comparisons, tracer
 from resolvers.timeline import TimelineKey, TimelineResult, timelines
 
 SimilarKey = tuple[UUID, SimilarArgs]
@@ -40,9 +42,16 @@ def similar_loader(
     services: Services, account_id: UUID
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
-        # Read-only: the transaction (and any SET LOCAL setting) ends with the connection.
-        async with services.comparison_engine.connect() as conn:
-            return await compare_sessions(conn, account_id, keys, services.tuning, services.models)
+        with tracer.start_as_current_span("similar_sessions.compare") as span:
+            span.set_attribute("similar_sessions.comparisons", len(keys))
+            started = time.time_ns()
+            # Read-only: the transaction (and any SET LOCAL setting) ends with the connection.
+            async with services.comparison_engine.connect() as conn:
+                results = await compare_sessions(
+                    conn, account_id, keys, services.tuning, services.models
+                )
+            report_comparisons(results, started, time.time_ns())
+            return results
 
     return DataLoader(load_fn=load)
 

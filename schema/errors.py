@@ -8,7 +8,8 @@ from typing import Any
 from graphql import GraphQLError
 from strawberry.extensions import MaskErrors
 
-from data.engine import is_unavailable
+from data.engine import is_unavailable, unavailable_cause
+from observability.metrics import UNAVAILABLE
 from resolvers.errors import BadArgument, LimitExceeded
 
 
@@ -44,6 +45,8 @@ class MapErrors(MaskErrors):
         if expected is None:
             return super().anonymise_error(error)
         message, extensions = expected
+        if extensions["code"] == "UNAVAILABLE":
+            UNAVAILABLE.labels("graphql", unavailable_cause(error.original_error)).inc()
         return GraphQLError(message, nodes=error.nodes, path=error.path, extensions=extensions)
 
 

@@ -1,17 +1,22 @@
-"""The Starlette app: GraphQL at /graphql, the REST route, /healthz and the console."""
+"""The Starlette app: GraphQL at /graphql, the REST route, /healthz, /metrics and the
+console; traced when the settings name a traces exporter."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from functools import partial
 
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from strawberry.extensions import DisableIntrospection
+from strawberry.extensions import DisableIntrospection, SchemaExtension
+from strawberry.extensions.tracing import OpenTelemetryExtension
 
 from config.logs import configure_logging
 from config.settings import Settings
@@ -20,14 +25,18 @@ from data.migrate import migrate
 from data.model_catalog import ModelCatalog
 from data.server import resolve_url
 from indexer.embedders import Registry
+from observability.tracing import configure_tracing, trace_engine
 from resolvers.context import Services
 from resolvers.tuning import Tuning
+from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.errors import EXCEPTION_HANDLERS
 from similar_sessions.graphql_app import GraphQLApp
+from similar_sessions.http_metrics import HttpMetrics
+from similar_sessions.request_id import RequestId
 from similar_sessions.rest import search_route, similar_route
 
 
@@ -64,6 +73,16 @@ def services_of(
     return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), Registry())
 
 
+async def metrics(_: Request) -> Response:
+    """Prometheus' text format, from this process's registry."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+def trace_engines(services: Services, tracing: TracerProvider) -> None:
+    for engine in {services.engine, services.comparison_engine}:
+        trace_engine(engine, tracing)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -75,7 +94,12 @@ def create_app(
     start-up. Given an engine but no comparison engine, comparisons use the engine too."""
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
-    extensions = [] if settings.introspection else [DisableIntrospection]
+    tracing = configure_tracing(settings)
+    extensions: list[type[SchemaExtension]] = [OperationMetrics]
+    if not settings.introspection:
+        extensions.append(DisableIntrospection)
+    if tracing is not None:
+        extensions.append(partial(OpenTelemetryExtension, tracer_provider=tracing))  # type: ignore[arg-type]
     schema = make_schema(extra_extensions=extensions)
     graphql = GraphQLApp(schema, graphql_ide="graphiql" if settings.graphiql else None)
 
@@ -84,6 +108,8 @@ def create_app(
         own = engine is None
         if own:
             app.state.services = services_of(settings, *open_engines(settings))
+            if tracing is not None:
+                trace_engines(app.state.services, tracing)
         if run_migrations:
             await migrate(app.state.services.engine)
         try:
@@ -95,6 +121,7 @@ def create_app(
 
     routes = [
         Route("/healthz", healthz),
+        *([Route("/metrics", metrics)] if settings.metrics else []),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         Route("/api/v1/runtime-sessions/search", search_route),
         Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
@@ -102,11 +129,18 @@ def create_app(
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
+        middleware=[Middleware(HttpMetrics), Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )
+    if tracing is not None:
+        from opentelemetry.instrumentation.starlette import StarletteInstrumentor
+
+        StarletteInstrumentor.instrument_app(app, tracer_provider=tracing)
+    app.add_middleware(RequestId)  # outermost: its id is bound before any span starts
     app.state.settings = settings
     if engine is not None:
         app.state.services = services_of(settings, engine, comparison_engine)
+        if tracing is not None:
+            trace_engines(app.state.services, tracing)
     return app

@@ -48,7 +48,14 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         f"serving on http://{args.host}:{args.port} (console at /console/runtime-sessions)",
         file=sys.stderr,
     )
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level="warning")
+    # log_config=None: uvicorn's records go through our JSON formatter (config/logs.py).
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        log_config=None,
+        log_level=settings.log_level.lower(),
+    )
     return 0
 
 
@@ -106,7 +113,7 @@ def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_index
 
     def work(engine: AsyncEngine) -> Awaitable[int]:
-        return run_index(engine, settings, args.watch)
+        return run_index(engine, settings, args.watch, args.retry_failed)
 
     return asyncio.run(with_engine(settings, work))
 
@@ -140,6 +147,11 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     sub.add_parser("revoke-key", help="revoke the API key read from standard input")
     index = sub.add_parser("index", help="chunk sessions and embed pending chunks")
     index.add_argument("--watch", action="store_true", help="keep indexing until stopped")
+    index.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="first put chunks the provider failed (state `failed`) back to pending",
+    )
     sub.add_parser("demo", help="load and index the tau-bench demo corpus, print an API key")
     commands: dict[str, Command] = {
         "serve": cmd_serve,

@@ -10,7 +10,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from data.engine import is_unavailable
+from data.engine import is_unavailable, unavailable_cause
+from observability.metrics import UNAVAILABLE
 from resolvers.errors import BadArgument
 
 log = structlog.get_logger(__name__)
@@ -29,6 +30,7 @@ def not_found() -> JSONResponse:
 def unavailable(exc: BaseException) -> Response:
     """503 with Retry-After: the database cannot answer right now."""
     log.warning("database_unavailable", error=type(exc).__name__)
+    UNAVAILABLE.labels("http", unavailable_cause(exc)).inc()
     response = error(503, "unavailable", "the database is unavailable; retry shortly")
     response.headers["Retry-After"] = RETRY_AFTER_S
     return response

@@ -117,4 +117,4 @@ async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx
 
 
 # Fixtures of the browser tests (served app, Chromium, a tab), for the tests/test_console_*.py.
-pytest_plugins = ["tests.support.console_browser"]
+pytest_plugins = ["tests.support.console_browser", "tests.support.tracing"]

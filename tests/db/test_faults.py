@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
@@ -157,6 +158,15 @@ async def test_a_statement_past_its_budget_outside_the_lookup_is_unavailable_not
     monkeypatch.setattr(comparison_details, "show", slow)
     settings = Settings.from_env({"SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "100"})
     app = create_app(settings, engine=engine, run_migrations=False)
+    counted = {
+        api: REGISTRY.get_sample_value(
+            "similar_sessions_unavailable_answers_total",
+            {"api": api, "cause": "statement_timeout"},
+        )
+        or 0.0
+        for api in ("http", "graphql")
+    }
+    timeouts = REGISTRY.get_sample_value("similar_sessions_db_statement_timeouts_total") or 0.0
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         response = await c.get(f"/api/v1/runtime-sessions/{viewed}/similar", headers=bearer(key))
         gql = await c.post(
@@ -173,3 +183,10 @@ async def test_a_statement_past_its_budget_outside_the_lookup_is_unavailable_not
     [error] = gql.json()["errors"]
     assert error["extensions"] == {"code": "UNAVAILABLE"}
     assert "retry" in error["message"]
+    for api, before in counted.items():  # /metrics counts each, by cause
+        after = REGISTRY.get_sample_value(
+            "similar_sessions_unavailable_answers_total", {"api": api, "cause": "statement_timeout"}
+        )
+        assert after == before + 1, api
+    after = REGISTRY.get_sample_value("similar_sessions_db_statement_timeouts_total")
+    assert after == timeouts + 2

@@ -1,0 +1,1 @@
+"""Metrics, traces and the request id: what the app and the indexer report about themselves."""
