@@ -8,9 +8,13 @@ from resolvers.tuning import Tuning
 
 
 class Report:
-    """Mixed into Bench, which provides say(), sample() and the tuning under test."""
+    """Mixed into Bench, which provides say(), sample(), the tuning under test and the
+    run's repetitions."""
 
     tuning: Tuning
+    size_name: str
+    rounds: int
+    page_rounds: int
 
     def say(self, line: str = "") -> None:
         raise NotImplementedError

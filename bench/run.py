@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
 from bench.corpus import Corpus
+from bench.features import FeatureSections
 from bench.layout import LayoutSections
 from bench.load import IDENTITY, prepare, sessions_of
 from bench.measure import (
@@ -53,10 +54,11 @@ ONE_QUERY = """query One($id: UUID!) { runtimeSession(id: $id) {
   similarSessions(limit: 10) { results { runtimeSessionId score } } } }"""
 
 
-class Bench(LayoutSections, PlanSections):
+class Bench(LayoutSections, PlanSections, FeatureSections):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.size = SIZES[args.size]
+        self.size_name, self.rounds, self.page_rounds = args.size, args.rounds, args.page_rounds
         settings = Settings.from_env()
         self.server = resolve_url(settings.database_url, settings.data_dir)
         self.tuning = Tuning(
@@ -112,6 +114,9 @@ class Bench(LayoutSections, PlanSections):
                 self.table(figures)
                 await self.crossover(engine, by_size, sessions)
                 await self.page(engine, http, largest, medium)
+                await self.exact_pages(url, engine, medium)
+                await self.lookup_share(engine, largest, sessions[str(largest.id)])
+                await self.features(engine, http, sessions, medium, largest)
                 await self.stability(url, largest, sessions[str(largest.id)])
                 await self.ef_sweep(engine, largest, sessions[str(largest.id)])
                 await self.storage(engine, largest, sessions[str(largest.id)], meta)
