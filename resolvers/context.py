@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from data.accounts import Principal
-from data.sessions import ActivityRow, SessionRow
+from data.sessions import ActivityRow, ReplayPageKey, SessionRow
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
 from resolvers.errors import LimitExceeded
@@ -39,7 +39,7 @@ class Context:
     principal: Principal
     tuning: Tuning
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
-    replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
+    replays: DataLoader[ReplayPageKey, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
     budget: RequestBudget = field(default_factory=RequestBudget)
 
