@@ -47,7 +47,7 @@ def create_app(
     configure_logging(settings.log_level)
     extensions = [] if settings.introspection else [DisableIntrospection]
     schema = make_schema(extra_extensions=extensions)
-    graphql = GraphQLApp(schema, graphql_ide="graphiql" if settings.graphiql else None)
+    graphql = GraphQLApp(schema, graphql_ide=None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
