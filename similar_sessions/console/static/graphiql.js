@@ -6,10 +6,13 @@
   const HEADERS = /^graphiql:(?:headers|shouldPersistHeaders)$/;
 
   // Headers carry the API key, so they are never written to localStorage, whatever GraphiQL's
-  // own settings say; the rest (queries, tabs, theme) is kept as GraphiQL keeps it.
+  // own settings say: not as the headers editor's value, nor inside tabs or the history
+  // (GraphiQL keeps each query's headers there). The rest is kept as GraphiQL keeps it.
   function withoutHeaders(value) {
     try {
-      return JSON.stringify(JSON.parse(value), (key, v) => (key === "headers" ? null : v));
+      const parsed = JSON.parse(value);
+      if (parsed === null || typeof parsed !== "object") return value;
+      return JSON.stringify(parsed, (key, v) => (key === "headers" ? null : v));
     } catch {
       return value;
     }
@@ -18,7 +21,7 @@
     getItem: (key) => (HEADERS.test(key) ? null : window.localStorage.getItem(key)),
     setItem: (key, value) => {
       if (HEADERS.test(key)) return;
-      window.localStorage.setItem(key, key === `${NAMESPACE}tabState` ? withoutHeaders(value) : value);
+      window.localStorage.setItem(key, withoutHeaders(value));
     },
     removeItem: (key) => window.localStorage.removeItem(key),
     clear: () => {
