@@ -4,8 +4,10 @@ once when the panel is opened, and nothing when it is opened again."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from playwright.async_api import Request, expect
+from playwright.async_api import Request, Route, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.console_browser import CONSOLE, Tab, corpus
@@ -130,3 +132,44 @@ async def test_without_the_feature_no_neighbours_are_asked_even_when_the_address
     [landing] = tab.graphql[before:]
     assert "similarSessions" not in tab.document(landing)
     await expect(tab.page.get_by_role("button", name="Similar sessions")).to_have_count(0)
+
+
+async def test_neighbours_that_fail_with_the_page_leave_the_page_and_a_retry(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    c = await corpus(engine)
+    failed: list[str] = []
+
+    async def fail_the_neighbours_once(route: Route) -> None:
+        document = tab.document(route.request)
+        if "ConsoleSessionWithSimilar" not in document or failed:
+            await route.continue_()
+            return
+        failed.append(document)
+        # What the server answers when similarSessions (non-null) fails: the session is null.
+        response = await route.fetch()
+        body = await response.json()
+        body["data"]["runtimeSession"] = None
+        body["errors"] = [
+            {
+                "message": "the database is unavailable",
+                "path": ["runtimeSession", "similarSessions"],
+                "extensions": {"code": "UNAVAILABLE"},
+            }
+        ]
+        await route.fulfill(response=response, json=body)
+
+    await tab.page.route("**/graphql", fail_the_neighbours_once)
+    before = await land(tab, c.key, f"{CONSOLE}?sessionId={c.viewed}&similar=open")
+    await expect(tab.page.get_by_role("heading", level=1)).to_have_text(
+        "Refund for a cancelled flight"
+    )
+    await expect(tab.page.locator(".entry")).to_have_count(4)
+    problem = tab.page.locator("#similar-body [role=alert]")
+    await expect(problem).to_have_text(
+        re.compile(r"^Similar sessions could not be loaded\. The database is unavailable")
+    )
+    await problem.get_by_role("button", name="Retry").click()
+    await expect(tab.page.locator(".neighbour")).to_have_count(3)
+    names = [tab.document(r).split("(")[0].split()[-1] for r in tab.graphql[before:]]
+    assert names == ["ConsoleSessionWithSimilar", "ConsoleSession", "ConsoleSimilarSessions"]

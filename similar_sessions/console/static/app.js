@@ -113,21 +113,26 @@ async function loadSession(key, sessionId) {
   const features = knownFeatures.get();
   const withSimilar = panelWanted() && (features === null || features.includes(FEATURE));
   const variables = { id: sessionId, first: REPLAY_PAGE };
-  const { data, errors } = withSimilar
+  let { data, errors } = withSimilar
     ? await graphqlPartial(
         SESSION_WITH_SIMILAR,
         { ...variables, limit: SIMILAR_LIMIT, maxMatches: MATCHES_PER_SESSION },
         key,
       )
     : await graphqlPartial(SESSION, variables, key);
-  const session = data.runtimeSession;
-  // Only the neighbours may fail alone: anything else fails the page.
+  // Only the neighbours may fail alone. Their field is non-null, so their error nulls the
+  // session too: the page is then asked again without them, and the panel offers a Retry.
   const similarFailed = errors.filter((e) => e.path?.includes("similarSessions"));
-  if (errors.length > similarFailed.length || !data.viewer) throw new RequestFailed(refusal(errors));
+  if (similarFailed.length && !data.runtimeSession) {
+    ({ data, errors } = await graphqlPartial(SESSION, variables, key));
+  }
+  const failed = errors.filter((e) => !e.path?.includes("similarSessions"));
+  if (failed.length || !data.viewer) throw new RequestFailed(refusal(failed));
+  const session = data.runtimeSession;
   if (!session) return [data.viewer, notFound("No session with this id in your account.")];
   return sessionPage(data.viewer, session, {
     withSimilar,
-    similarError: similarFailed.length ? `Similar sessions could not be loaded. ${refusal(similarFailed)}` : null,
+    similarError: similarFailed.length ? refusal(similarFailed) : null,
   });
 }
 
@@ -148,7 +153,8 @@ function sessionPage(viewer, session, { withSimilar, similarError }) {
     },
   });
   const parts = [renderSessionHeader(session)];
-  if (viewer.features.includes(FEATURE)) {
+  const withPanel = viewer.features.includes(FEATURE);
+  if (withPanel) {
     parts.push(
       similarPanel(session.id, {
         open: withSimilar,
@@ -174,7 +180,8 @@ function sessionPage(viewer, session, { withSimilar, similarError }) {
     remember({ similarOpen: panelOpen(), replayShown: replay.shown() });
     if (anchor) replay.reveal(anchor[1]);
   };
-  return [viewer, [h("div", { class: "session-layout" }, parts)], land];
+  const layout = h("div", { class: `session-layout${withPanel ? " with-panel" : ""}` }, parts);
+  return [viewer, [layout], land];
 }
 
 function panelOpen() {

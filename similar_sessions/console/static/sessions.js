@@ -58,7 +58,7 @@ export function renderSessionList(page, { isFirstPage, search = null }) {
   ];
 }
 
-export function renderSessionHeader(session, ...extra) {
+export function renderSessionHeader(session) {
   const fact = (term, ...value) => h("div", {}, h("dt", {}, term), h("dd", {}, ...value));
   return h(
     "header",
@@ -74,6 +74,5 @@ export function renderSessionHeader(session, ...extra) {
       fact("Last activity", time(session.lastActivityAt)),
       session.reference ? fact("Reference", h("code", {}, session.reference)) : null,
     ),
-    ...extra,
   );
 }
