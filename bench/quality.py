@@ -21,6 +21,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
@@ -129,7 +130,12 @@ async def load_and_index(
 ) -> str:
 
     await migrate(engine)
-    lines = [json.dumps(r) for r in demo.records(demo.load_corpus(), model)]
+    lines = [
+        json.dumps(r)
+        for r in demo.records(
+            demo.load_corpus(), model, first_at=demo.first_session_at(datetime.now(UTC))
+        )
+    ]
     async with engine.begin() as conn:
         await write(conn, parse_lines("tau-bench", lines))
     report = await index_once(

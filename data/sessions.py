@@ -8,6 +8,8 @@ from datetime import datetime
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import UUID as PG_UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
@@ -55,12 +57,40 @@ async def sessions_by_id(
     return {row.id: SessionRow(*row) for row in rows}
 
 
+@dataclass(frozen=True, slots=True)
+class SessionSearch:
+    """Sessions whose id is one of `ids`, or whose title or source id contains `text`."""
+
+    ids: tuple[UUID, ...]
+    text: str
+
+
+def _contains(text: str) -> str:
+    """An ILIKE pattern matching `text` literally anywhere (its wildcards escaped)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
 async def recent_sessions(
-    conn: AsyncConnection, account_id: UUID, first: int, after: tuple[datetime, UUID] | None
+    conn: AsyncConnection,
+    account_id: UUID,
+    first: int,
+    after: tuple[datetime, UUID] | None,
+    search: SessionSearch | None = None,
 ) -> list[SessionRow]:
     """Newest first (started_at desc, id desc), keyset-paged; one more row than asked."""
     s = t.runtime_sessions.c
     query = sa.select(*_SESSION_COLUMNS).where(s.account_id == account_id)
+    if search is not None:
+        pattern = _contains(search.text)
+        ids = sa.bindparam("ids", list(search.ids), type_=ARRAY(PG_UUID(as_uuid=True)))
+        query = query.where(
+            sa.or_(
+                s.id == sa.any_(ids),
+                s.title.ilike(pattern, escape="\\"),
+                s.source_id.ilike(pattern, escape="\\"),
+            )
+        )
     if after is not None:
         query = query.where(sa.tuple_(s.started_at, s.id) < sa.tuple_(*after))
     rows = await conn.execute(query.order_by(s.started_at.desc(), s.id.desc()).limit(first + 1))
@@ -80,3 +110,56 @@ async def activity_by_session(
     for row in rows:
         grouped[row.runtime_session_id].append(ActivityRow(*row))
     return grouped
+
+
+ReplayPosition = tuple[int, UUID]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayPageKey:
+    """At most `first` turns of a session after `after` (ordinal, id) in replay order."""
+
+    session_id: UUID
+    first: int
+    after: ReplayPosition | None = None
+
+
+_REPLAY_PAGES = sa.text(
+    "SELECT k.key, a.id, a.runtime_session_id, a.ordinal, a.occurred_at, a.role, a.kind, "
+    "a.content, a.api_usage_id "
+    "FROM unnest(CAST(:keys AS int[]), CAST(:session_ids AS uuid[]), CAST(:limits AS int[]), "
+    "CAST(:after_ordinals AS int[]), CAST(:after_ids AS uuid[])) "
+    "AS k(key, session_id, lim, after_ordinal, after_id) "
+    "CROSS JOIN LATERAL (SELECT * FROM runtime_session_activity a "
+    "WHERE a.account_id = :account_id AND a.runtime_session_id = k.session_id "
+    # The first condition is the index's; the row comparison breaks ties on id.
+    "AND a.ordinal >= k.after_ordinal AND (a.ordinal, a.id) > (k.after_ordinal, k.after_id) "
+    "ORDER BY a.ordinal, a.id LIMIT k.lim) AS a "
+    "ORDER BY k.key, a.ordinal, a.id"
+)
+_BEFORE_ALL: ReplayPosition = (-1, UUID(int=0))  # ordinals are never negative
+
+
+async def replay_pages(
+    conn: AsyncConnection, account_id: UUID, keys: Sequence[ReplayPageKey]
+) -> list[list[ActivityRow]]:
+    """For each key, its page plus one more turn (so the caller knows whether more follow),
+    every key in one statement."""
+    if not keys:
+        return []
+    positions = [k.after or _BEFORE_ALL for k in keys]
+    rows = await conn.execute(
+        _REPLAY_PAGES,
+        {
+            "account_id": account_id,
+            "keys": list(range(len(keys))),
+            "session_ids": [k.session_id for k in keys],
+            "limits": [k.first + 1 for k in keys],
+            "after_ordinals": [p[0] for p in positions],
+            "after_ids": [p[1] for p in positions],
+        },
+    )
+    pages: list[list[ActivityRow]] = [[] for _ in keys]
+    for row in rows:
+        pages[row[0]].append(ActivityRow(*row[1:]))
+    return pages

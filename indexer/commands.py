@@ -6,11 +6,13 @@ import asyncio
 import signal
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data import indexing as sql
+from data.sessions import sessions_by_id
 from indexer import demo
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
@@ -104,13 +106,27 @@ class DemoLoaded:
     report: PassReport
 
 
-async def load_demo(engine: AsyncEngine, config: IndexerConfig, registry: Registry) -> DemoLoaded:
-    """Import the corpus as the demo account (an upsert: harmless again), then index it."""
+async def load_demo(
+    engine: AsyncEngine,
+    config: IndexerConfig,
+    registry: Registry,
+    now: datetime | None = None,
+) -> DemoLoaded:
+    """Import the corpus as the demo account (an upsert: harmless again), then index it.
+    A first load places the sessions over the days before `now`; later loads keep its times."""
     import json
 
-    lines = [json.dumps(r) for r in demo.records(demo.load_corpus())]
-    parsed = parse_lines(str(demo.CORPUS), lines)
+    corpus = demo.load_corpus()
     async with engine.begin() as conn:
+        anchor = demo.first_session_id(corpus)
+        loaded = (await sessions_by_id(conn, demo.DEMO_ACCOUNT_ID, [anchor])).get(anchor)
+        first_at = (
+            loaded.started_at
+            if loaded is not None
+            else demo.first_session_at(now or datetime.now(UTC))
+        )
+        lines = [json.dumps(r) for r in demo.records(corpus, first_at=first_at)]
+        parsed = parse_lines(str(demo.CORPUS), lines)
         await write(conn, parsed)
     report = await index_once(engine, registry, config, account_ids=[demo.DEMO_ACCOUNT_ID])
     return DemoLoaded(len(parsed.sessions), len(parsed.activity), report)
@@ -124,8 +140,9 @@ async def run_demo(engine: AsyncEngine, settings: Settings) -> int:
         f"indexed: {describe(loaded.report)}\n"
         f"API key (scope view_runtime_sessions): {demo.DEMO_API_KEY}\n"
         f"a session to start from: {some}\n"
-        "serve it with `similar-sessions serve`, then:\n"
+        "serve it with `similar-sessions serve [--port PORT]` (8000 by default), then, with\n"
+        "PORT set to the port it serves on:\n"
         f"  curl -H 'Authorization: Bearer {demo.DEMO_API_KEY}' "
-        f"http://127.0.0.1:8000/api/v1/runtime-sessions/{some}/similar"
+        f'"http://127.0.0.1:${{PORT:-8000}}/api/v1/runtime-sessions/{some}/similar"'
     )
     return 0

@@ -18,14 +18,25 @@ DEMO_NAMESPACE = UUID("0c4c0f5e-3d1b-4b8e-8f0a-7a3e2b9d6c41")
 DEMO_ACCOUNT_ID = uuid5(DEMO_NAMESPACE, "account")
 DEMO_API_KEY = "sk-demo-tau-bench-airline"  # documented on purpose: it opens only the demo account
 DEMO_MODEL = ("local", "hash-384", 384)
-FIRST_SESSION_AT = datetime(2024, 5, 1, tzinfo=UTC)
-SESSION_SPACING = timedelta(hours=6)
+# The sessions are spread over the days before the first load, so `windowDays` means something
+# on the demo; a later load reuses the first one's times (`first_session_at`), changing nothing.
+DEMO_SPAN = timedelta(days=60)
 TURN_SPACING = timedelta(seconds=20)
 TITLE_CHARS = 100
 
 
 def session_id(task_id: int, trial: int) -> UUID:
     return uuid5(DEMO_NAMESPACE, f"session:{task_id}:{trial}")
+
+
+def first_session_id(corpus: list[dict[str, Any]]) -> UUID:
+    """The session whose start anchors the others' times."""
+    return session_id(int(corpus[0]["task_id"]), int(corpus[0]["trial"]))
+
+
+def first_session_at(now: datetime) -> datetime:
+    """Where a first load starts the corpus: DEMO_SPAN before `now`, on the hour."""
+    return (now - DEMO_SPAN).astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
@@ -74,14 +85,19 @@ def activity_of(item: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
 
 
 def records(
-    corpus: list[dict[str, Any]], model: tuple[str, str, int] = DEMO_MODEL
+    corpus: list[dict[str, Any]],
+    model: tuple[str, str, int] = DEMO_MODEL,
+    *,
+    first_at: datetime,
 ) -> Iterator[dict[str, Any]]:
-    """The account, then each session followed by its activity."""
+    """The account, then each session followed by its activity; the sessions start evenly
+    spaced over DEMO_SPAN from `first_at`, in corpus order."""
     yield account_record(model)
+    spacing = DEMO_SPAN / max(len(corpus), 1)
     for position, item in enumerate(corpus):
         task_id, trial = int(item["task_id"]), int(item["trial"])
         sid = session_id(task_id, trial)
-        started = FIRST_SESSION_AT + position * SESSION_SPACING
+        started = first_at + position * spacing
         turns = list(activity_of(item))
         yield {
             "type": "session",

@@ -65,13 +65,27 @@ class SimilarArgs:
         )
 
 
+def plain_text(value: str, name: str, max_chars: int) -> str:
+    """A text argument, stripped: 1 to max_chars characters PostgreSQL can hold (no NUL, no
+    lone surrogate, which a JSON string may carry)."""
+    text = value.strip()
+    if not text or len(text) > max_chars or "\x00" in text or not _encodable(text):
+        raise BadArgument(name, f"must be 1 to {max_chars} characters of text, without NUL")
+    return text
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def filter_values(values: Sequence[str] | None, name: str) -> tuple[str, ...] | None:
     """A neighbour filter's values, deduplicated and sorted; None when none were given."""
     if values is None or len(values) == 0:
         return None
     if len(values) > MAX_FILTER_VALUES:
         raise BadArgument(name, f"takes at most {MAX_FILTER_VALUES} values, got {len(values)}")
-    for value in values:
-        if not value or len(value) > MAX_FILTER_CHARS or "\x00" in value:
-            raise BadArgument(name, f"values are 1 to {MAX_FILTER_CHARS} characters, no NUL")
-    return tuple(sorted(set(values)))
+    return tuple(sorted({plain_text(value, name, MAX_FILTER_CHARS) for value in values}))

@@ -10,7 +10,7 @@ from strawberry.dataloader import DataLoader
 
 from data.accounts import Principal
 from data.model_catalog import ModelCatalog
-from data.sessions import ActivityRow, SessionRow
+from data.sessions import ActivityRow, ReplayPageKey, SessionRow
 from indexer.embedders import Registry
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
@@ -57,7 +57,7 @@ class Context:
     services: Services
     principal: Principal
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
-    replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
+    replays: DataLoader[ReplayPageKey, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
     timelines: DataLoader[TimelineKey, TimelineResult | None] = field(init=False)
     budget: RequestBudget = field(default_factory=RequestBudget)

@@ -10,7 +10,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
-from data.sessions import ActivityRow, SessionRow, activity_by_session, sessions_by_id
+from data.sessions import ActivityRow, ReplayPageKey, SessionRow, replay_pages, sessions_by_id
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
 from resolvers.similar import compare_sessions
@@ -29,11 +29,14 @@ def session_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, Se
     return DataLoader(load_fn=load)
 
 
-def replay_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, list[ActivityRow]]:
-    async def load(ids: Sequence[UUID]) -> list[list[ActivityRow]]:
+def replay_loader(
+    engine: AsyncEngine, account_id: UUID
+) -> DataLoader[ReplayPageKey, list[ActivityRow]]:
+    """Pages of many sessions' replays (a page and one turn more each) in one statement."""
+
+    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ActivityRow]]:
         async with engine.connect() as conn:
-            rows = await activity_by_session(conn, account_id, ids)
-        return [rows[i] for i in ids]
+            return await replay_pages(conn, account_id, keys)
 
     return DataLoader(load_fn=load)
 

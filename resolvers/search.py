@@ -16,11 +16,10 @@ from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
 from indexer.query import QueryNotEmbedded, embed_query
 from resolvers import ranking
-from resolvers.arguments import SimilarArgs
+from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.context import Context
 from resolvers.cursors import encode_cursor
 from resolvers.degraded import degraded
-from resolvers.errors import BadArgument
 from resolvers.results import SearchResult
 from resolvers.similar_results import neighbour_of
 
@@ -30,10 +29,7 @@ NO_SESSION = UUID(int=0)  # a search text belongs to no session: every session i
 
 def checked_text(text: str, name: str) -> str:
     """The search text, stripped; refused when empty or longer than the bound."""
-    text = text.strip()
-    if not text or len(text) > MAX_SEARCH_CHARS or "\x00" in text:
-        raise BadArgument(name, f"must be 1 to {MAX_SEARCH_CHARS} characters, without NUL")
-    return text
+    return plain_text(text, name, MAX_SEARCH_CHARS)
 
 
 async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:

@@ -53,11 +53,18 @@ class Query(SearchQuery):
         row = await info.context.sessions.load(id)
         return None if row is None else RuntimeSession.of(row)
 
-    @strawberry.field(description="The account's sessions, newest first.")
+    @strawberry.field(
+        description="The account's sessions, newest first; with `search`, only those whose id "
+        "is a word of it, or whose title or source id contains it (case-insensitive)."
+    )
     async def runtime_sessions(
-        self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None
+        self,
+        info: strawberry.Info[Context, None],
+        first: int = 20,
+        after: str | None = None,
+        search: str | None = None,
     ) -> RuntimeSessionPage:
-        rows, more = await session_page(info.context, first, after)
+        rows, more = await session_page(info.context, first, after, search)
         return RuntimeSessionPage(
             nodes=[RuntimeSession.of(r) for r in rows],
             end_cursor=session_cursor(rows[-1]) if rows else None,

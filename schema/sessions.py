@@ -11,6 +11,7 @@ import strawberry
 from data.sessions import ActivityRow, SessionRow
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.context import Context
+from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_sessions
 from schema.mapping import from_result
 from schema.selection import selects
@@ -42,10 +43,28 @@ class ReplayEntry:
     kind: str
     content: str
     api_usage_id: UUID | None
+    cursor: str = strawberry.field(
+        description="Pass as `after` to read the turns that follow this one."
+    )
 
     @classmethod
     def of(cls, row: ActivityRow) -> ReplayEntry:
-        return from_result(cls, row)
+        return from_result(cls, row, cursor=replay_cursor(row))
+
+
+@strawberry.type(description="One page of a session's replay, in order.")
+class ReplayPage:
+    nodes: list[ReplayEntry]
+    end_cursor: str | None = strawberry.field(
+        description="Pass as `after` for the next page; null when the page is empty."
+    )
+    has_next_page: bool
+
+
+_REPLAY_PAGING = (
+    f"At most `first` turns ({DEFAULT_REPLAY_PAGE} by default, {MAX_REPLAY_PAGE} at most) "
+    "after the cursor `after`."
+)
 
 
 @strawberry.type(description="One recorded agent run of the account.")
@@ -63,9 +82,31 @@ class RuntimeSession:
     def of(cls, row: SessionRow) -> RuntimeSession:
         return from_result(cls, row)
 
-    @strawberry.field(description="The session's activity, in order.")
-    async def replay(self, info: strawberry.Info[Context, None]) -> list[ReplayEntry]:
-        return [ReplayEntry.of(row) for row in await info.context.replays.load(self.id)]
+    @strawberry.field(description=f"The session's activity, in order. {_REPLAY_PAGING}")
+    async def replay(
+        self,
+        info: strawberry.Info[Context, None],
+        first: int = DEFAULT_REPLAY_PAGE,
+        after: str | None = None,
+    ) -> list[ReplayEntry]:
+        rows, _ = await replay_page(info.context, self.id, first, after)
+        return [ReplayEntry.of(row) for row in rows]
+
+    @strawberry.field(
+        description=f"The replay as pages that say whether more follow. {_REPLAY_PAGING}"
+    )
+    async def replay_page(
+        self,
+        info: strawberry.Info[Context, None],
+        first: int = DEFAULT_REPLAY_PAGE,
+        after: str | None = None,
+    ) -> ReplayPage:
+        rows, more = await replay_page(info.context, self.id, first, after)
+        return ReplayPage(
+            nodes=[ReplayEntry.of(row) for row in rows],
+            end_cursor=replay_cursor(rows[-1]) if rows else None,
+            has_next_page=more,
+        )
 
     @strawberry.field(description="Other sessions of this account that went the same way.")
     async def similar_sessions(

@@ -101,7 +101,7 @@ def create_app(
     if tracing is not None:
         extensions.append(partial(OpenTelemetryExtension, tracer_provider=tracing))  # type: ignore[arg-type]
     schema = make_schema(extra_extensions=extensions)
-    graphql = GraphQLApp(schema, graphql_ide="graphiql" if settings.graphiql else None)
+    graphql = GraphQLApp(schema, graphql_ide=None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -1,14 +1,16 @@
-"""The GraphQL endpoint as an ASGI app, and the GraphiQL page it serves to browsers."""
+"""The GraphQL endpoint as an ASGI app, and the GraphiQL page it serves to browsers (the
+console's own page with vendored GraphiQL, not strawberry's, which loads it from a CDN)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
 
 from resolvers.context import Context
+from similar_sessions.console.routes import graphiql_page
 from similar_sessions.context import request_context
 
 
@@ -26,8 +28,7 @@ class GraphQLApp(GraphQL[Context, None]):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and is_graphiql_page(HTTPConnection(scope)):
             # The IDE's page runs no query and needs no key (AuthMiddleware lets it pass).
-            response = await self.render_graphql_ide(Request(scope, receive))
-            await response(scope, receive, send)
+            await graphiql_page()(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 

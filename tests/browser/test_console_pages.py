@@ -52,7 +52,7 @@ async def test_the_session_page_shows_its_header_and_replay(engine: AsyncEngine,
     await expect(entries.locator(".entry-label")).to_have_text(
         ["User", "Tool call", "Tool result", "Assistant"]
     )
-    await expect(page.locator(f"#entry-{c.tool_call}")).to_have_class(re.compile(r"\bis-tool\b"))
+    await expect(page.locator(f"#activity-{c.tool_call}")).to_have_class(re.compile(r"\bis-tool\b"))
     await expect(entries.nth(0)).to_have_class(re.compile(r"\brole-user\b"))
 
     folded = entries.nth(2).locator("details")

@@ -68,9 +68,7 @@ async def test_opening_asks_once_reopening_asks_nothing_another_session_asks_aga
     )
     await open_panel(tab)
     assert len(tab.similar_requests()) == 2
-    assert f'"id": "{c.close}"' in (tab.similar_requests()[-1].post_data or "").replace(
-        '":"', '": "'
-    )
+    assert json.loads(tab.similar_requests()[-1].post_data or "")["variables"]["id"] == c.close
 
 
 async def test_an_entry_shows_the_band_word_the_number_in_a_tooltip_and_links_to_the_session(
@@ -96,7 +94,12 @@ async def test_an_entry_shows_the_band_word_the_number_in_a_tooltip_and_links_to
         assert not re.search(r"\b0\.\d", shown), "the number shows outside the tooltip"
 
     link = neighbours.first.get_by_role("link", name="Cancelled flight, refund to card")
-    await expect(link).to_have_attribute("href", f"{CONSOLE}?sessionId={c.close}")
+    await expect(link).to_have_attribute(
+        "href", f"{CONSOLE}?sessionId={c.close}#activity-{c.close_turn}"
+    )
+    await expect(neighbours.nth(1).locator(".neighbour-title")).to_have_attribute(
+        "href", f"{CONSOLE}?sessionId={c.related}"
+    )
 
     # A keyboard user reaches the band and sees the tooltip's number while it has focus.
     await link.focus()
@@ -105,11 +108,20 @@ async def test_an_entry_shows_the_band_word_the_number_in_a_tooltip_and_links_to
     await expect(band).to_be_focused()
     shown = await band.evaluate("(el) => getComputedStyle(el, '::after').content")
     assert shown == json.dumps(await band.get_attribute("title"))
-    await expect(neighbours.first.locator("blockquote.passage")).to_have_text(
+    # Both sides of a match: their passage, and this session's passage that found it.
+    await expect(neighbours.first.locator(".side-theirs blockquote.passage")).to_have_text(
         "Cancelled flight; refund to card."
     )
+    await expect(neighbours.first.locator(".side-ours blockquote.passage")).to_have_text(
+        "My flight HAT136 was cancelled. I want a refund."
+    )
+    await expect(neighbours.first.locator(".side-theirs a")).to_have_attribute(
+        "href", f"{CONSOLE}?sessionId={c.close}#activity-{c.close_turn}"
+    )
     probe = neighbours.first.locator(".probe a")
-    await expect(probe).to_have_attribute("href", f"#entry-{c.probe_activity}")
+    await expect(probe).to_have_attribute("href", f"#activity-{c.probe_activity}")
+    # Each neighbour shows its status.
+    await expect(neighbours.locator(".status")).to_have_text(["completed"] * 3)
 
 
 async def test_a_withheld_passage_says_so(engine: AsyncEngine, tab: Tab) -> None:
@@ -129,12 +141,12 @@ async def test_a_withheld_passage_says_so(engine: AsyncEngine, tab: Tab) -> None
     await tab.sign_in(c.key, f"{CONSOLE}?sessionId={c.viewed}")
     await open_panel(tab)
     first = tab.page.locator(".neighbour").first
-    await expect(first.locator(".passage-withheld")).to_have_text(
+    await expect(first.locator(".side-theirs .passage-withheld")).to_have_text(
         "Passage withheld: its text is not shown."
     )
     await expect(first).not_to_contain_text("Cancelled flight; refund to card.")
     await expect(
-        tab.page.locator(".neighbour").nth(1).locator("blockquote.passage")
+        tab.page.locator(".neighbour").nth(1).locator(".side-theirs blockquote.passage")
     ).to_be_visible()
 
 

@@ -15,10 +15,26 @@ STATIC_FILES = [
     "app.js",
     "api.js",
     "dom.js",
+    "markdown.js",
+    "memory.js",
     "queries.js",
+    "replay.js",
     "sessions.js",
     "similar.js",
     "style.css",
+    "graphiql.html",
+    "graphiql.js",
+    "graphiql.css",
+]
+VENDORED = [
+    "vendor/README.md",
+    "vendor/graphiql/graphiql.min.js",
+    "vendor/graphiql/graphiql.min.css",
+    "vendor/graphiql/LICENSE",
+    "vendor/react/react.production.min.js",
+    "vendor/react/LICENSE",
+    "vendor/react_dom/react-dom.production.min.js",
+    "vendor/react_dom/LICENSE",
 ]
 EXPECTED_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -76,8 +92,53 @@ async def test_graphql_still_needs_a_key(client: httpx.AsyncClient) -> None:
 
 def test_static_files_ship_as_package_data() -> None:
     static = files("similar_sessions.console").joinpath("static")
-    for name in STATIC_FILES:
+    for name in STATIC_FILES + VENDORED:
         assert static.joinpath(name).is_file(), name
+
+
+def test_the_package_declares_the_vendored_files() -> None:
+    """An install carries every static file: each directory is a declared package whose
+    package data is all its files."""
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
+    static = root / "similar_sessions" / "console" / "static"
+    for path in static.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            package = ".".join(path.parent.relative_to(root).parts)
+            assert package in setuptools["packages"], path
+            assert setuptools["package-data"][package] == ["*"], path
+
+
+GRAPHIQL_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; font-src data:; "
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
+
+
+async def test_graphiql_is_served_from_the_package_under_a_strict_policy(
+    client: httpx.AsyncClient,
+) -> None:
+    page = await client.get("/graphql", headers={"accept": "text/html"})
+    assert page.status_code == 200
+    assert page.headers["content-security-policy"] == GRAPHIQL_CSP
+    assert page.headers["x-content-type-options"] == "nosniff"
+    scripts = re.findall(r'<script src="([^"]+)"', page.text)
+    assert scripts == [
+        "/console/static/vendor/react/react.production.min.js",
+        "/console/static/vendor/react_dom/react-dom.production.min.js",
+        "/console/static/vendor/graphiql/graphiql.min.js",
+        "/console/static/graphiql.js",
+    ]
+    assert "Authorization" in page.text and "Bearer" in page.text
+    for src in [*scripts, "/console/static/vendor/graphiql/graphiql.min.css"]:
+        asset = await client.get(src)
+        assert asset.status_code == 200, src
 
 
 def test_the_console_needs_nothing_from_other_origins() -> None:
@@ -86,8 +147,9 @@ def test_the_console_needs_nothing_from_other_origins() -> None:
     for name in STATIC_FILES:
         text = static.joinpath(name).read_text(encoding="utf-8")
         assert not re.search(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), name
-        assert "innerHTML" not in text, name
+        assert "innerHTML" not in text and "insertAdjacentHTML" not in text, name
+        assert "document.write" not in text and "DOMParser" not in text, name
         assert " style=" not in text, name
-        if name == "index.html":
+        if name.endswith(".html"):
             assert re.findall(r"<script(?![^>]*\bsrc=)", text) == [], "inline script"
             assert "<style" not in text

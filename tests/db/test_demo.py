@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import httpx
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -17,7 +19,8 @@ CONFIG = IndexerConfig(progress=False)
 
 def test_records_are_deterministic_and_in_the_import_format() -> None:
     corpus = demo.load_corpus()[:2]
-    first, second = list(demo.records(corpus)), list(demo.records(corpus))
+    at = demo.first_session_at(datetime(2026, 3, 1, 12, 34, tzinfo=UTC))
+    first, second = list(demo.records(corpus, first_at=at)), list(demo.records(corpus, first_at=at))
     assert first == second
     assert first[0]["type"] == "account" and first[0]["features"] == ["similarSessions"]
     assert first[0]["embedding"]["model"] == "hash-384"
@@ -27,12 +30,29 @@ def test_records_are_deterministic_and_in_the_import_format() -> None:
     assert not any(r["type"] == "activity" and r["content"] in ("", "None") for r in first)
 
 
+TIMES = (
+    "SELECT (SELECT array_agg(started_at ORDER BY id) FROM runtime_sessions), "
+    "(SELECT array_agg(occurred_at ORDER BY id) FROM runtime_session_activity), "
+    "(SELECT count(*) FROM session_chunks c JOIN runtime_session_activity a "
+    "ON a.account_id = c.account_id AND a.id = c.source_id "
+    "WHERE c.source_kind <> 'gateway_interaction' AND c.occurred_at <> a.occurred_at)"
+)
+
+
 async def test_demo_loads_indexes_and_is_harmless_to_rerun(engine: AsyncEngine) -> None:
-    loaded = await load_demo(engine, CONFIG, Registry())
+    first_load = datetime(2026, 3, 1, 12, 34, tzinfo=UTC)
+    loaded = await load_demo(engine, CONFIG, Registry(), now=first_load)
     assert (loaded.sessions, loaded.report.sessions_chunked) == (200, 200)
     assert loaded.report.chunks_embedded == loaded.report.chunks_written > 200
-    again = await load_demo(engine, CONFIG, Registry())
+    async with engine.connect() as conn:
+        started, turns, stray_chunks = (await conn.execute(sa.text(TIMES))).one()
+    assert first_load - timedelta(days=60, hours=1) <= min(started) < max(started) < first_load
+    assert stray_chunks == 0, "a chunk's time differs from its turn's"
+    # A later run, days after the first, keeps the first run's times and writes nothing.
+    again = await load_demo(engine, CONFIG, Registry(), now=first_load + timedelta(days=9))
     assert (again.report.chunks_written, again.report.chunks_embedded) == (0, 0)
+    async with engine.connect() as conn:
+        assert (await conn.execute(sa.text(TIMES))).one() == (started, turns, 0)
     async with engine.connect() as conn:
         counts = (
             await conn.execute(
@@ -69,3 +89,26 @@ async def test_demo_session_has_same_task_neighbours_over_rest_and_graphql(
     results = data["similarSessions"]["results"]
     assert [demo.task_of(r["session"]["sourceId"]) for r in results] == tasks[:3]
     assert [r["similarity"] for r in results] == [r["similarity"] for r in body["results"][:3]]
+
+
+async def test_a_window_of_days_means_something_on_the_demo(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    await load_demo(engine, CONFIG, Registry())
+    query = """query($after: String) { runtimeSessions(first: 1, after: $after) { nodes {
+      startedAt
+      all: similarSessions(limit: 20) { results { startedAt } }
+      recent: similarSessions(limit: 20, windowDays: 20) {
+        results { startedAt } degraded { reasons } } } } }"""
+    graphql = await client.post("/graphql", json={"query": query}, headers=AUTH)
+    [newest] = graphql.json()["data"]["runtimeSessions"]["nodes"]
+    now = datetime.now(UTC)
+    assert now - timedelta(days=1) < datetime.fromisoformat(newest["startedAt"]) < now
+    recent = newest["recent"]["results"]
+    assert recent, "the newest session has neighbours within 20 days"
+    assert "similar_window_applied" in newest["recent"]["degraded"]["reasons"]
+    assert all(datetime.fromisoformat(r["startedAt"]) >= now - timedelta(days=21) for r in recent)
+    assert any(
+        datetime.fromisoformat(r["startedAt"]) < now - timedelta(days=21)
+        for r in newest["all"]["results"]
+    ), "without the window, older sessions are neighbours too"

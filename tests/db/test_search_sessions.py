@@ -4,6 +4,7 @@ every way it comes up short named."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -176,3 +177,22 @@ async def test_graphql_and_rest_search_within_the_account(
             "/api/v1/runtime-sessions/search", params=bad, headers=bearer(key)
         )
         assert refused.status_code == 422 and refused.json()["parameter"] == "q"
+
+
+async def test_text_postgresql_cannot_hold_is_refused_by_name(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_sessions(engine)
+    query = "query($q: String!, $s: [String!]) { searchSessions(text: $q, status: $s) { limit } }"
+    for variables, argument in (
+        ({"q": "a lone \ud800 surrogate", "s": None}, "text"),
+        ({"q": "nul \x00 inside", "s": None}, "text"),
+        ({"q": QUESTION, "s": ["failed\ud800"]}, "status"),
+    ):
+        response = await client.post(
+            "/graphql",
+            content=json.dumps({"query": query, "variables": variables}),
+            headers={**bearer(key), "content-type": "application/json"},
+        )
+        [error] = response.json()["errors"]
+        assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": argument}

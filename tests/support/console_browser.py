@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.async_api import (
@@ -23,6 +25,7 @@ from tests.support.world import World, blend, direction
 
 CONSOLE = "/console/runtime-sessions"
 SIMILAR_QUERY = "ConsoleSimilarSessions"
+AXE = Path(__file__).resolve().parents[1] / "browser" / "vendor" / "axe.min.js"
 LONG_TOOL_RESULT = json.dumps(
     {"reservation_id": "ZFA04Y", "flights": [{"flight_number": f"HAT{i:03}"} for i in range(80)]},
     indent=2,
@@ -40,7 +43,25 @@ class Tab:
     problems: list[str] = field(default_factory=list)
 
     def similar_requests(self) -> list[Request]:
-        return [r for r in self.graphql if SIMILAR_QUERY in (r.post_data or "")]
+        """Requests that ask for neighbours (alone, or with the session page)."""
+        return [r for r in self.graphql if "similarSessions(" in self.document(r)]
+
+    @staticmethod
+    def document(request: Request) -> str:
+        body = json.loads(request.post_data or "{}")
+        return str(body.get("query", ""))
+
+    async def axe_violations(self, impacts: tuple[str, ...] = ("serious", "critical")) -> Any:
+        """axe-core's violations of the given impacts on the page as it is now."""
+        if not await self.page.evaluate("() => typeof window.axe === 'object'"):
+            # Evaluated through the debugging protocol: the page's CSP stays as served.
+            await self.page.evaluate(AXE.read_text(encoding="utf-8"))
+        found = await self.page.evaluate(
+            """async () => (await window.axe.run(document, {resultTypes: ['violations']}))
+                .violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                  nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"""
+        )
+        return [v for v in found if v["impact"] in impacts]
 
     async def open(self, path: str) -> None:
         await self.page.goto(self.base + path)
@@ -109,6 +130,7 @@ class Corpus:
     loose: str
     tool_call: str
     probe_activity: str
+    close_turn: str
 
 
 async def corpus(
@@ -137,13 +159,21 @@ async def corpus(
         content="My flight HAT136 was cancelled. I want a refund.",
     )
     close = world.session(account, "Cancelled flight, refund to card", day=9)
-    world.chunk(close, blend(topic, direction(3), 0.1), content="Cancelled flight; refund to card.")
+    world.activity(close, 0, "Hello, I need help with a booking.")
+    close_turn = world.activity(close, 1, "Cancelled flight; refund to card.")
+    world.activity(close, 2, "Done: the refund is on its way.", role="assistant")
+    world.chunk(
+        close,
+        blend(topic, direction(3), 0.1),
+        source_id=close_turn,
+        content="Cancelled flight; refund to card.",
+    )
     related = world.session(account, "Change of cabin after a delay", day=8)
     world.chunk(related, blend(topic, direction(4), 0.55), content="A delay, then a cabin change.")
     loose = world.session(account, "Baggage allowance question", day=7)
     world.chunk(loose, blend(topic, direction(5), 0.68), content="How many bags may I check?")
     await world.write(engine)
-    return Corpus(key, viewed, close, related, loose, tool_call, asked)
+    return Corpus(key, viewed, close, related, loose, tool_call, asked, close_turn)
 
 
 async def open_panel(tab: Tab) -> None:

@@ -24,7 +24,25 @@ export class Forbidden extends Error {}
 /** Anything else that kept an answer from arriving; `message` is a sentence for people. */
 export class RequestFailed extends Error {}
 
+/** The answer's data; any GraphQL error is thrown as RequestFailed. */
 export async function graphql(query, variables = {}, key = apiKey.get()) {
+  const { data, errors } = await graphqlPartial(query, variables, key);
+  if (errors.length > 0) throw new RequestFailed(refusal(errors));
+  return data;
+}
+
+/** A sentence for people about GraphQL errors. */
+export function refusal(errors) {
+  const input = errors.find((e) => e.extensions?.code === "BAD_USER_INPUT");
+  if (input) return `The request was refused: ${input.message}`;
+  if (errors.some((e) => e.extensions?.code === "UNAVAILABLE")) {
+    return "The database is unavailable right now.";
+  }
+  return "The server could not answer this request.";
+}
+
+/** `{data, errors}`: the parts that were answered, and the errors of those that were not. */
+export async function graphqlPartial(query, variables = {}, key = apiKey.get()) {
   let response;
   try {
     response = await fetch("/graphql", {
@@ -57,11 +75,7 @@ export async function graphql(query, variables = {}, key = apiKey.get()) {
   } catch {
     throw new RequestFailed("The server sent an answer the console could not read.");
   }
-  if (Array.isArray(body.errors) && body.errors.length > 0) {
-    const input = body.errors.find((e) => e.extensions?.code === "BAD_USER_INPUT");
-    throw new RequestFailed(
-      input ? `The request was refused: ${input.message}` : "The server could not answer this request.",
-    );
-  }
-  return body.data;
+  const errors = Array.isArray(body.errors) ? body.errors : [];
+  if (!body.data) throw new RequestFailed(refusal(errors));
+  return { data: body.data, errors };
 }

@@ -1,13 +1,34 @@
-// The console's entry point: sign-in, then the sessions list or one session.
+// The console's entry point: sign-in, then the sessions list (or a search) or one session.
 
-import { Forbidden, RequestFailed, Unauthorized, apiKey, graphql } from "./api.js";
-import { h } from "./dom.js";
-import { PAGE_SIZE, SESSION, SESSION_LIST } from "./queries.js";
-import { renderReplay, renderSessionHeader, renderSessionList } from "./sessions.js";
+import { Forbidden, RequestFailed, Unauthorized, apiKey, graphql, graphqlPartial, refusal } from "./api.js";
+import { h, sessionHref } from "./dom.js";
+import {
+  keepScrollPosition,
+  knownFeatures,
+  panelWanted,
+  remember,
+  rememberPanel,
+  remembered,
+  restoreScrollPosition,
+} from "./memory.js";
+import {
+  MATCHES_PER_SESSION,
+  PAGE_SIZE,
+  REPLAY,
+  REPLAY_PAGE,
+  REPLAY_SEEK_PAGE,
+  SESSION,
+  SESSION_LIST,
+  SESSION_WITH_SIMILAR,
+  SIMILAR_LIMIT,
+} from "./queries.js";
+import { ANCHOR, replayView } from "./replay.js";
+import { renderSessionHeader, renderSessionList } from "./sessions.js";
 import { forgetSimilarSessions, similarPanel } from "./similar.js";
 
 const FEATURE = "similarSessions";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const LIST = "/console/runtime-sessions";
 
 const view = document.getElementById("view");
 const signIn = document.getElementById("sign-in");
@@ -17,13 +38,17 @@ const signInError = document.getElementById("sign-in-error");
 const signInButton = signInForm.querySelector("button[type=submit]");
 const account = document.getElementById("account");
 const accountName = document.getElementById("account-name");
+const searchForm = document.getElementById("search");
+const searchInput = document.getElementById("search-input");
 
 function showSignIn(message = "", { invalid = Boolean(message) } = {}) {
   apiKey.clear();
+  knownFeatures.clear();
   forgetSimilarSessions();
   document.title = "Sign in · Runtime sessions";
   view.replaceChildren();
   account.hidden = true;
+  searchForm.hidden = true;
   signIn.hidden = false;
   signInError.textContent = message;
   keyInput.setAttribute("aria-invalid", String(invalid));
@@ -34,7 +59,9 @@ function showView(viewer, children) {
   signIn.hidden = true;
   signInError.textContent = "";
   account.hidden = false;
+  searchForm.hidden = false;
   accountName.textContent = viewer.name;
+  knownFeatures.set(viewer.features);
   view.replaceChildren(...children);
   const heading = view.querySelector("h1");
   document.title = `${heading?.textContent ?? "Console"} · Runtime sessions`;
@@ -53,8 +80,10 @@ function showProblem(sentence) {
   );
 }
 
-/** Loads what the address asks for with `key`; throws Unauthorized / Forbidden / RequestFailed. */
+/** What the address asks for, loaded with `key`: [viewer, children, then?]; throws
+ * Unauthorized / Forbidden / RequestFailed. `then` runs once the children are shown. */
 async function load(key) {
+  window.onhashchange = null;
   const params = new URLSearchParams(window.location.search);
   const sessionId = params.get("sessionId");
   if (sessionId !== null) {
@@ -62,34 +91,101 @@ async function load(key) {
       const data = await graphql(SESSION_LIST, { first: 1, after: null }, key);
       return [data.viewer, notFound("That is not a session id.")];
     }
-    const data = await graphql(SESSION, { id: sessionId }, key);
-    const session = data.runtimeSession;
-    if (!session) return [data.viewer, notFound("No session with this id in your account.")];
-    return [data.viewer, sessionPage(data.viewer, session)];
+    return loadSession(key, sessionId);
   }
   const after = params.get("after");
-  const data = await graphql(SESSION_LIST, { first: PAGE_SIZE, after }, key);
-  return [data.viewer, renderSessionList(data.runtimeSessions, { isFirstPage: after === null })];
+  const search = params.get("q")?.trim() || null;
+  searchInput.value = search ?? "";
+  const data = await graphql(SESSION_LIST, { first: PAGE_SIZE, after, search }, key);
+  const list = renderSessionList(data.runtimeSessions, { isFirstPage: after === null, search });
+  return [data.viewer, list, restoreScrollPosition];
 }
 
 function notFound(sentence) {
   return [
     h("h1", { tabindex: "-1" }, "Session not found"),
-    h("p", {}, sentence, " ", h("a", { href: "/console/runtime-sessions" }, "Back to all sessions"), "."),
+    h("p", {}, sentence, " ", h("a", { href: LIST }, "Back to all sessions"), "."),
   ];
 }
 
-function sessionPage(viewer, session) {
-  const parts = [renderSessionHeader(session), renderReplay(session.replay)];
-  if (viewer.features.includes(FEATURE)) {
+/** One session: with the panel to be shown, its neighbours come in the same request. */
+async function loadSession(key, sessionId) {
+  const features = knownFeatures.get();
+  const withSimilar = panelWanted() && (features === null || features.includes(FEATURE));
+  const variables = { id: sessionId, first: REPLAY_PAGE };
+  let { data, errors } = withSimilar
+    ? await graphqlPartial(
+        SESSION_WITH_SIMILAR,
+        { ...variables, limit: SIMILAR_LIMIT, maxMatches: MATCHES_PER_SESSION },
+        key,
+      )
+    : await graphqlPartial(SESSION, variables, key);
+  // Only the neighbours may fail alone. Their field is non-null, so their error nulls the
+  // session too: the page is then asked again without them, and the panel offers a Retry.
+  const similarFailed = errors.filter((e) => e.path?.includes("similarSessions"));
+  if (similarFailed.length && !data.runtimeSession) {
+    ({ data, errors } = await graphqlPartial(SESSION, variables, key));
+  }
+  const failed = errors.filter((e) => !e.path?.includes("similarSessions"));
+  if (failed.length || !data.viewer) throw new RequestFailed(refusal(failed));
+  const session = data.runtimeSession;
+  if (!session) return [data.viewer, notFound("No session with this id in your account.")];
+  return sessionPage(data.viewer, session, {
+    withSimilar,
+    similarError: similarFailed.length ? refusal(similarFailed) : null,
+  });
+}
+
+function sessionPage(viewer, session, { withSimilar, similarError }) {
+  const replay = replayView(session.replayPage, {
+    pageSize: REPLAY_PAGE,
+    seekSize: REPLAY_SEEK_PAGE,
+    fetchPage: async (after, first) => {
+      const data = await graphql(REPLAY, { id: session.id, first, after });
+      if (!data.runtimeSession) throw new RequestFailed("This session is no longer available.");
+      return data.runtimeSession.replayPage;
+    },
+    onShown: (shown) => {
+      if (shown > REPLAY_PAGE) remember({ replayShown: shown });
+    },
+    onProblem: (error) => {
+      if (error instanceof Unauthorized) showSignIn("Your API key is no longer accepted. Sign in again.");
+    },
+  });
+  const parts = [renderSessionHeader(session)];
+  const withPanel = viewer.features.includes(FEATURE);
+  if (withPanel) {
     parts.push(
       similarPanel(session.id, {
-        replayIds: new Set(session.replay.map((e) => e.id)),
+        open: withSimilar,
+        answer: withSimilar ? session.similarSessions : null,
+        error: similarError,
+        onToggle: rememberPanel,
         onUnauthorized: () => showSignIn("Your API key is no longer accepted. Sign in again."),
       }),
     );
   }
-  return parts;
+  parts.push(replay.element);
+
+  async function land() {
+    const shown = remembered("replayShown");
+    if (typeof shown === "number") await replay.showAtLeast(shown);
+    const anchor = ANCHOR.exec(window.location.hash);
+    // Back returns to where the operator was; a fresh link lands on its step.
+    const restored = restoreScrollPosition();
+    if (anchor) await replay.reveal(anchor[1], { scroll: !restored });
+  }
+  window.onhashchange = () => {
+    const anchor = ANCHOR.exec(window.location.hash);
+    remember({ similarOpen: panelOpen(), replayShown: replay.shown() });
+    if (anchor) replay.reveal(anchor[1]);
+  };
+  const layout = h("div", { class: `session-layout${withPanel ? " with-panel" : ""}` }, parts);
+  return [viewer, [layout], land];
+}
+
+function panelOpen() {
+  return document.getElementById("similar-toggle")?.getAttribute("aria-expanded") === "true";
 }
 
 async function route(key = apiKey.get(), { signingIn = false } = {}) {
@@ -101,12 +197,13 @@ async function route(key = apiKey.get(), { signingIn = false } = {}) {
   if (!view.hasChildNodes()) view.replaceChildren(h("p", { class: "loading" }, "Loading…"));
   signInButton.disabled = true;
   try {
-    const [viewer, children] = await load(key);
+    const [viewer, children, then] = await load(key);
     if (signingIn) {
       apiKey.set(key);
       keyInput.value = "";
     }
     showView(viewer, children);
+    await then?.();
   } catch (error) {
     if (error instanceof Unauthorized) {
       showSignIn(
@@ -146,8 +243,26 @@ signInForm.addEventListener("submit", (event) => {
   route(key, { signingIn: true });
 });
 
+// A session id goes straight to its session; any other text searches titles and source ids.
+searchForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = searchInput.value.trim();
+  if (UUID_PATTERN.test(text)) window.location.assign(sessionHref(text.toLowerCase()));
+  else window.location.assign(text ? `${LIST}?${new URLSearchParams({ q: text })}` : LIST);
+});
+
+// "/" reaches the search box from anywhere but a text field, as on many sites.
+document.addEventListener("keydown", (event) => {
+  const typing = event.target instanceof Element && event.target.closest("input, textarea, select, [contenteditable]");
+  if (event.key === "/" && !typing && !searchForm.hidden && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    event.preventDefault();
+    searchInput.focus();
+  }
+});
+
 document.getElementById("sign-out").addEventListener("click", () => {
   showSignIn("You are signed out.", { invalid: false });
 });
 
+keepScrollPosition();
 route();

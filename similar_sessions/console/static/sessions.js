@@ -1,17 +1,18 @@
-// The sessions list and one session's header and replay.
+// The sessions list (all of them, or those a search found) and one session's header.
 
-import { h, plural, sessionHref, time } from "./dom.js";
+import { h, sessionHref, time } from "./dom.js";
 
-const FOLD_CHARS = 600;
-const FOLD_LINES = 12;
-const PREVIEW_CHARS = 240;
-
-function status(value) {
+export function status(value) {
   const known = /^[a-z_]+$/.test(value) ? value : "other";
   return h("span", { class: `status status-${known}` }, value.replaceAll("_", " "));
 }
 
-export function renderSessionList(page, { isFirstPage }) {
+function listHref(params) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v));
+  return `/console/runtime-sessions${query.size ? `?${query}` : ""}`;
+}
+
+export function renderSessionList(page, { isFirstPage, search = null }) {
   const items = page.nodes.map((s) =>
     h(
       "li",
@@ -26,30 +27,33 @@ export function renderSessionList(page, { isFirstPage }) {
         time(s.startedAt),
         " · last activity ",
         time(s.lastActivityAt),
+        " · ",
+        h("code", {}, s.sourceId),
       ),
     ),
   );
   const pager = h(
     "nav",
     { class: "pager", "aria-label": "Pages of sessions" },
-    isFirstPage ? null : h("a", { href: "/console/runtime-sessions" }, "Newest sessions"),
+    isFirstPage ? null : h("a", { href: listHref({ q: search }) }, "Newest sessions"),
     page.hasNextPage && page.endCursor
-      ? h(
-          "a",
-          {
-            href: `/console/runtime-sessions?${new URLSearchParams({ after: page.endCursor })}`,
-            rel: "next",
-          },
-          "Older sessions",
-        )
+      ? h("a", { href: listHref({ q: search, after: page.endCursor }), rel: "next" }, "Older sessions")
       : null,
   );
+  let empty = isFirstPage ? "No sessions in this account yet." : "No older sessions.";
+  if (search) empty = isFirstPage ? "No session's title or source id contains this text." : "No older matches.";
   return [
-    h("h1", { tabindex: "-1" }, "Sessions"),
-    h("p", { class: "lede" }, "The account's recorded agent runs, newest first."),
-    items.length
-      ? h("ul", { class: "session-list" }, items)
-      : h("p", { class: "empty" }, isFirstPage ? "No sessions in this account yet." : "No older sessions."),
+    h("h1", { tabindex: "-1" }, search ? `Sessions matching “${search}”` : "Sessions"),
+    search
+      ? h(
+          "p",
+          { class: "lede" },
+          "Titles and source ids that contain the text, newest first. ",
+          h("a", { href: listHref({}) }, "Show all sessions"),
+          ".",
+        )
+      : h("p", { class: "lede" }, "The account's recorded agent runs, newest first."),
+    items.length ? h("ul", { class: "session-list" }, items) : h("p", { class: "empty" }, empty),
     pager,
   ];
 }
@@ -70,66 +74,5 @@ export function renderSessionHeader(session) {
       fact("Last activity", time(session.lastActivityAt)),
       session.reference ? fact("Reference", h("code", {}, session.reference)) : null,
     ),
-  );
-}
-
-function isTool(entry) {
-  return entry.role === "tool" || entry.kind.startsWith("tool");
-}
-
-function entryLabel(entry) {
-  if (entry.kind === "tool_call") return "Tool call";
-  if (entry.kind === "tool_result" || entry.role === "tool") return "Tool result";
-  return entry.role.charAt(0).toUpperCase() + entry.role.slice(1);
-}
-
-function content(text, tool) {
-  const className = tool ? "content content-code" : "content";
-  const lines = text.split("\n").length;
-  if (text.length <= FOLD_CHARS && lines <= FOLD_LINES) return h("div", { class: className }, text);
-  const preview = `${text.slice(0, PREVIEW_CHARS).trimEnd()}…`;
-  return [
-    h("div", { class: `${className} preview`, "aria-hidden": "true" }, preview),
-    h(
-      "details",
-      { class: "fold" },
-      h("summary", {}, `Show all ${plural(text.length, "character")} (${plural(lines, "line")})`),
-      h("div", { class: className }, text),
-    ),
-  ];
-}
-
-function role(entry) {
-  return /^[a-z_]+$/.test(entry.role) ? entry.role : "other";
-}
-
-export function renderReplay(replay) {
-  const entries = replay.map((entry) => {
-    const tool = isTool(entry);
-    return h(
-      "li",
-      {
-        class: `entry role-${role(entry)}${tool ? " is-tool" : ""}`,
-        id: `entry-${entry.id}`,
-        "data-kind": entry.kind,
-      },
-      h(
-        "div",
-        { class: "entry-meta" },
-        h("span", { class: "entry-label" }, entryLabel(entry)),
-        tool || entry.kind === "message" ? null : h("span", { class: "entry-kind" }, entry.kind),
-        h("span", { class: "entry-ordinal" }, `#${entry.ordinal}`),
-        time(entry.occurredAt, { short: true }),
-      ),
-      h("div", { class: "entry-body" }, content(entry.content, tool)),
-    );
-  });
-  return h(
-    "section",
-    { class: "replay", "aria-labelledby": "replay-title" },
-    h("h2", { id: "replay-title" }, "Replay ", h("span", { class: "count" }, plural(replay.length, "step"))),
-    entries.length
-      ? h("ol", { class: "entries" }, entries)
-      : h("p", { class: "empty" }, "This session has no recorded activity."),
   );
 }

@@ -1,11 +1,11 @@
-// The "Similar sessions" panel: collapsed, asks once per session when first opened.
+// The "Similar sessions" panel: collapsed unless asked for, and each session compared at most
+// once per page view (its answer may come with the page's own request).
 
 import { Unauthorized, graphql } from "./api.js";
 import { h, plural, sessionHref, time } from "./dom.js";
-import { SIMILAR_SESSIONS } from "./queries.js";
-
-const LIMIT = 5;
-const MATCHES_PER_SESSION = 2;
+import { alwaysOpen } from "./memory.js";
+import { MATCHES_PER_SESSION, SIMILAR_LIMIT, SIMILAR_SESSIONS } from "./queries.js";
+import { status as statusBadge } from "./sessions.js";
 
 const EMPTY = {
   similar_session_not_embedded:
@@ -28,7 +28,7 @@ function stateOf(sessionId) {
 async function fetchPage(sessionId, after) {
   const data = await graphql(SIMILAR_SESSIONS, {
     id: sessionId,
-    limit: LIMIT,
+    limit: SIMILAR_LIMIT,
     maxMatches: MATCHES_PER_SESSION,
     after,
   });
@@ -55,54 +55,70 @@ function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-function probeLine(probe, replayIds) {
-  const what = `${describe(probe.sourceKind, probe.role)} (passage #${probe.chunkIndex})`;
-  const where =
-    probe.sourceId && replayIds.has(probe.sourceId)
-      ? h("a", { href: `#entry-${probe.sourceId}` }, what)
-      : h("span", {}, what);
-  return h(
-    "p",
-    { class: "probe" },
-    "Matched this session's ",
-    where,
-    " at ",
-    time(probe.occurredAt, { short: true }),
-  );
+function passage(text, redactionState) {
+  if (text === null || text === undefined) {
+    return h(
+      "p",
+      { class: "passage passage-withheld" },
+      redactionState && redactionState !== "clear"
+        ? `Passage withheld (${redactionState.replaceAll("_", " ")}): its text is not shown.`
+        : "Passage withheld: its text is not shown.",
+    );
+  }
+  return h("blockquote", { class: "passage" }, text);
 }
 
-function match(m, replayIds) {
-  const passage = m.text === null || m.text === undefined
-    ? h(
-        "p",
-        { class: "passage passage-withheld" },
-        m.redactionState && m.redactionState !== "clear"
-          ? `Passage withheld (${m.redactionState.replaceAll("_", " ")}): its text is not shown.`
-          : "Passage withheld: its text is not shown.",
-      )
-    : h("blockquote", { class: "passage" }, m.text);
+/** One match: the other session's passage and this session's passage that found it. */
+function match(m, neighbourId) {
+  const theirs = `${capitalised(describe(m.sourceKind, m.role))} · passage #${m.chunkIndex}`;
+  const probe = m.probe;
+  const ours = `${capitalised(describe(probe.sourceKind, probe.role))} · passage #${probe.chunkIndex}`;
   return h(
     "li",
     { class: "match" },
     h(
-      "p",
-      { class: "match-source" },
-      `${capitalised(describe(m.sourceKind, m.role))} · passage #${m.chunkIndex}`,
+      "div",
+      { class: "side side-theirs" },
+      h(
+        "p",
+        { class: "match-source" },
+        "Theirs: ",
+        m.replayAnchor
+          ? h("a", { href: `${sessionHref(neighbourId)}#activity-${m.replayAnchor}` }, theirs)
+          : theirs,
+      ),
+      passage(m.text, m.redactionState),
     ),
-    passage,
-    probeLine(m.probe, replayIds),
+    h(
+      "div",
+      { class: "side side-ours" },
+      h(
+        "p",
+        { class: "match-source probe" },
+        "This session's: ",
+        probe.replayAnchor ? h("a", { href: `#activity-${probe.replayAnchor}` }, ours) : ours,
+        " at ",
+        time(probe.occurredAt, { short: true }),
+      ),
+      passage(probe.text, "clear"),
+    ),
   );
 }
 
-function neighbour(n, replayIds) {
+function neighbour(n) {
   return h(
     "li",
     { class: "neighbour" },
     h(
       "div",
       { class: "neighbour-head" },
-      h("a", { class: "neighbour-title", href: sessionHref(n.runtimeSessionId) }, n.title || "Untitled session"),
+      h(
+        "a",
+        { class: "neighbour-title", href: n.consoleLink || sessionHref(n.runtimeSessionId) },
+        n.title || "Untitled session",
+      ),
       band(n.band, n.similarity),
+      statusBadge(n.session.status),
     ),
     h(
       "p",
@@ -111,7 +127,9 @@ function neighbour(n, replayIds) {
       time(n.startedAt),
       ` · ${plural(n.matchedChunkCount, "matching passage")}`,
     ),
-    n.matches.length ? h("ul", { class: "matches" }, n.matches.map((m) => match(m, replayIds))) : null,
+    n.matches.length
+      ? h("ul", { class: "matches" }, n.matches.map((m) => match(m, n.runtimeSessionId)))
+      : null,
   );
 }
 
@@ -143,9 +161,13 @@ function announcement(state) {
   return `${plural(state.results.length, "similar session")} shown.`;
 }
 
-/** The panel for one session; `replayIds` lets a probe link to its replay entry. */
-export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized }) {
-  const body = h("div", { id: "similar-body", class: "panel-body", hidden: true, tabindex: "-1" });
+/**
+ * The panel for one session. `answer` is the first page of neighbours when the page's own
+ * request brought it (or `error`, a sentence, when that part failed); `open` shows it at once;
+ * `onToggle(open)` hears the operator open or close it.
+ */
+export function similarPanel(sessionId, { open = false, answer = null, error = null, onToggle, onUnauthorized }) {
+  const body = h("div", { id: "similar-body", class: "panel-body", tabindex: "-1" });
   // Short news for screen readers; the list itself is not read out as it arrives.
   const status = h("p", { class: "visually-hidden", role: "status" });
   const toggle = h(
@@ -154,13 +176,19 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
       type: "button",
       id: "similar-toggle",
       class: "panel-toggle",
-      "aria-expanded": "false",
+      "aria-expanded": String(open),
       "aria-controls": "similar-body",
     },
     h("span", { class: "chevron", "aria-hidden": "true" }),
     "Similar sessions",
   );
+  body.hidden = !open;
   const state = stateOf(sessionId);
+  if (state.status === "idle" && answer) {
+    Object.assign(state, { status: "ready", answer, results: answer.results });
+  } else if (state.status === "idle" && error) {
+    Object.assign(state, { status: "error", error });
+  }
 
   async function load(after) {
     const first = after === null;
@@ -216,9 +244,7 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
     if (state.results.length === 0) {
       parts.push(h("p", { class: "empty" }, emptySentence(answer.degraded.reasons)));
     } else {
-      parts.push(
-        h("ol", { class: "neighbours" }, state.results.map((n) => neighbour(n, replayIds))),
-      );
+      parts.push(h("ol", { class: "neighbours" }, state.results.map(neighbour)));
     }
     if (state.more === "error") {
       parts.push(
@@ -250,14 +276,29 @@ export function similarPanel(sessionId, { replayIds = new Set(), onUnauthorized 
         ),
       );
     }
+    parts.push(preference());
     return parts;
   }
 
+  function preference() {
+    const box = h("input", { type: "checkbox", id: "similar-always-open" });
+    box.checked = alwaysOpen.get();
+    box.addEventListener("change", () => alwaysOpen.set(box.checked));
+    return h(
+      "p",
+      { class: "preference" },
+      box,
+      " ",
+      h("label", { for: "similar-always-open" }, "Always open this panel (this browser)"),
+    );
+  }
+
   toggle.addEventListener("click", () => {
-    const open = toggle.getAttribute("aria-expanded") !== "true";
-    toggle.setAttribute("aria-expanded", String(open));
-    body.hidden = !open;
-    if (open && state.status === "idle") load(null);
+    const opening = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(opening));
+    body.hidden = !opening;
+    onToggle?.(opening);
+    if (opening && state.status === "idle") load(null);
   });
   if (state.status !== "idle") render();
 
