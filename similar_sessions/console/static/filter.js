@@ -52,7 +52,7 @@ export function statusFilter({ onApply }) {
   select.addEventListener("change", showOther);
   const form = h(
     "form",
-    { class: "panel-filter", "aria-label": "Filter similar sessions" },
+    { id: "similar-filter", class: "panel-filter", "aria-label": "Filter similar sessions" },
     h("label", { for: "similar-status" }, "Neighbours' status"),
     h("span", { class: "filter-fields" }, select, otherField, h("button", { type: "submit", class: "button-quiet" }, "Apply")),
   );

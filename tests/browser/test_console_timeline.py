@@ -1,0 +1,136 @@
+"""How often has this happened (issue #17): the panel's bar chart shows the API's counts, gaps
+filled, by day, week or month without another request, in the neighbours' own request; the
+bound is named when a probe reached it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from playwright.async_api import expect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.support.console_browser import CONSOLE, Tab, open_panel
+from tests.support.console_worlds import ask, recurring_world
+
+pytestmark = pytest.mark.browser
+
+TIMELINE = """
+query($id: UUID!, $bucket: TimelineBucket!, $status: [String!]) {
+  runtimeSession(id: $id) {
+    similarSessions(status: $status) {
+      timeline(bucket: $bucket) { sessions buckets { start sessions } degraded { reasons } }
+    }
+  }
+}"""
+
+
+async def api_counts(
+    tab: Tab, key: str, viewed: str, bucket: str, status: list[str] | None = None
+) -> tuple[int, dict[datetime, int]]:
+    data = await ask(tab.base, key, TIMELINE, id=viewed, bucket=bucket, status=status)
+    timeline = data["runtimeSession"]["similarSessions"]["timeline"]
+    counts = {datetime.fromisoformat(b["start"]): b["sessions"] for b in timeline["buckets"]}
+    return timeline["sessions"], counts
+
+
+async def shown_bars(tab: Tab) -> list[tuple[datetime, int]]:
+    bars = await tab.page.locator(".timeline-bars .bar").evaluate_all(
+        "(bars) => bars.map((b) => [b.dataset.start, Number(b.dataset.sessions)])"
+    )
+    return [(datetime.fromisoformat(start), n) for start, n in bars]
+
+
+def following(start: datetime, bucket: str) -> datetime:
+    if bucket == "DAY":
+        return start + timedelta(days=1)
+    if bucket == "WEEK":
+        return start + timedelta(days=7)
+    return (start + timedelta(days=32)).replace(day=1)
+
+
+def every_bucket(counts: dict[datetime, int], bucket: str) -> list[tuple[datetime, int]]:
+    """The API's non-empty buckets with the empty ones between them, oldest first."""
+    starts, last = [min(counts)], max(counts)
+    while starts[-1] < last:
+        starts.append(following(starts[-1], bucket))
+    return [(s, counts.get(s, 0)) for s in starts]
+
+
+async def test_the_bars_are_the_apis_counts_by_day_week_and_month(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    w = await recurring_world(engine)
+    await tab.sign_in(w.key, f"{CONSOLE}?sessionId={w.viewed}&similar=open")
+    await expect(tab.page.locator(".timeline-bars")).to_be_visible()
+    landing = len(tab.graphql)
+    summary = tab.page.locator(".timeline-summary")
+    await expect(summary).to_contain_text(f"{w.related} sessions went like this one")
+
+    # 76 days apart: more than fits as days, so the chart opens by week.
+    weekly = tab.page.get_by_role("button", name="By week")
+    await expect(weekly).to_have_attribute("aria-pressed", "true")
+    for bucket in ("WEEK", "DAY", "MONTH"):
+        await tab.page.get_by_role("button", name=f"By {bucket.lower()}").click()
+        total, counts = await api_counts(tab, w.key, w.viewed, bucket)
+        assert total == w.related
+        assert await shown_bars(tab) == every_bucket(counts, bucket)
+        rows = tab.page.locator(".timeline table tbody tr")
+        await expect(rows).to_have_count(len(counts))
+        await expect(rows.locator("td")).to_have_text([str(n) for n in counts.values()])
+    assert [len(every_bucket((await api_counts(tab, w.key, w.viewed, b))[1], b)) for b in
+            ("DAY", "WEEK", "MONTH")] == [76, 12, 3]
+    assert len(tab.graphql) == landing, "another grouping asks nothing"
+
+    # The grouping chosen survives the panel's next answer (a filter).
+    await tab.page.get_by_label("Neighbours' status").select_option("failed")
+    await tab.page.get_by_role("button", name="Apply").click()
+    await expect(tab.page.locator("#similar-body")).to_have_attribute("aria-busy", "false")
+    await expect(tab.page.get_by_role("button", name="By month")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    failed, counts = await api_counts(tab, w.key, w.viewed, "MONTH", ["failed"])
+    assert 0 < failed < w.related
+    assert await shown_bars(tab) == every_bucket(counts, "MONTH")
+
+
+async def test_the_grouping_is_reached_by_keyboard_and_a_bar_has_its_count_as_a_tooltip(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    w = await recurring_world(engine)
+    await tab.sign_in(w.key, f"{CONSOLE}?sessionId={w.viewed}&similar=open")
+    weekly = tab.page.get_by_role("button", name="By week")
+    await weekly.focus()
+    await tab.page.keyboard.press("Tab")
+    monthly = tab.page.get_by_role("button", name="By month")
+    await expect(monthly).to_be_focused()
+    await tab.page.keyboard.press("Enter")
+    await expect(monthly).to_have_attribute("aria-pressed", "true")
+    await expect(monthly).to_be_focused()
+    first = tab.page.locator(".timeline-bars .bar").first
+    await expect(first).to_have_attribute("title", "January 2026: 5 sessions")
+    await expect(tab.page.locator(".timeline-bars")).to_have_attribute("aria-hidden", "true")
+    await expect(tab.page.locator(".timeline table caption")).to_have_text(
+        "Sessions that went like this one, by month (months with none left out)"
+    )
+
+
+async def test_a_probe_that_reached_the_bound_is_said(engine: AsyncEngine, tab: Tab) -> None:
+    w = await recurring_world(engine, repeats=12)  # 252 related passages: past the 200
+    await tab.sign_in(w.key, f"{CONSOLE}?sessionId={w.viewed}")
+    await open_panel(tab)
+    note = tab.page.locator(".timeline-note")
+    await expect(note).to_contain_text("200 nearest passages of each probe")
+    await expect(note).to_contain_text("more sessions may match than were counted")
+    # Counted is what the API counted, bound and all.
+    total, counts = await api_counts(tab, w.key, w.viewed, "WEEK")
+    assert await shown_bars(tab) == every_bucket(counts, "WEEK")
+    await expect(tab.page.locator(".timeline-summary")).to_contain_text(f"{total} sessions")
+
+
+async def test_no_timeline_note_when_nothing_was_bounded(engine: AsyncEngine, tab: Tab) -> None:
+    w = await recurring_world(engine)
+    await tab.sign_in(w.key, f"{CONSOLE}?sessionId={w.viewed}")
+    await open_panel(tab)
+    await expect(tab.page.locator(".timeline-summary")).to_be_visible()
+    await expect(tab.page.locator(".timeline-note")).to_have_count(0)
