@@ -78,8 +78,10 @@ async def test_the_bars_are_the_apis_counts_by_day_week_and_month(
         rows = tab.page.locator(".timeline table tbody tr")
         await expect(rows).to_have_count(len(counts))
         await expect(rows.locator("td")).to_have_text([str(n) for n in counts.values()])
-    assert [len(every_bucket((await api_counts(tab, w.key, w.viewed, b))[1], b)) for b in
-            ("DAY", "WEEK", "MONTH")] == [76, 12, 3]
+    assert [
+        len(every_bucket((await api_counts(tab, w.key, w.viewed, b))[1], b))
+        for b in ("DAY", "WEEK", "MONTH")
+    ] == [76, 12, 3]
     assert len(tab.graphql) == landing, "another grouping asks nothing"
 
     # The grouping chosen survives the panel's next answer (a filter).
@@ -134,3 +136,19 @@ async def test_no_timeline_note_when_nothing_was_bounded(engine: AsyncEngine, ta
     await open_panel(tab)
     await expect(tab.page.locator(".timeline-summary")).to_be_visible()
     await expect(tab.page.locator(".timeline-note")).to_have_count(0)
+
+
+async def test_the_next_page_of_neighbours_does_not_ask_the_timeline_again(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    w = await recurring_world(engine)
+    await tab.sign_in(w.key, f"{CONSOLE}?sessionId={w.viewed}&similar=open")
+    await expect(tab.page.locator(".neighbour")).to_have_count(5)
+    bars = await shown_bars(tab)
+    before = len(tab.graphql)
+    await tab.page.get_by_role("button", name="Show more similar sessions").click()
+    await expect(tab.page.locator(".neighbour")).to_have_count(w.related)
+    [more] = tab.graphql[before:]
+    assert "ConsoleMoreSimilarSessions" in tab.document(more)
+    assert "timeline" not in tab.document(more)
+    assert await shown_bars(tab) == bars

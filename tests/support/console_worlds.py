@@ -116,6 +116,7 @@ async def described_world(
     enabled: bool = True,
     features: tuple[str, ...] = ("similarSessions",),
     passage: str = MIGRATION,
+    title: str = "Nightly job",
 ) -> Described:
     """Sessions whose passages describe the same failure in words (embedded as the indexer
     would), one about something else, and another account with the closest passage of all."""
@@ -123,7 +124,7 @@ async def described_world(
     account, key = world.account(enabled=enabled, features=features)
     found, turns = [], {}
     for n in range(migrations):
-        sid = world.session(account, f"Nightly job #{n}", day=n, status="failed")
+        sid = world.session(account, f"{title} #{n}", day=n, status="failed")
         world.activity(sid, 0, "Starting the nightly job.", role="assistant")
         text = f"{passage} (attempt {n})"
         turn = world.activity(sid, 1, text, role="tool", kind="tool_result")
