@@ -149,6 +149,9 @@ async def test_a_long_description_is_searched_by_meaning_only(
     tab = await new_tab(browser, base_url)
     long_text = f"{QUESTION}. " * 6
     await tab.sign_in(w.key, f"{CONSOLE}?q={long_text.strip()}")
+    heading = await tab.page.get_by_role("heading", level=1).inner_text()
+    assert len(heading) <= 140 and heading.endswith("…”"), "the heading shortens it"
+    await expect(tab.page.get_by_role("searchbox")).to_have_value(long_text.strip())
     await expect(tab.page.locator(".titles .empty")).to_have_text(
         "Titles and source ids are searched for texts of at most 200 characters."
     )

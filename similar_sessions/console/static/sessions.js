@@ -59,6 +59,12 @@ export function renderSessionList(page, { isFirstPage }) {
   ];
 }
 
+const HEADING_CHARS = 120; // a pasted description stays whole in the search box, not the heading
+
+function shortened(text) {
+  return text.length > HEADING_CHARS ? `${text.slice(0, HEADING_CHARS - 1).trimEnd()}…` : text;
+}
+
 /**
  * A search: the sessions whose title or source id contains the text (`page`, or null when the
  * text is too long for that search), and beside them `described`, the section of sessions
@@ -79,7 +85,7 @@ export function renderSearch(page, { isFirstPage, search, described }) {
       "passages like it. "
     : "Titles and source ids that contain the text, newest first. ";
   return [
-    h("h1", { tabindex: "-1" }, `Sessions matching “${search}”`),
+    h("h1", { tabindex: "-1" }, `Sessions matching “${shortened(search)}”`),
     h("p", { class: "lede" }, lede, h("a", { href: listHref({}) }, "Show all sessions"), "."),
     h(
       "div",
