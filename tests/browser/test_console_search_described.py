@@ -158,6 +158,13 @@ async def test_a_long_description_is_searched_by_meaning_only(
     await expect(tab.page.locator(".found").first).to_be_visible()
     assert operations(tab, 0) == ["ConsoleSessionList", "ConsoleSearchSessions"]
     assert json.loads(tab.graphql[0].post_data or "")["variables"]["search"] is None
+
+    # Past the API's bound for a description, nothing is asked that it would refuse.
+    await tab.open(f"{CONSOLE}?q={'x' * 2001}")
+    await expect(tab.page.locator(".described .empty")).to_have_text(
+        "Texts of at most 2,000 characters are compared."
+    )
+    assert operations(tab, 2) == ["ConsoleSessionList"]
     assert tab.problems == []
 
 

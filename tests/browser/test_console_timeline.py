@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.console_browser import CONSOLE, Tab, open_panel
@@ -15,6 +15,7 @@ from tests.support.console_worlds import ask, recurring_world
 
 pytestmark = pytest.mark.browser
 
+TIMED_OUT = "The comparison ran past its time budget; the list is empty rather than late."
 TIMELINE = """
 query($id: UUID!, $bucket: TimelineBucket!, $status: [String!]) {
   runtimeSession(id: $id) {
@@ -152,3 +153,30 @@ async def test_the_next_page_of_neighbours_does_not_ask_the_timeline_again(
     assert "ConsoleMoreSimilarSessions" in tab.document(more)
     assert "timeline" not in tab.document(more)
     assert await shown_bars(tab) == bars
+
+
+async def test_a_count_that_ran_out_of_time_says_so_and_not_that_nothing_matched(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    w = await recurring_world(engine)
+
+    async def time_out_the_count(route: Route) -> None:
+        response = await route.fetch()
+        body = await response.json()
+        similar = (body["data"]["runtimeSession"] or {}).get("similarSessions")
+        if similar and "timeline" in similar:
+            # What the API answers when the count runs past its budget.
+            similar["timeline"].update(
+                sessions=0,
+                buckets=[],
+                degraded={"reasons": ["similar_comparison_timed_out"], "detail": TIMED_OUT},
+            )
+        await route.fulfill(response=response, json=body)
+
+    await tab.sign_in(w.key)
+    await tab.page.route("**/graphql", time_out_the_count)
+    await tab.open(f"{CONSOLE}?sessionId={w.viewed}&similar=open")
+    await expect(tab.page.locator(".neighbour")).to_have_count(5)
+    await expect(tab.page.locator(".timeline-note")).to_have_text(TIMED_OUT)
+    await expect(tab.page.locator(".timeline .empty")).to_have_count(0)
+    await expect(tab.page.locator(".timeline-bars")).to_have_count(0)

@@ -4,7 +4,7 @@
 import { Unauthorized, graphql } from "./api.js";
 import { h, plural } from "./dom.js";
 import { foundMatch, rankedSession } from "./passages.js";
-import { MATCHES_PER_SESSION, SEARCH_LIMIT, SEARCH_SESSIONS } from "./queries.js";
+import { DESCRIBED_SEARCH_MAX, MATCHES_PER_SESSION, SEARCH_LIMIT, SEARCH_SESSIONS } from "./queries.js";
 
 const NOTHING = "No session has a passage like this text.";
 
@@ -119,7 +119,8 @@ export function describedSearch(text, { key, onUnauthorized }) {
     return parts;
   }
 
-  load(null);
+  if (text.length <= DESCRIBED_SEARCH_MAX) load(null);
+  else body.replaceChildren(h("p", { class: "empty" }, "Texts of at most 2,000 characters are compared."));
   return h(
     "section",
     { class: "described", id: "went-like-this", "aria-labelledby": "described-title" },

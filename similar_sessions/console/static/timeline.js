@@ -133,7 +133,9 @@ export function timelineView(timeline, { grouping = null, onGrouping } = {}) {
     h("h3", { id: "timeline-title", class: "timeline-title" }, "How often this happened"),
   );
   if (timeline.sessions === 0) {
-    section.append(h("p", { class: "empty" }, "No other session went like this one at “related” or closer."));
+    if (!reasons.includes("similar_comparison_timed_out")) {
+      section.append(h("p", { class: "empty" }, "No other session went like this one at “related” or closer."));
+    }
     if (note) section.append(note);
     return section;
   }
