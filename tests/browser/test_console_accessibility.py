@@ -37,6 +37,7 @@ async def test_no_serious_or_critical_violation_on_any_page(
 
     await tab.open(f"{CONSOLE}?q=refund")
     await expect(tab.page.locator(".session-link")).to_have_count(2)
+    await expect(tab.page.locator(".found-body")).to_have_attribute("aria-busy", "false")
     audited["search"] = await tab.axe_violations()
 
     await tab.open(f"{CONSOLE}?sessionId={c.viewed}#activity-{c.probe_activity}")
