@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from strawberry.extensions import DisableIntrospection, SchemaExtension
 from strawberry.extensions.tracing import OpenTelemetryExtension
 
@@ -83,6 +83,29 @@ def trace_engines(services: Services, tracing: TracerProvider) -> None:
         trace_engine(engine, tracing)
 
 
+def schema_extensions(
+    settings: Settings, tracing: TracerProvider | None
+) -> list[type[SchemaExtension]]:
+    """The GraphQL extensions the settings ask for, beside the schema's own limits."""
+    extensions: list[type[SchemaExtension]] = [OperationMetrics]
+    if not settings.introspection:
+        extensions.append(DisableIntrospection)
+    if tracing is not None:
+        extensions.append(partial(OpenTelemetryExtension, tracer_provider=tracing))  # type: ignore[arg-type]
+    return extensions
+
+
+def routes(settings: Settings, graphql: GraphQLApp) -> list[BaseRoute]:
+    return [
+        Route("/healthz", healthz),
+        *([Route("/metrics", metrics)] if settings.metrics else []),
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        Route("/api/v1/runtime-sessions/search", search_route),
+        Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
+        *console_routes,
+    ]
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -95,12 +118,7 @@ def create_app(
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
     tracing = configure_tracing(settings)
-    extensions: list[type[SchemaExtension]] = [OperationMetrics]
-    if not settings.introspection:
-        extensions.append(DisableIntrospection)
-    if tracing is not None:
-        extensions.append(partial(OpenTelemetryExtension, tracer_provider=tracing))  # type: ignore[arg-type]
-    schema = make_schema(extra_extensions=extensions)
+    schema = make_schema(extra_extensions=schema_extensions(settings, tracing))
     graphql = GraphQLApp(schema, graphql_ide=None)
 
     @contextlib.asynccontextmanager
@@ -119,16 +137,8 @@ def create_app(
                 await app.state.services.engine.dispose()
                 await app.state.services.comparison_engine.dispose()
 
-    routes = [
-        Route("/healthz", healthz),
-        *([Route("/metrics", metrics)] if settings.metrics else []),
-        Route("/graphql", graphql, methods=["GET", "POST"]),
-        Route("/api/v1/runtime-sessions/search", search_route),
-        Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
-        *console_routes,
-    ]
     app = Starlette(
-        routes=routes,
+        routes=routes(settings, graphql),
         middleware=[Middleware(HttpMetrics), Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
