@@ -23,7 +23,7 @@ from schema.query import make_schema
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
-from similar_sessions.errors import EXCEPTION_HANDLERS
+from similar_sessions.errors import EXCEPTION_HANDLERS, RETRY_AFTER_S
 from similar_sessions.graphql_app import GraphQLApp
 from similar_sessions.rest import similar_route
 
@@ -32,7 +32,9 @@ async def healthz(request: Request) -> Response:
     try:
         await ping(request.app.state.engine)
     except Exception:
-        return JSONResponse({"status": "unavailable", "database": False}, status_code=503)
+        response = JSONResponse({"status": "unavailable", "database": False}, status_code=503)
+        response.headers["Retry-After"] = RETRY_AFTER_S
+        return response
     return JSONResponse({"status": "ok", "database": True})
 
 
