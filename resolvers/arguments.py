@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from resolvers.cursors import decode_cursor
+from resolvers.cursors import Cursors, Position
 from resolvers.errors import BadArgument
 
 DEFAULT_LIMIT = 5
@@ -21,7 +21,7 @@ class SimilarArgs:
     max_matches_per_session: int = DEFAULT_MAX_MATCHES
     window_days: int | None = None
     include_match_text: bool = True
-    after: tuple[float, float, UUID] | None = None
+    after: Position | None = None
 
     @classmethod
     def checked(
@@ -33,8 +33,11 @@ class SimilarArgs:
         include_match_text: bool,
         cursor: str | None,
         names: dict[str, str],
+        session_id: UUID,
+        cursors: Cursors,
     ) -> SimilarArgs:
-        """Validate bounds; `names` maps each argument to the caller's spelling of it."""
+        """Validate bounds, and open the cursor for this session's list with these arguments;
+        `names` maps each argument to the caller's spelling of it."""
         for name, value, (low, high) in (
             ("limit", limit, LIMIT_BOUNDS),
             ("max_matches_per_session", max_matches_per_session, MAX_MATCHES_BOUNDS),
@@ -42,5 +45,9 @@ class SimilarArgs:
         ):
             if value is not None and not low <= value <= high:
                 raise BadArgument(names[name], f"must be between {low} and {high}, got {value}")
-        after = None if cursor is None else decode_cursor(cursor, names["cursor"])
+        after = None
+        if cursor is not None:
+            after = cursors.open_neighbours(
+                cursor, session_id, window_days, max_matches_per_session, names["cursor"]
+            )
         return cls(limit, max_matches_per_session, window_days, include_match_text, after)

@@ -1,4 +1,5 @@
-"""The per-request context: the engine, the caller, the tuning, and fresh DataLoaders."""
+"""The per-request context: the engine, the caller, the tuning, the cursor codec, and fresh
+DataLoaders."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from data.accounts import Principal
 from data.sessions import ActivityRow, SessionRow
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
+from resolvers.cursors import Cursors
 from resolvers.errors import LimitExceeded
 from resolvers.results import SimilarResult
 from resolvers.tuning import Tuning
@@ -38,6 +40,7 @@ class Context:
     engine: AsyncEngine
     principal: Principal
     tuning: Tuning
+    cursors: Cursors
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
     replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)

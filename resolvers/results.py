@@ -11,6 +11,7 @@ from data.sessions import SessionRow
 from data.similarity import ChunkDetail
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
+from resolvers.cursors import Position
 from resolvers.degraded import Degraded
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
@@ -126,8 +127,9 @@ class SimilarResult:
     degraded: Degraded
     elapsed_ms: float
     results: tuple[NeighbourResult, ...]
-    next_cursor: str | None
+    next_after: Position | None  # the last neighbour's position when more follow
     lookup_path: str | None
+    end_cursor: str | None = None  # next_after sealed for this list (resolvers/sessions.py)
 
     @property
     def window_days(self) -> int | None:
@@ -142,9 +144,5 @@ class SimilarResult:
         return self.args.max_matches_per_session
 
     @property
-    def end_cursor(self) -> str | None:
-        return self.next_cursor
-
-    @property
     def has_next_page(self) -> bool:
-        return self.next_cursor is not None
+        return self.next_after is not None

@@ -21,7 +21,6 @@ from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.cursors import encode_cursor
 from resolvers.degraded import Facts, degraded, reasons_for
 from resolvers.lookup_path import LookupPath, choose_path
 from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
@@ -288,7 +287,7 @@ def _result(
         ),
         elapsed_ms=elapsed_ms,
         results=tuple(_neighbour(n, c, details, sessions) for n in c.page),
-        next_cursor=encode_cursor(c.page[-1]) if c.more and c.page else None,
+        next_after=c.page[-1].sort_key if c.more and c.page else None,
         lookup_path=None if c.identity is None else batch.paths[c.identity].value,
     )
 

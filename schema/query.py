@@ -12,7 +12,6 @@ from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter, SchemaEx
 from strawberry.types import ExecutionContext
 
 from resolvers.context import Context
-from resolvers.cursors import session_cursor
 from resolvers.sessions import session_page
 from schema.errors import MapErrors, is_unexpected
 from schema.sessions import RuntimeSession
@@ -59,7 +58,11 @@ class Query:
         rows, more = await session_page(info.context, first, after)
         return RuntimeSessionPage(
             nodes=[RuntimeSession.of(r) for r in rows],
-            end_cursor=session_cursor(rows[-1]) if rows else None,
+            end_cursor=(
+                info.context.cursors.sessions(rows[-1], info.context.principal.account_id)
+                if rows
+                else None
+            ),
             has_next_page=more,
         )
 

@@ -82,6 +82,8 @@ class RuntimeSession:
             include_match_text=include_match_text and _selects_text(info),
             cursor=after,
             names=_GRAPHQL_NAMES,
+            session_id=self.id,
+            cursors=info.context.cursors,
         )
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"

@@ -17,7 +17,9 @@ from config.logs import configure_logging
 from config.settings import Settings
 from data.engine import make_engine, ping
 from data.migrate import migrate
+from data.secrets import deployment_secret
 from data.server import resolve_url
+from resolvers.cursors import Cursors
 from resolvers.tuning import Tuning
 from schema.query import make_schema
 from similar_sessions.auth import AuthMiddleware
@@ -62,6 +64,7 @@ def create_app(
         )
         if run_migrations:
             await migrate(app.state.engine)
+        app.state.cursors = Cursors(await deployment_secret(app.state.engine, "cursor"))
         try:
             yield
         finally:

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
+from data.secrets import deployment_secret
 from resolvers.context import Context
+from resolvers.cursors import Cursors
 
 
-def request_context(connection: HTTPConnection) -> Context:
+async def cursors(connection: HTTPConnection) -> Cursors:
+    """The deployment's cursor codec, its secret read once per process."""
     state = connection.app.state
-    return Context(engine=state.engine, principal=connection.state.principal, tuning=state.tuning)
+    if getattr(state, "cursors", None) is None:
+        state.cursors = Cursors(await deployment_secret(state.engine, "cursor"))
+    codec: Cursors = state.cursors
+    return codec
+
+
+async def request_context(connection: HTTPConnection) -> Context:
+    state = connection.app.state
+    return Context(
+        engine=state.engine,
+        principal=connection.state.principal,
+        tuning=state.tuning,
+        cursors=await cursors(connection),
+    )

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
+from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
 from resolvers.results import SimilarResult
 from resolvers.sessions import similar_sessions
@@ -55,7 +56,7 @@ def _bool(request: Request, name: str, default: bool) -> bool:
     raise BadArgument(name, f"must be true or false, got {raw[:40]!r}")
 
 
-def parse_args(request: Request) -> SimilarArgs:
+def parse_args(request: Request, session_id: UUID, cursors: Cursors) -> SimilarArgs:
     unknown = sorted(set(request.query_params) - _KNOWN)
     if unknown:
         raise BadArgument(unknown[0][:40], "is not a parameter of this route")
@@ -69,6 +70,8 @@ def parse_args(request: Request) -> SimilarArgs:
         include_match_text=_bool(request, "include_match_text", True),
         cursor=request.query_params.get("cursor"),
         names=_REST_NAMES,
+        session_id=session_id,
+        cursors=cursors,
     )
 
 
@@ -78,8 +81,9 @@ async def similar_route(request: Request) -> JSONResponse:
         session_id = UUID(raw_id)
     except ValueError:
         raise BadArgument("runtime_session_id", "is not a UUID") from None
-    args = parse_args(request)
-    result = await similar_sessions(request_context(request), session_id, args)
+    context = await request_context(request)
+    args = parse_args(request, session_id, context.cursors)
+    result = await similar_sessions(context, session_id, args)
     if result is None:
         return not_found()
     return JSONResponse(payload(result))
@@ -87,8 +91,8 @@ async def similar_route(request: Request) -> JSONResponse:
 
 def payload(result: SimilarResult) -> dict[str, Any]:
     body: dict[str, Any] = to_json(SimilarSessions.of(result))
-    if result.next_cursor is not None:
-        body["next_cursor"] = result.next_cursor
+    if result.end_cursor is not None:
+        body["next_cursor"] = result.end_cursor
     return body
 
 

@@ -1,0 +1,30 @@
+"""deployment secrets: the key that signs paging cursors
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-12-02 00:00:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = '0004'
+down_revision: str | None = '0003'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table('deployment_secrets',
+    sa.Column('name', sa.Text(), nullable=False),
+    sa.Column('secret', sa.LargeBinary(), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.CheckConstraint('octet_length(secret) >= 32', name=op.f('deployment_secrets_secret_length_check')),
+    sa.PrimaryKeyConstraint('name', name=op.f('deployment_secrets_pkey'))
+    )
+
+
+def downgrade() -> None:
+    op.drop_table('deployment_secrets')
