@@ -3,6 +3,7 @@ DataLoaders."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -22,14 +23,20 @@ MAX_SIMILAR_PER_REQUEST = 50
 
 
 class RequestBudget:
-    """Counts the comparisons one request asks for, across every batch it runs."""
+    """The comparisons one request may run, decided once, before any runs, by a plan that
+    grants whole fields (schema/budget.py) within the limit."""
 
     def __init__(self, limit: int = MAX_SIMILAR_PER_REQUEST) -> None:
-        self.limit, self.used = limit, 0
+        self.limit = limit
+        self.granted: frozenset[tuple[str, ...]] | None = None
 
-    def spend(self) -> None:
-        self.used += 1
-        if self.used > self.limit:
+    def admit(
+        self, path: tuple[str, ...], plan: Callable[[int], frozenset[tuple[str, ...]]]
+    ) -> None:
+        """Raise LimitExceeded unless the field at `path` was granted by the plan."""
+        if self.granted is None:
+            self.granted = plan(self.limit)
+        if path not in self.granted:
             raise LimitExceeded("similarSessions comparisons", self.limit)
 
 

@@ -20,7 +20,6 @@ async def similar_sessions(
 ) -> SimilarResult | None:
     """The comparison for one session of the caller's account; None when it has no such session.
     Its end cursor is sealed for this session's list with these arguments."""
-    context.budget.spend()
     result = await context.similar.load((session_id, args))
     if result is None or result.next_after is None:
         return result

@@ -11,6 +11,7 @@ from data.sessions import ActivityRow, SessionRow
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.context import Context
 from resolvers.sessions import similar_sessions
+from schema.budget import admit
 from schema.mapping import from_result
 from schema.selection import selects
 from schema.similar import SimilarSessions
@@ -64,7 +65,11 @@ class RuntimeSession:
     async def replay(self, info: strawberry.Info[Context, None]) -> list[ReplayEntry]:
         return [ReplayEntry.of(row) for row in await info.context.replays.load(self.id)]
 
-    @strawberry.field(description="Other sessions of this account that went the same way.")
+    @strawberry.field(
+        description="Other sessions of this account that went the same way; null, with an "
+        "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: more comparisons than one "
+        "request may ask for, counted from the query before any runs)."
+    )
     async def similar_sessions(
         self,
         info: strawberry.Info[Context, None],
@@ -73,7 +78,8 @@ class RuntimeSession:
         window_days: int | None = None,
         include_match_text: bool = True,
         after: str | None = None,
-    ) -> SimilarSessions:
+    ) -> SimilarSessions | None:
+        admit(info)
         args = SimilarArgs.checked(
             limit=limit,
             max_matches_per_session=max_matches_per_session,

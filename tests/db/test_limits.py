@@ -86,3 +86,42 @@ async def test_introspection_and_graphiql_can_be_turned_off(engine: AsyncEngine)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=on), base_url="http://t") as c:
         page = await c.get("/graphql", headers={"accept": "text/html"})
         assert page.status_code == 200 and "graphiql" in page.text.lower()
+
+
+async def test_the_comparison_budget_over_aliases_refuses_only_the_fields_beyond_it(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=30)
+    page = "nodes { id similarSessions { limit } }"
+    query = (
+        f"{{ a: runtimeSessions(first: 30) {{ {page} }}"
+        f" b: runtimeSessions(first: 30) {{ {page} }} }}"
+    )
+    body = await graphql(client, key, query)
+    a, b = body["data"]["a"]["nodes"], body["data"]["b"]["nodes"]
+    assert len(a) == len(b) == 30
+    assert all(node["similarSessions"] == {"limit": 5} for node in a)
+    assert all(node["similarSessions"] is None for node in b)
+    assert len(body["errors"]) == 30
+    for error in body["errors"]:
+        assert error["path"][0] == "b" and error["path"][-1] == "similarSessions"
+        assert error["extensions"] == {"code": "LIMIT_EXCEEDED", "limit": MAX_SIMILAR_PER_REQUEST}
+
+
+async def test_the_comparison_budget_is_decided_from_the_query_before_anything_runs(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=3)
+    # Three sessions only, but the query may ask for 20 + 20 + 20 comparisons: the field
+    # that would cross the budget is refused whatever the data, the others answer.
+    page = "nodes { similarSessions { limit } }"
+    query = (
+        f"{{ a: runtimeSessions {{ {page} }} b: runtimeSessions {{ {page} }}"
+        f" c: runtimeSessions(first: 10) {{ {page} }} d: runtimeSessions {{ {page} }} }}"
+    )
+    body = await graphql(client, key, query)
+    data = body["data"]
+    for alias in "abc":
+        assert [n["similarSessions"] for n in data[alias]["nodes"]] == [{"limit": 5}] * 3
+    assert [n["similarSessions"] for n in data["d"]["nodes"]] == [None] * 3
+    assert {(e["path"][0], e["path"][-1]) for e in body["errors"]} == {("d", "similarSessions")}
