@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import httpx
+from graphql import get_introspection_query
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from resolvers.context import MAX_SIMILAR_PER_REQUEST
-from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH
+from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH, MAX_QUERY_TOKENS
 from similar_sessions.app import create_app
 from similar_sessions.body_limit import MAX_BODY_BYTES
 from tests.support.similar_helpers import bearer, graphql, topic_world
@@ -32,6 +33,26 @@ async def test_more_aliases_than_the_limit_are_refused(
     fields = " ".join(f"a{i}: viewer {{ name }}" for i in range(MAX_ALIASES + 1))
     body = await graphql(client, key, f"{{ {fields} }}")
     assert f"Allowed: {MAX_ALIASES}" in body["errors"][0]["message"]
+
+
+async def test_a_query_of_more_tokens_than_the_limit_is_refused_before_validation(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, _ = await topic_world(engine, sessions=1)
+    # 3,700 fields in 18 KB: under the body limit; seconds of validation when parsed whole.
+    body = await graphql(client, key, "{ viewer { " + "name " * 3700 + "} }")
+    assert "data" not in body or body["data"] is None
+    [error] = body["errors"]
+    assert f"more than {MAX_QUERY_TOKENS} tokens" in error["message"]
+    # What clients send stays well inside it: GraphiQL's full introspection query.
+    introspection = get_introspection_query(
+        descriptions=True,
+        specified_by_url=True,
+        directive_is_repeatable=True,
+        schema_description=True,
+        input_value_deprecation=True,
+    )
+    assert "errors" not in await graphql(client, key, introspection)
 
 
 async def test_similar_sessions_of_too_many_sessions_in_one_query_is_refused(
