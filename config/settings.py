@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from limits import parse_many
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -92,6 +93,11 @@ class Settings(BaseSettings):
         ge=25,
         le=1000,
     )
+    rate_limit: str | None = setting(
+        "20/second;600/minute",
+        "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "
+        "several joined by `;`; `off`: none); past it, 429 with `Retry-After`",
+    )
     graphiql: bool = setting(True, "serve the GraphiQL page at `GET /graphql`")
     introspection: bool = setting(True, "allow GraphQL introspection")
 
@@ -154,6 +160,14 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rates(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() in {"", "off", "none", "0"}:
+            return None
+        parse_many(value)  # a ValueError naming the string it could not read
+        return value.strip()
 
     @field_validator("database_url")
     @classmethod

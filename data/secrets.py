@@ -14,16 +14,19 @@ SECRET_BYTES = 32
 
 
 async def deployment_secret(engine: AsyncEngine, name: str) -> bytes:
-    """The named secret, generated (32 random bytes) by the first process that asks.
-
-    Deleting its row rotates it: the next process to start makes a new one."""
+    """The named secret. The migration makes the cursor secret; a secret missing (deleted
+    to rotate it) is made (32 random bytes) by the first process that asks."""
     s = t.deployment_secrets
-    async with engine.begin() as conn:
-        await conn.execute(
-            insert(s)
-            .values(name=name, secret=secrets.token_bytes(SECRET_BYTES))
-            .on_conflict_do_nothing(index_elements=[s.c.name])
-        )
-        # A new statement, a new snapshot: it sees a row another process just committed.
-        secret = (await conn.execute(sa.select(s.c.secret).where(s.c.name == name))).scalar_one()
+    read = sa.select(s.c.secret).where(s.c.name == name)
+    async with engine.connect() as conn:
+        secret = (await conn.execute(read)).scalar_one_or_none()
+    if secret is None:
+        async with engine.begin() as conn:
+            await conn.execute(
+                insert(s)
+                .values(name=name, secret=secrets.token_bytes(SECRET_BYTES))
+                .on_conflict_do_nothing(index_elements=[s.c.name])
+            )
+            # A new statement, a new snapshot: it sees a row another process just committed.
+            secret = (await conn.execute(read)).scalar_one()
     return bytes(secret)

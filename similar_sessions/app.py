@@ -27,6 +27,7 @@ from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.errors import EXCEPTION_HANDLERS, RETRY_AFTER_S
 from similar_sessions.graphql_app import GraphQLApp
+from similar_sessions.rate_limit import RateLimits
 from similar_sessions.rest import similar_route
 
 
@@ -85,6 +86,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.tuning = Tuning.of(settings)
+    app.state.rate_limits = RateLimits(settings.rate_limit)
     if engine is not None:
         app.state.engine = engine
     return app

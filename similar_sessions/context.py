@@ -10,7 +10,8 @@ from resolvers.cursors import Cursors
 
 
 async def cursors(connection: HTTPConnection) -> Cursors:
-    """The deployment's cursor codec, its secret read once per process."""
+    """The deployment's cursor codec, its secret read once per process: at start-up, or by
+    the first request when the server ran no lifespan."""
     state = connection.app.state
     if getattr(state, "cursors", None) is None:
         state.cursors = Cursors(await deployment_secret(state.engine, "cursor"))

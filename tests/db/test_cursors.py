@@ -3,6 +3,7 @@ anything else, malformed or hand-made, is refused naming the argument."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import uuid
@@ -10,9 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
+from data.secrets import deployment_secret
 from similar_sessions.app import create_app
 from tests.support.similar_helpers import bearer, graphql, topic_world
 from tests.support.world import World
@@ -115,3 +118,14 @@ async def test_a_sessions_cursor_out_of_range_or_of_another_account_is_refused(
         NESTED,
     ):
         refused(await graphql(client, key, query, after=hand_made), "after")
+
+
+async def test_the_cursor_secret_is_made_by_the_migration_and_again_once_deleted(
+    engine: AsyncEngine,
+) -> None:
+    first = await deployment_secret(engine, "cursor")
+    assert len(first) == 32 and await deployment_secret(engine, "cursor") == first
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("DELETE FROM deployment_secrets"))  # how to rotate it
+    made = await asyncio.gather(*(deployment_secret(engine, "cursor") for _ in range(3)))
+    assert len(set(made)) == 1 and made[0] != first
