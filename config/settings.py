@@ -98,6 +98,14 @@ class Settings(BaseSettings):
         "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "
         "several joined by `;`; `off`: none); past it, 429 with `Retry-After`",
     )
+    replay_content_chars: int = setting(
+        2_000_000,
+        "characters of replay content one request may return, across all its aliases and "
+        "sessions (the largest session of either corpus has 0.23 M); a turn past it comes back "
+        "cut, with `contentTruncated: true`",
+        ge=1_000,
+        le=1_000_000_000,
+    )
     graphiql: bool = setting(True, "serve the GraphiQL page at `GET /graphql`")
     introspection: bool = setting(True, "allow GraphQL introspection")
 

@@ -10,6 +10,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
+from config.settings import default_of
 from data.accounts import Principal
 from data.sessions import ActivityRow, SessionRow
 from resolvers import loaders
@@ -40,6 +41,20 @@ class RequestBudget:
             raise LimitExceeded("similarSessions comparisons", self.limit)
 
 
+class ContentBudget:
+    """The characters of replay content one request may return, across every alias and
+    session it asks for; a turn past the budget is cut (its `contentTruncated` says so)."""
+
+    def __init__(self, limit: int = default_of("replay_content_chars")) -> None:
+        self.limit, self.left = limit, limit
+
+    def take(self, content: str) -> str:
+        """The part of `content` the budget still allows, charged to it."""
+        shown = content[: self.left]
+        self.left -= len(shown)
+        return shown
+
+
 @dataclass(frozen=True)
 class Context:
     """Built once per request; its DataLoaders never outlive it."""
@@ -52,6 +67,7 @@ class Context:
     replays: DataLoader[UUID, list[ActivityRow]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
     budget: RequestBudget = field(default_factory=RequestBudget)
+    content: ContentBudget = field(default_factory=ContentBudget)
 
     def __post_init__(self) -> None:
         account = self.principal.account_id

@@ -38,12 +38,29 @@ class ReplayEntry:
     occurred_at: datetime
     role: str
     kind: str
-    content: str
     api_usage_id: UUID | None
+    full_content: strawberry.Private[str]
+    shown: strawberry.Private[str | None] = None  # decided once, by content or contentTruncated
 
     @classmethod
     def of(cls, row: ActivityRow) -> ReplayEntry:
-        return from_result(cls, row)
+        return from_result(cls, row, full_content=row.content, shown=None)
+
+    def _shown(self, info: strawberry.Info[Context, None]) -> str:
+        if self.shown is None:
+            self.shown = info.context.content.take(self.full_content)
+        return self.shown
+
+    @strawberry.field(
+        description="The turn's text; cut when the request's replay content budget "
+        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS, across all its aliases and sessions) ran out."
+    )
+    def content(self, info: strawberry.Info[Context, None]) -> str:
+        return self._shown(info)
+
+    @strawberry.field(description="True when `content` was cut by the request's content budget.")
+    def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
+        return len(self._shown(info)) < len(self.full_content)
 
 
 @strawberry.type(description="One recorded agent run of the account.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import HTTPConnection
 
 from data.secrets import deployment_secret
-from resolvers.context import Context
+from resolvers.context import ContentBudget, Context
 from resolvers.cursors import Cursors
 
 
@@ -26,4 +26,5 @@ async def request_context(connection: HTTPConnection) -> Context:
         principal=connection.state.principal,
         tuning=state.tuning,
         cursors=await cursors(connection),
+        content=ContentBudget(state.settings.replay_content_chars),
     )

@@ -12,6 +12,7 @@ from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH, MAX_QUERY_TOKENS
 from similar_sessions.app import create_app
 from similar_sessions.body_limit import MAX_BODY_BYTES
 from tests.support.similar_helpers import bearer, graphql, topic_world
+from tests.support.world import World
 
 
 async def test_a_query_deeper_than_the_limit_is_refused(
@@ -146,3 +147,36 @@ async def test_the_comparison_budget_is_decided_from_the_query_before_anything_r
         assert [n["similarSessions"] for n in data[alias]["nodes"]] == [{"limit": 5}] * 3
     assert [n["similarSessions"] for n in data["d"]["nodes"]] == [None] * 3
     assert {(e["path"][0], e["path"][-1]) for e in body["errors"]} == {("d", "similarSessions")}
+
+
+async def test_replay_content_is_bounded_per_request_across_aliases(engine: AsyncEngine) -> None:
+    world = World()
+    account, key = world.account()
+    session = world.session(account)
+    for ordinal in range(4):
+        world.activity(session, ordinal, str(ordinal) * 3_000)  # 12,000 characters
+    await world.write(engine)
+    settings = Settings.from_env({"SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS": "20000"})
+    app = create_app(settings, engine=engine, run_migrations=False)
+    fields = " ".join(
+        f"a{i}: runtimeSession(id: $id) {{ replay {{ content contentTruncated }} }}"
+        for i in range(10)
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        body = await graphql(c, key, f"query($id: UUID!) {{ {fields} }}", id=session)
+    turns = [turn for alias in body["data"].values() for turn in alias["replay"]]
+    assert len(turns) == 40
+    assert sum(len(turn["content"]) for turn in turns) == 20_000  # not 120,000
+    whole = [t for t in turns if not t["contentTruncated"]]
+    assert len(whole) == 6 and all(len(t["content"]) == 3_000 for t in whole)
+    cut = [t for t in turns if t["contentTruncated"]]
+    assert [len(t["content"]) for t in cut if t["content"]] == [2_000]
+    # The next request has its own budget.
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        one = await graphql(
+            c,
+            key,
+            "query($id: UUID!) { runtimeSession(id: $id) { replay { content contentTruncated } } }",
+            id=session,
+        )
+    assert [t["contentTruncated"] for t in one["data"]["runtimeSession"]["replay"]] == [False] * 4
