@@ -32,8 +32,8 @@ BUDGETED = ("RuntimeSession", "similarSessions")
 # Every list field that can lead to a session is under one of these (tests/unit/test_budget.py).
 FAN_OUT = {("Query", "runtimeSessions"): "first", ("RuntimeSession", "similarSessions"): "limit"}
 BOUNDED_LISTS = {
-    ("RuntimeSessionPage", "nodes"),
-    ("RuntimeSessionPage", "edges"),
+    ("RuntimeSessionConnection", "nodes"),
+    ("RuntimeSessionConnection", "edges"),
     ("SimilarSessions", "results"),
 }
 

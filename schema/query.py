@@ -30,11 +30,32 @@ class Viewer:
     scopes: list[str]
 
 
-@strawberry.type(description="A page of sessions, newest first.")
-class RuntimeSessionPage:
-    nodes: list[RuntimeSession]
-    end_cursor: str | None
+@strawberry.type(description="Where a page of a connection starts and ends (Relay).")
+class PageInfo:
     has_next_page: bool
+    has_previous_page: bool = strawberry.field(
+        description="True when the page was asked `after` a cursor."
+    )
+    start_cursor: str | None
+    end_cursor: str | None
+
+
+@strawberry.type(description="A session, and the cursor of the page that starts after it.")
+class RuntimeSessionEdge:
+    cursor: str
+    node: RuntimeSession
+
+
+@strawberry.type(
+    description="A page of the account's sessions, newest first: a Relay connection, with "
+    "`nodes` as a shortcut for `edges { node }`."
+)
+class RuntimeSessionConnection:
+    edges: list[RuntimeSessionEdge]
+    nodes: list[RuntimeSession]
+    page_info: PageInfo
+    end_cursor: str | None = strawberry.field(deprecation_reason="Use `pageInfo { endCursor }`.")
+    has_next_page: bool = strawberry.field(deprecation_reason="Use `pageInfo { hasNextPage }`.")
 
 
 @strawberry.type
@@ -59,15 +80,26 @@ class Query:
     @strawberry.field(description="The account's sessions, newest first.")
     async def runtime_sessions(
         self, info: strawberry.Info[Context, None], first: int = 20, after: str | None = None
-    ) -> RuntimeSessionPage:
+    ) -> RuntimeSessionConnection:
         rows, more = await session_page(info.context, first, after)
-        return RuntimeSessionPage(
-            nodes=[RuntimeSession.of(r) for r in rows],
-            end_cursor=(
-                info.context.cursors.sessions(rows[-1], info.context.principal.account_id)
-                if rows
-                else None
+        account_id = info.context.principal.account_id
+        edges = [
+            RuntimeSessionEdge(
+                cursor=info.context.cursors.sessions(row, account_id), node=RuntimeSession.of(row)
+            )
+            for row in rows
+        ]
+        start, end = (edges[0].cursor, edges[-1].cursor) if edges else (None, None)
+        return RuntimeSessionConnection(
+            edges=edges,
+            nodes=[edge.node for edge in edges],
+            page_info=PageInfo(
+                has_next_page=more,
+                has_previous_page=after is not None,
+                start_cursor=start,
+                end_cursor=end,
             ),
+            end_cursor=end,
             has_next_page=more,
         )
 

@@ -38,7 +38,7 @@ def test_fields_are_granted_in_query_order_while_the_budget_lasts() -> None:
     query = """query($n: Int!) {
       a: runtimeSessions(first: $n) { nodes { ...similar } }
       b: runtimeSession(id: "00000000-0000-0000-0000-000000000000") { ...similar }
-      c: runtimeSessions { nodes { similarSessions { limit } } }
+      c: runtimeSessions { edges { node { similarSessions { limit } } } }
       d: runtimeSession(id: "00000000-0000-0000-0000-000000000000") { ...similar }
     }
     fragment similar on RuntimeSession { similarSessions { limit } }"""
@@ -51,7 +51,7 @@ def test_fields_are_granted_in_query_order_while_the_budget_lasts() -> None:
     assert plan(query, n=28) == {  # 28 + 1 + 20 + 1
         ("a", "nodes", "similarSessions"),
         ("b", "similarSessions"),
-        ("c", "nodes", "similarSessions"),
+        ("c", "edges", "node", "similarSessions"),
         ("d", "similarSessions"),
     }
 
@@ -96,4 +96,4 @@ def test_every_list_that_leads_to_a_session_is_bounded_by_the_plan() -> None:
         and _reaches(get_named_type(field.type), "RuntimeSession", set())  # type: ignore[arg-type]
     }
     assert lists <= BOUNDED_LISTS
-    assert ("RuntimeSessionPage", "nodes") in lists
+    assert {("RuntimeSessionConnection", "nodes"), ("RuntimeSessionConnection", "edges")} <= lists
