@@ -14,6 +14,7 @@ import strawberry
 
 from resolvers import ranking
 from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
+from schema.degraded import DegradedReason, ReasonCode
 from schema.mapping import from_result
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a wo
 @strawberry.type(description="Every way the comparison came up short, named.")
 class Degraded:
     semantic: bool = strawberry.field(description="True when a vector comparison ran.")
-    reasons: list[str] = strawberry.field(description="Reason codes, in the contract's order.")
+    reasons: list[DegradedReason] = strawberry.field(  # type: ignore[valid-type]
+        description="Reason codes, in the contract's order."
+    )
     detail: str | None = strawberry.field(description="One sentence per reason, in order.")
 
 
@@ -119,6 +122,8 @@ class SimilarSessions:
         return from_result(
             cls,
             r,
-            degraded=from_result(Degraded, r.degraded),
+            degraded=from_result(
+                Degraded, r.degraded, reasons=[ReasonCode(code) for code in r.degraded.reasons]
+            ),
             results=[Neighbour.of(n) for n in r.results],
         )
