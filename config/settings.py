@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from limits import parse_many
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -107,6 +108,19 @@ class Settings(BaseSettings):
         "candidates read from the index per probe before the exact re-rank to 25",
         ge=25,
         le=1000,
+    )
+    rate_limit: str | None = setting(
+        "20/second;600/minute",
+        "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "
+        "several joined by `;`; `off`: none); past it, 429 with `Retry-After`",
+    )
+    replay_content_chars: int = setting(
+        2_000_000,
+        "characters of replay content one request may return, across all its aliases and "
+        "sessions (the largest session of either corpus has 0.23 M); a turn past it comes back "
+        "cut, with `contentTruncated: true`",
+        ge=1_000,
+        le=1_000_000_000,
     )
     graphiql: bool = setting(True, "serve the GraphiQL page at `GET /graphql`")
     introspection: bool = setting(True, "allow GraphQL introspection")
@@ -316,6 +330,14 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rates(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() in {"", "off", "none", "0"}:
+            return None
+        parse_many(value)  # a ValueError naming the string it could not read
+        return value.strip()
 
     @field_validator("database_url", "openai_base_url", "otel_exporter_otlp_endpoint")
     @classmethod

@@ -249,3 +249,14 @@ account_model_indexes = sa.Table(
     sa.Column("chunks_at_build", sa.Integer, nullable=False),
     sa.Column("built_at", TZ, nullable=False, server_default=sa.func.now()),
 )
+
+# Secrets of the whole deployment, shared by all its processes, generated on first use
+# (data/secrets.py): "cursor" signs paging cursors. Not per account: no account_id.
+deployment_secrets = sa.Table(
+    "deployment_secrets",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("secret", sa.LargeBinary, nullable=False),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("octet_length(secret) >= 32", name="secret_length"),
+)

@@ -18,7 +18,6 @@ from indexer.query import QueryNotEmbedded, embed_query
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.context import Context
-from resolvers.cursors import encode_cursor
 from resolvers.degraded import degraded
 from resolvers.results import SearchResult
 from resolvers.similar_results import neighbour_of
@@ -127,7 +126,7 @@ async def _answer(
         degraded=degraded(True, asked, args.window_days),
         elapsed_ms=_elapsed_ms(started),
         results=tuple(neighbour_of(n, shown, args, None) for n in page),
-        next_cursor=encode_cursor(page[-1]) if more and page else None,
+        next_after=page[-1].sort_key if more and page else None,
         lookup_path=looked.paths[model][0],
     )
 
@@ -139,7 +138,7 @@ def _empty(args: SimilarArgs, model: str | None, reasons: set[str], started: flo
         degraded=degraded(False, reasons, args.window_days),
         elapsed_ms=_elapsed_ms(started),
         results=(),
-        next_cursor=None,
+        next_after=None,
         lookup_path=None,
     )
 

@@ -10,7 +10,6 @@ from uuid import UUID
 from data.comparison_details import ChunkDetail, Shown
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.cursors import encode_cursor
 from resolvers.degraded import Facts, degraded, reasons_for
 from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
 from resolvers.tuning import Tuning
@@ -51,7 +50,7 @@ def result_of(
         ),
         elapsed_ms=elapsed_ms,
         results=tuple(neighbour_of(n, shown, c.args, c.probes) for n in c.page),
-        next_cursor=encode_cursor(c.page[-1]) if c.more and c.page else None,
+        next_after=c.page[-1].sort_key if c.more and c.page else None,
         lookup_path=None if path is None else path.value,
     )
 

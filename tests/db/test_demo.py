@@ -106,7 +106,7 @@ async def test_a_window_of_days_means_something_on_the_demo(
     assert now - timedelta(days=1) < datetime.fromisoformat(newest["startedAt"]) < now
     recent = newest["recent"]["results"]
     assert recent, "the newest session has neighbours within 20 days"
-    assert "similar_window_applied" in newest["recent"]["degraded"]["reasons"]
+    assert "SIMILAR_WINDOW_APPLIED" in newest["recent"]["degraded"]["reasons"]
     assert all(datetime.fromisoformat(r["startedAt"]) >= now - timedelta(days=21) for r in recent)
     assert any(
         datetime.fromisoformat(r["startedAt"]) < now - timedelta(days=21)

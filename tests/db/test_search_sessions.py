@@ -19,6 +19,7 @@ from indexer.embedders import HashEmbedder, Registry
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.context import Context, Services
+from resolvers.cursors import Cursors
 from resolvers.search import search_sessions
 from resolvers.tuning import Tuning
 from tests.support.similar_helpers import bearer, graphql
@@ -72,7 +73,8 @@ async def searched(
 
     principal = Principal(uuid.UUID(account), "acme", frozenset(), frozenset())
     registry = args.pop("registry", Registry())
-    context = Context(Services(engine, tuning or Tuning(), embedders=registry), principal)
+    services = Services(engine, tuning or Tuning(), embedders=registry)
+    context = Context(services, principal, Cursors(b"k" * 32))
     return await search_sessions(context, text, SimilarArgs(**args))
 
 

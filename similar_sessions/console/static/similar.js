@@ -133,9 +133,10 @@ function neighbour(n) {
   );
 }
 
+// GraphQL names the reasons by the DegradedReason enum: the REST codes, upper-cased.
 function emptySentence(reasons) {
-  if (reasons.includes("similar_session_not_embedded")) return EMPTY.similar_session_not_embedded;
-  if (reasons.includes("similar_no_comparable_sessions")) return EMPTY.similar_no_comparable_sessions;
+  if (reasons.includes("SIMILAR_SESSION_NOT_EMBEDDED")) return EMPTY.similar_session_not_embedded;
+  if (reasons.includes("SIMILAR_NO_COMPARABLE_SESSIONS")) return EMPTY.similar_no_comparable_sessions;
   return EMPTY.nothing_similar;
 }
 
