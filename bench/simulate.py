@@ -11,7 +11,6 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from uuid import UUID, uuid5
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from bench.labelled import T0, TURN, Corpus, Session
 from indexer.chunking import ChunkPolicy, Turn, chunk_session
 from indexer.embedders import Embedder
+from indexer.lexical import Fit, LexicalEmbedder
 from indexer.rechunk import policy_for
 from resolvers.ranking import (
     MIN_SIMILAR_SIMILARITY,
@@ -70,6 +70,13 @@ def chunk_corpus(
             session_of.append(position)
         per_session.append(rows)
     return Chunked(np.array(session_of, dtype=np.int64), texts_out, per_session)
+
+
+def fitted(chunked: Chunked) -> LexicalEmbedder:
+    """The lexical embedder fitted on the chunks, as the indexer fits an account."""
+    return LexicalEmbedder(
+        Fit.of_sessions([chunked.texts[r] for r in rows] for rows in chunked.per_session)
+    )
 
 
 def served(corpus: Corpus, chunked: Chunked, vectors: np.ndarray, limit: int = 20) -> Ranking:
@@ -136,6 +143,3 @@ def cut_shares(ranking: Ranking, task: dict[UUID, str], cuts: list[float]) -> li
 
 def session_texts(corpus: Corpus) -> list[str]:
     return [" ".join(t.content for t in s.turns if t.role != "system") for s in corpus.sessions]
-
-
-_ = timedelta

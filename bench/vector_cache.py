@@ -55,7 +55,10 @@ class CachedEmbedder:
             order = list(missing_keys.items())
             vectors = self.inner.embed([texts[i] for _, i in order])
             self.misses += len(order)
-            rows = [(k, v.astype(np.float32).tobytes()) for (k, _), v in zip(order, vectors)]
+            rows = [
+                (k, v.astype(np.float32).tobytes())
+                for (k, _), v in zip(order, vectors, strict=True)
+            ]
             self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?)", rows)
             self.db.commit()
             for (k, _), v in zip(order, vectors, strict=True):

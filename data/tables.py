@@ -245,3 +245,17 @@ account_model_indexes = sa.Table(
     sa.Column("chunks_at_build", sa.Integer, nullable=False),
     sa.Column("built_at", TZ, nullable=False, server_default=sa.func.now()),
 )
+
+# The lexical embedder's fit of each account (indexer/lexical.py): document frequencies
+# over its sessions, named by the model identity the fit gives the account's vectors.
+lexical_fits = sa.Table(
+    "lexical_fits",
+    metadata,
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
+    sa.Column("model_identity", sa.Text, nullable=False),
+    sa.Column("sessions", sa.Integer, nullable=False),
+    sa.Column("weights", sa.LargeBinary, nullable=False),
+    sa.Column("fitted_at", TZ, nullable=False, server_default=sa.func.now()),
+)

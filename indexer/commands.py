@@ -32,6 +32,8 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         settings.embed_batch,
         progress,
         account_index_min_chunks=settings.exact_scan_max_chunks,
+        repeat_min_share_percent=settings.repeat_min_share_percent,
+        refit_growth_percent=settings.lexical_refit_growth_percent,
     )
 
 
@@ -41,6 +43,8 @@ def describe(report: PassReport) -> str:
         f"{report.chunks_written} chunk(s) written, {report.chunks_skipped} skipped as repeated, "
         f"{report.chunks_embedded} embedded in {report.batches} batch(es)"
     )
+    if report.zero_vectors_skipped:
+        text += f", {report.zero_vectors_skipped} skipped for want of any feature"
     if report.vectors_stripped:
         text += f", {report.vectors_stripped} vector(s) of non-clear chunks removed"
     for account_id, reason in report.degraded.items():

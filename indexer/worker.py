@@ -17,9 +17,10 @@ from tqdm import tqdm
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
-from indexer import budget
+from indexer import budget, lexical
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry, tokens_of
+from indexer.fitting import ensure_fit
 from indexer.rechunk import fingerprint, rechunk_session
 
 log = structlog.get_logger(__name__)
@@ -34,6 +35,12 @@ class IndexerConfig:
     progress: bool | None = None  # None: shown only on a terminal
     # Accounts past this many comparable chunks get their own HNSW index (None: never).
     account_index_min_chunks: int | None = None
+    repeat_min_share_percent: int = 5
+    refit_growth_percent: int = 25
+
+    @property
+    def repeat(self) -> sql.RepeatRule:
+        return sql.RepeatRule(self.repeat_min_sessions, self.repeat_min_share_percent)
 
 
 @dataclass
@@ -44,6 +51,7 @@ class PassReport:
     sessions_chunked: int = 0
     chunks_written: int = 0
     chunks_skipped: int = 0
+    zero_vectors_skipped: int = 0
     vectors_stripped: int = 0
     chunks_embedded: int = 0
     batches: int = 0
@@ -79,14 +87,19 @@ async def index_account(
 ) -> None:
     async with engine.begin() as conn:
         report.vectors_stripped += await sql.strip_unclear_vectors(conn, work.account_id)
+    fitted = lexical.is_lexical(work.identity)
     try:
-        embedder = registry.get(work.identity)
+        embedder = registry.get(lexical.UNFITTED if fitted else work.identity)
     except EmbedderUnavailable as exc:
         log.warning("embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
         await _mark(engine, work, budget.EMBEDDER_UNAVAILABLE, None)
         report.degraded[work.account_id] = budget.EMBEDDER_UNAVAILABLE
         return
     await chunk_account(engine, config, work, embedder, report)
+    if fitted:
+        work, embedder = await ensure_fit(
+            engine, registry, work, config.refit_growth_percent, config.repeat
+        )
     capped = work.degraded_reason == budget.CAP_REACHED
     if capped and work.degraded_until is not None and work.degraded_until > now:
         report.degraded[work.account_id] = budget.CAP_REACHED
@@ -122,7 +135,7 @@ async def chunk_account(
             report.chunks_written += written
     async with engine.begin() as conn:
         report.chunks_skipped += await sql.skip_repeated(
-            conn, work.account_id, config.repeat_min_sessions, work.identity
+            conn, work.account_id, config.repeat, work.identity
         )
 
 
@@ -143,9 +156,10 @@ async def embed_account(
         return
     with tqdm(total=total, desc="embedding", unit="chunk", disable=_quiet(config)) as bar:
         while True:
-            embedded, capped = await embed_batch(engine, config, work, embedder, now)
-            bar.update(embedded)
-            if embedded:
+            embedded, zero, capped = await embed_batch(engine, config, work, embedder, now)
+            bar.update(embedded + zero)
+            report.zero_vectors_skipped += zero
+            if embedded or zero:
                 report.batches += 1
                 report.chunks_embedded += embedded
             if capped:
@@ -153,7 +167,7 @@ async def embed_account(
                 report.degraded[work.account_id] = budget.CAP_REACHED
                 log.warning("daily_cap_reached", account_id=str(work.account_id))
                 return
-            if not embedded:
+            if not embedded and not zero:
                 return
 
 
@@ -163,8 +177,9 @@ async def embed_batch(
     work: sql.AccountWork,
     embedder: Embedder,
     now: datetime,
-) -> tuple[int, bool]:
-    """Claim, embed and write one batch in one transaction: (chunks embedded, cap reached).
+) -> tuple[int, int, bool]:
+    """Claim, embed and write one batch in one transaction: (chunks embedded, chunks skipped
+    for a zero vector, cap reached). A vector without direction is never stored.
 
     An error or a cancellation anywhere rolls the whole batch back: no vector, no state
     change and no spend is left behind, and the chunks stay pending."""
@@ -178,7 +193,7 @@ async def embed_batch(
             )
         claimed = await sql.claim_pending(conn, work.account_id, summaries_only, config.batch_size)
         if not claimed:
-            return 0, False
+            return 0, 0, False
         tokens = [tokens_of(embedder, c.content) for c in claimed]
         room = None
         if capped:
@@ -187,15 +202,24 @@ async def embed_batch(
             room = work.daily_cap_usd - spent
         fits = budget.affordable([budget.batch_cost(n, price) for n in tokens], room)
         batch, units = claimed[:fits], sum(tokens[:fits])
+        live: list[bool] = []
         if batch:
             vectors = await asyncio.to_thread(embedder.embed, [c.content for c in batch])
+            live = (np.linalg.norm(vectors, axis=1) > 0).tolist()
             await sql.write_vectors(
-                conn, work.account_id, work.identity, [c.id for c in batch], _as_text(vectors)
+                conn,
+                work.account_id,
+                work.identity,
+                [c.id for c, ok in zip(batch, live, strict=True) if ok],
+                _as_text(vectors[np.asarray(live, dtype=bool)]),
+            )
+            await sql.skip_chunks(
+                conn, work.account_id, [c.id for c, ok in zip(batch, live, strict=True) if not ok]
             )
             await sql.record_usage(
                 conn, work.account_id, work.identity, units, budget.batch_cost(units, price)
             )
-    return len(batch), fits < len(claimed)
+    return sum(live), len(live) - sum(live), fits < len(claimed)
 
 
 async def watch(

@@ -63,6 +63,8 @@ class Settings:
     chunk_system_prompts: bool = False
     chunk_role_labels: bool = False
     repeat_min_sessions: int = 5
+    repeat_min_share_percent: int = 5
+    lexical_refit_growth_percent: int = 25
     embed_batch: int = 64
     index_interval_s: int = 10
 
@@ -98,6 +100,12 @@ class Settings:
             chunk_system_prompts=_bool(env, "SIMILAR_SESSIONS_CHUNK_SYSTEM_PROMPTS", False),
             chunk_role_labels=_bool(env, "SIMILAR_SESSIONS_CHUNK_ROLE_LABELS", False),
             repeat_min_sessions=_int(env, "SIMILAR_SESSIONS_REPEAT_MIN_SESSIONS", 5, 2, 1_000_000),
+            repeat_min_share_percent=_int(
+                env, "SIMILAR_SESSIONS_REPEAT_MIN_SHARE_PERCENT", 5, 0, 100
+            ),
+            lexical_refit_growth_percent=_int(
+                env, "SIMILAR_SESSIONS_LEXICAL_REFIT_GROWTH_PERCENT", 25, 1, 10_000
+            ),
             embed_batch=_int(env, "SIMILAR_SESSIONS_EMBED_BATCH", 64, 1, 4096),
             index_interval_s=_int(env, "SIMILAR_SESSIONS_INDEX_INTERVAL_S", 10, 1, 86_400),
         )
