@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from resolvers.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
@@ -21,6 +22,11 @@ CONTRACT_CUTS = BandCuts(SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED)
 CALIBRATED: dict[str, BandCuts] = {}
 
 
+# A fitted model names its fit after a dot (`local:lexical-384.1a2b3c4d@384`); its cut points
+# are its family's, calibrated over fits on both corpora.
+_FIT = re.compile(r"\.[0-9a-f]{8}(?=@)")
+
+
 def cut_points(identity: str) -> BandCuts:
-    """The calibrated cut points of a model identity, else the contract's."""
-    return CALIBRATED.get(identity, CONTRACT_CUTS)
+    """The calibrated cut points of a model identity (or of its family), else the contract's."""
+    return CALIBRATED.get(identity) or CALIBRATED.get(_FIT.sub("", identity), CONTRACT_CUTS)
