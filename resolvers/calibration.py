@@ -27,6 +27,11 @@ CALIBRATED: dict[str, BandCuts] = {}
 _FIT = re.compile(r"\.[0-9a-f]{8}(?=@)")
 
 
+def family_of(identity: str) -> str:
+    """The identity without its fit, if it names one."""
+    return _FIT.sub("", identity)
+
+
 def cut_points(identity: str) -> BandCuts:
     """The calibrated cut points of a model identity (or of its family), else the contract's."""
-    return CALIBRATED.get(identity) or CALIBRATED.get(_FIT.sub("", identity), CONTRACT_CUTS)
+    return CALIBRATED.get(identity) or CALIBRATED.get(family_of(identity), CONTRACT_CUTS)
