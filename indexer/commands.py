@@ -34,6 +34,7 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         account_index_min_chunks=settings.exact_scan_max_chunks,
         repeat_min_share_percent=settings.repeat_min_share_percent,
         refit_growth_percent=settings.lexical_refit_growth_percent,
+        template_min_sessions=settings.template_min_sessions,
     )
 
 

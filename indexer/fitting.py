@@ -14,6 +14,7 @@ from data import indexing as sql
 from indexer import lexical
 from indexer.embedders import Embedder, Registry
 from indexer.lexical import Fit, FitBuilder
+from indexer.templates import TemplateCounter
 
 log = structlog.get_logger(__name__)
 
@@ -29,6 +30,7 @@ async def ensure_fit(
     work: sql.AccountWork,
     growth_percent: int,
     repeat: sql.RepeatRule,
+    template_min_sessions: int,
 ) -> tuple[sql.AccountWork, Embedder]:
     """The account's work under its current fit, fitting first when none is due or fresh."""
     async with engine.connect() as conn:
@@ -43,8 +45,11 @@ async def ensure_fit(
                 )
                 await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
         return replace(work, identity=fit.identity), registry.fitted(fit)
-    builder = FitBuilder()
+    counter = TemplateCounter()
     async with engine.connect() as conn:
+        async for texts in fits.clear_passages(conn, work.account_id):
+            counter.add_session(texts)
+        builder = FitBuilder(counter.common(template_min_sessions, repeat.min_share_percent))
         async for texts in fits.clear_passages(conn, work.account_id):
             builder.add_session(texts)
     fit = builder.build()
@@ -62,6 +67,7 @@ async def ensure_fit(
         identity=str(fit.identity),
         sessions=fit.sessions,
         features=len(fit.keys),
+        template_shingles=len(fit.common),
         chunks_to_embed=waiting,
     )
     return replace(work, identity=fit.identity), registry.fitted(fit)

@@ -14,12 +14,13 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import regex
 
 from data.identity import ModelIdentity
+from indexer import templates
+from indexer.keys import feature_key
 
 FAMILY = "lexical-384"
 DIMENSIONS = 384
@@ -91,38 +92,50 @@ def _plain(token: str) -> bool:
     return _UNSPACED_CHAR.search(token) is None
 
 
-@lru_cache(maxsize=1 << 18)
-def feature_key(feature: str) -> int:
-    """A stable 64-bit key of a feature (BLAKE2b, not Python's salted hash)."""
-    return int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
-
-
 @dataclass(frozen=True)
 class Fit:
-    """Inverse document frequencies over an account's sessions: ln((N + 1) / df) for the
-    features in at least MIN_SESSIONS of its N sessions; any other feature weighs 0."""
+    """Inverse document frequencies over an account's N sessions, ln((N + 1) / df), for the
+    features in at least MIN_SESSIONS of them (any other feature weighs 0), and the shingles
+    of its template text (indexer/templates.py), left out before features are counted."""
 
     sessions: int
     keys: np.ndarray  # uint64, sorted
     weights: np.ndarray  # float32, one per key
+    common: np.ndarray  # uint64, sorted: template shingles
 
     @classmethod
-    def of_sessions(cls, sessions: Iterable[Iterable[str]]) -> Fit:
-        """Fit on each session's passages (an iterable of texts per session)."""
-        builder = FitBuilder()
+    def of_sessions(
+        cls,
+        sessions: Iterable[Iterable[str]],
+        template_min_sessions: int = 20,
+        template_min_share_percent: int = 5,
+    ) -> Fit:
+        """Fit on each session's passages (in two passes: templates, then frequencies)."""
+        sessions = [list(passages) for passages in sessions]
+        counter = templates.TemplateCounter()
+        for passages in sessions:
+            counter.add_session(passages)
+        builder = FitBuilder(counter.common(template_min_sessions, template_min_share_percent))
         for passages in sessions:
             builder.add_session(passages)
         return builder.build()
 
     def to_bytes(self) -> bytes:
-        return self.keys.astype("<u8").tobytes() + self.weights.astype("<f4").tobytes()
+        head = np.array([len(self.keys), len(self.common)], dtype="<u8").tobytes()
+        return (
+            head
+            + self.keys.astype("<u8").tobytes()
+            + self.weights.astype("<f4").tobytes()
+            + self.common.astype("<u8").tobytes()
+        )
 
     @classmethod
     def from_bytes(cls, sessions: int, blob: bytes) -> Fit:
-        n = len(blob) // 12
-        keys = np.frombuffer(blob[: 8 * n], dtype="<u8").astype(np.uint64)
-        weights = np.frombuffer(blob[8 * n :], dtype="<f4").astype(np.float32)
-        return cls(sessions, keys, weights)
+        n, m = (int(x) for x in np.frombuffer(blob[:16], dtype="<u8"))
+        keys = np.frombuffer(blob[16 : 16 + 8 * n], dtype="<u8").astype(np.uint64)
+        weights = np.frombuffer(blob[16 + 8 * n : 16 + 12 * n], dtype="<f4").astype(np.float32)
+        common = np.frombuffer(blob[16 + 12 * n : 16 + 12 * n + 8 * m], dtype="<u8")
+        return cls(sessions, keys, weights, common.astype(np.uint64))
 
     @property
     def identity(self) -> ModelIdentity:
@@ -131,16 +144,18 @@ class Fit:
 
 
 class FitBuilder:
-    """Document frequencies gathered one session at a time (so a fit can stream)."""
+    """Document frequencies gathered one session at a time (so a fit can stream), of the
+    passages less their template text."""
 
-    def __init__(self) -> None:
+    def __init__(self, common: frozenset[int] = frozenset()) -> None:
+        self.common = common
         self.df: Counter[int] = Counter()
         self.sessions = 0
 
     def add_session(self, passages: Iterable[str]) -> None:
         seen: set[int] = set()
         for text in passages:
-            seen.update(feature_key(f) for f in features(text))
+            seen.update(feature_key(f) for f in features(templates.strip(text, self.common)))
         self.df.update(seen)
         self.sessions += 1
 
@@ -148,7 +163,10 @@ class FitBuilder:
         kept = sorted(k for k, n in self.df.items() if n >= MIN_SESSIONS)
         weights = [math.log((self.sessions + 1) / self.df[k]) for k in kept]
         return Fit(
-            self.sessions, np.array(kept, dtype=np.uint64), np.array(weights, dtype=np.float32)
+            self.sessions,
+            np.array(kept, dtype=np.uint64),
+            np.array(weights, dtype=np.float32),
+            np.array(sorted(self.common), dtype=np.uint64),
         )
 
 
@@ -173,6 +191,7 @@ class LexicalEmbedder:
         self._weight: dict[int, float] = (
             {} if fit is None else dict(zip(fit.keys.tolist(), fit.weights.tolist(), strict=True))
         )
+        self._common = frozenset() if fit is None else frozenset(fit.common.tolist())
 
     def token_cost(self, word: str) -> int:
         return 1
@@ -185,7 +204,7 @@ class LexicalEmbedder:
 
     def vector(self, text: str) -> np.ndarray:
         vector = np.zeros(DIMENSIONS, dtype=np.float64)
-        for feature, count in features(text).items():
+        for feature, count in features(templates.strip(text, self._common)).items():
             key = feature_key(feature)
             weight = 1.0 if self.fit is None else self._weight.get(key, 0.0)
             if weight:

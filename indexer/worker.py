@@ -37,6 +37,7 @@ class IndexerConfig:
     account_index_min_chunks: int | None = None
     repeat_min_share_percent: int = 5
     refit_growth_percent: int = 25
+    template_min_sessions: int = 20
 
     @property
     def repeat(self) -> sql.RepeatRule:
@@ -98,7 +99,12 @@ async def index_account(
     await chunk_account(engine, config, work, embedder, report)
     if fitted:
         work, embedder = await ensure_fit(
-            engine, registry, work, config.refit_growth_percent, config.repeat
+            engine,
+            registry,
+            work,
+            config.refit_growth_percent,
+            config.repeat,
+            config.template_min_sessions,
         )
     capped = work.degraded_reason == budget.CAP_REACHED
     if capped and work.degraded_until is not None and work.degraded_until > now:

@@ -65,6 +65,7 @@ class Settings:
     repeat_min_sessions: int = 5
     repeat_min_share_percent: int = 5
     lexical_refit_growth_percent: int = 25
+    template_min_sessions: int = 20
     embed_batch: int = 64
     index_interval_s: int = 10
 
@@ -105,6 +106,9 @@ class Settings:
             ),
             lexical_refit_growth_percent=_int(
                 env, "SIMILAR_SESSIONS_LEXICAL_REFIT_GROWTH_PERCENT", 25, 1, 10_000
+            ),
+            template_min_sessions=_int(
+                env, "SIMILAR_SESSIONS_TEMPLATE_MIN_SESSIONS", 20, 2, 1_000_000
             ),
             embed_batch=_int(env, "SIMILAR_SESSIONS_EMBED_BATCH", 64, 1, 4096),
             index_interval_s=_int(env, "SIMILAR_SESSIONS_INDEX_INTERVAL_S", 10, 1, 86_400),
