@@ -22,7 +22,8 @@ from resolvers.calibration import CONTRACT_CUTS
 from similar_sessions.settings import Settings
 
 OUT = Path(__file__).parent / "results" / "ablation.md"
-Variant = tuple[str, ChunkPolicy, bool, simulate.SkipRule]  # name, policy, fitted, skip rule
+# name, policy, fitted, skip rule, template_min_sessions
+Variant = tuple[str, ChunkPolicy, bool, simulate.SkipRule, int]
 
 
 def variants(settings: Settings) -> list[Variant]:
@@ -38,15 +39,18 @@ def variants(settings: Settings) -> list[Variant]:
     def count(n: int, total: int) -> bool:
         return n >= settings.repeat_min_sessions
 
+    t = settings.template_min_sessions
     return [
-        ("default: fitted lexical, defaults", policy, True, share),
-        ("no fit (every feature weighs 1)", policy, False, share),
-        ("repeated content by count only (5+ sessions)", policy, True, count),
-        ("tool results keep 16 tokens", replace(policy, tool_result_tokens=16), True, share),
-        ("tool results keep 64 tokens", replace(policy, tool_result_tokens=64), True, share),
-        ("tool results keep 128 tokens", replace(policy, tool_result_tokens=128), True, share),
-        ("windows of 256 tokens", replace(policy, window_tokens=256), True, share),
-        ("windows of 512 tokens", replace(policy, window_tokens=512), True, share),
+        ("default: fitted lexical, defaults", policy, True, share, t),
+        ("no fit (every feature weighs 1, no template)", policy, False, share, t),
+        ("no template stripping", policy, True, share, 10**9),
+        ("template: 10+ sessions (not 20+)", policy, True, share, 10),
+        ("repeated content by count only (5+ sessions)", policy, True, count, t),
+        ("tool results keep 16 tokens", replace(policy, tool_result_tokens=16), True, share, t),
+        ("tool results keep 64 tokens", replace(policy, tool_result_tokens=64), True, share, t),
+        ("tool results keep 128 tokens", replace(policy, tool_result_tokens=128), True, share, t),
+        ("windows of 256 tokens", replace(policy, window_tokens=256), True, share, t),
+        ("windows of 512 tokens", replace(policy, window_tokens=512), True, share, t),
     ]
 
 
@@ -55,10 +59,10 @@ def half(task: str) -> int:
 
 
 def row(corpus: Corpus, variant: Variant) -> str:
-    name, policy, fitted, skip = variant
+    name, policy, fitted, skip, template_min = variant
     base: Embedder = LexicalEmbedder()
     chunked = simulate.chunk_corpus(corpus, policy, base, skip)
-    embedder = simulate.fitted(chunked) if fitted else base
+    embedder = simulate.fitted(chunked, template_min) if fitted else base
     ranking = simulate.served(corpus, chunked, embedder.embed(chunked.texts))
     task = {s.id: s.task for s in corpus.sessions}
     agent = {s.id: s.agent for s in corpus.sessions}

@@ -72,11 +72,10 @@ def chunk_corpus(
     return Chunked(np.array(session_of, dtype=np.int64), texts_out, per_session)
 
 
-def fitted(chunked: Chunked) -> LexicalEmbedder:
+def fitted(chunked: Chunked, template_min_sessions: int = 20) -> LexicalEmbedder:
     """The lexical embedder fitted on the chunks, as the indexer fits an account."""
-    return LexicalEmbedder(
-        Fit.of_sessions([chunked.texts[r] for r in rows] for rows in chunked.per_session)
-    )
+    sessions = [[chunked.texts[r] for r in rows] for rows in chunked.per_session]
+    return LexicalEmbedder(Fit.of_sessions(sessions, template_min_sessions))
 
 
 def served(corpus: Corpus, chunked: Chunked, vectors: np.ndarray, limit: int = 20) -> Ranking:
