@@ -1,6 +1,7 @@
 """Band cut points per model family from the served rankings bench.quality kept: the lowest
 `close` whose neighbours share the task at least 90% of the time, and the lowest `related`
-whose band below it does at least 60%, on each corpus and on each half of its tasks.
+whose band below it does at least 60%, on each corpus and on each half of its tasks (a
+subset showing fewer than 20 neighbours in a band is too small to judge).
 
     python -m bench.quality && python -m bench.calibrate [--out docs/calibration.md]
 
@@ -21,6 +22,7 @@ from resolvers.calibration import BandCuts, family_of
 
 CLOSE_PRECISION = 0.90
 RELATED_PRECISION = 0.60
+MIN_SHOWN = 20  # a subset showing fewer neighbours in a band is too small to judge it
 GRID = [round(0.35 + i / 100, 2) for i in range(66)]  # 0.35 .. 1.00
 OUT = Path(__file__).resolve().parents[1] / "docs" / "calibration.md"
 Shown = list[tuple[float, bool, str]]  # (similarity, same task, task) of a top-5 neighbour
@@ -53,7 +55,11 @@ def precision(pairs: Shown, keep: Callable[[float], bool]) -> tuple[float | None
 
 
 def meets(subsets: list[Shown], keep: Callable[[float], bool], target: float) -> bool:
-    return all((p := precision(s, keep)[0]) is None or p >= target for s in subsets)
+    for subset in subsets:
+        p, n = precision(subset, keep)
+        if p is not None and n >= MIN_SHOWN and p < target:
+            return False
+    return True
 
 
 def choose(subsets: list[Shown]) -> BandCuts:
@@ -115,14 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         print("no rankings kept: run `python -m bench.quality` first", file=sys.stderr)
         return 1
-    table, chosen = render(shown_by_family(results))
+    found = shown_by_family(results)
+    table, chosen = render(found)
+    complete = {f for f, corpora in found.items() if set(corpora) == set(results)}
     text = TEMPLATE.format(table=table, close=CLOSE_PRECISION, related=RELATED_PRECISION)
     Path(opts.out).write_text(text, encoding="utf-8")
     print(table)
     print("\nCALIBRATED = {")
     for family, cuts in chosen.items():
-        print(f'    "{family}": BandCuts({cuts.close:.2f}, {cuts.related:.2f}),')
+        if family in complete:
+            print(f'    "{family}": BandCuts({cuts.close:.2f}, {cuts.related:.2f}),')
     print("}")
+    for family in sorted(set(chosen) - complete):
+        print(f"not calibrated (not measured on every corpus): {family}", file=sys.stderr)
     return 0
 
 
@@ -135,13 +146,15 @@ related, loose) use cut points calibrated per model family on both labelled corp
 5 of every session, through the product's own pipeline):
 
 - close: the lowest cut point at which the neighbours shown at or above it share the task
-  at least {close:.0%} of the time, on each corpus and on each half of its tasks;
+  at least {close:.0%} of the time, on each corpus and on each half of its tasks (a subset
+  showing fewer than 20 neighbours in the band is too small to judge, and is not);
 - related: the lowest cut point at which the band between it and the close cut point does
   at least {related:.0%}, under the same rule (when no cut point does, the band is empty);
 - a model without a calibration (vectors imported under another identity) keeps the
   contract's 0.70 / 0.50.
 
 A fitted lexical identity (`local:lexical-384.<fit>@384`) takes its family's cut points.
+A family measured on one corpus only is shown but not adopted: no default from one corpus.
 The held-out column chooses cut points on one half of every corpus's tasks and scores them
 on the other half (half 0; half 1), a check that they are not fitted to the tasks they were
 chosen on.
