@@ -27,7 +27,7 @@ class CachedEmbedder:
         self.misses = 0
         path = path or CACHE_DIR / "vectors.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
+        self.db = sqlite3.connect(path, check_same_thread=False)  # the worker embeds in a thread
         self.db.execute("CREATE TABLE IF NOT EXISTS v (k BLOB PRIMARY KEY, vec BLOB)")
 
     def __getattr__(self, name: str) -> object:
