@@ -81,7 +81,9 @@ def cell(pairs: Shown, keep: Callable[[float], bool]) -> str:
     return "-" if p is None else f"{p:.0%} ({n})"
 
 
-def render(found: dict[str, dict[str, Shown]]) -> tuple[str, dict[str, BandCuts]]:
+def render(
+    found: dict[str, dict[str, Shown]], complete: set[str]
+) -> tuple[str, dict[str, BandCuts]]:
     lines = [
         "| model family | close | related | corpus | close: same task (shown) "
         "| related: same task (shown) | held out: close / related |",
@@ -104,8 +106,9 @@ def render(found: dict[str, dict[str, Shown]]) -> tuple[str, dict[str, BandCuts]
                     + " / "
                     + cell(mine, lambda s, o=other: o.related <= s < o.close)
                 )
+            label = family if family in complete else f"{family} (not adopted: one corpus)"
             lines.append(
-                f"| {family} | {cuts.close:.2f} | {cuts.related:.2f} | {corpus} "
+                f"| {label} | {cuts.close:.2f} | {cuts.related:.2f} | {corpus} "
                 f"| {cell(pairs, lambda s, c=cuts: s >= c.close)} "
                 f"| {cell(pairs, lambda s, c=cuts: c.related <= s < c.close)} "
                 f"| {'; '.join(held)} |"
@@ -122,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         print("no rankings kept: run `python -m bench.quality` first", file=sys.stderr)
         return 1
     found = shown_by_family(results)
-    table, chosen = render(found)
     complete = {f for f, corpora in found.items() if set(corpora) == set(results)}
+    table, chosen = render(found, complete)
     text = TEMPLATE.format(table=table, close=CLOSE_PRECISION, related=RELATED_PRECISION)
     Path(opts.out).write_text(text, encoding="utf-8")
     print(table)
