@@ -260,3 +260,17 @@ deployment_secrets = sa.Table(
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
     sa.CheckConstraint("octet_length(secret) >= 32", name="secret_length"),
 )
+
+# The lexical embedder's fit of each account (indexer/lexical.py): document frequencies
+# over its sessions, named by the model identity the fit gives the account's vectors.
+lexical_fits = sa.Table(
+    "lexical_fits",
+    metadata,
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
+    sa.Column("model_identity", sa.Text, nullable=False),
+    sa.Column("sessions", sa.Integer, nullable=False),
+    sa.Column("weights", sa.LargeBinary, nullable=False),
+    sa.Column("fitted_at", TZ, nullable=False, server_default=sa.func.now()),
+)
