@@ -11,6 +11,7 @@ from data.comparison_details import ChunkDetail
 from data.sessions import SessionRow
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
+from resolvers.calibration import CONTRACT_CUTS, BandCuts
 from resolvers.cursors import Position
 from resolvers.degraded import Degraded
 
@@ -153,6 +154,7 @@ class SimilarResult(Answered):
     results: tuple[NeighbourResult, ...]
     next_after: Position | None  # the last shown one's position when more follow
     lookup_path: str | None
+    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
 
 
@@ -167,4 +169,5 @@ class SearchResult(Answered):
     results: tuple[NeighbourResult, ...]
     next_after: Position | None  # the last shown one's position when more follow
     lookup_path: str | None
+    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)

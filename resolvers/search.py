@@ -20,7 +20,7 @@ from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.context import Context
 from resolvers.degraded import degraded
 from resolvers.results import SearchResult
-from resolvers.similar_results import neighbour_of
+from resolvers.similar_results import bands_of, neighbour_of
 
 MAX_SEARCH_CHARS = 2000
 NO_SESSION = UUID(int=0)  # a search text belongs to no session: every session is a candidate
@@ -120,14 +120,16 @@ async def _answer(
     )
     if not hits and not shown.comparable:
         asked = asked | {"similar_no_comparable_sessions"}
+    cuts = bands_of(model)
     return SearchResult(
         model_identity=model,
         args=args,
         degraded=degraded(True, asked, args.window_days),
         elapsed_ms=_elapsed_ms(started),
-        results=tuple(neighbour_of(n, shown, args, None) for n in page),
+        results=tuple(neighbour_of(n, shown, args, None, cuts) for n in page),
         next_after=page[-1].sort_key if more and page else None,
         lookup_path=looked.paths[model][0],
+        bands=cuts,
     )
 
 
@@ -140,6 +142,7 @@ def _empty(args: SimilarArgs, model: str | None, reasons: set[str], started: flo
         results=(),
         next_after=None,
         lookup_path=None,
+        bands=bands_of(model),
     )
 
 

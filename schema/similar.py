@@ -48,6 +48,16 @@ class Degraded:
         return from_result(cls, d, reasons=[ReasonCode(code) for code in d.reasons])
 
 
+@strawberry.type(
+    description="The cut points of the bands: close at or above `close`, related at or above "
+    "`related`, else loose; calibrated per model family (docs/calibration.md), the contract's "
+    "0.70 / 0.50 for a model without a calibration."
+)
+class BandCutPoints:
+    close: float
+    related: float
+
+
 @strawberry.interface(description="One passage (chunk) of a session.")
 class Passage:
     document_id: UUID
@@ -187,6 +197,7 @@ class SimilarSessions:
     limit: int
     max_matches_per_session: int
     degraded: Degraded
+    bands: BandCutPoints
     elapsed_ms: float
     results: list[Neighbour]
     end_cursor: str | None
@@ -210,6 +221,7 @@ class SimilarSessions:
             cls,
             r,
             degraded=Degraded.of(r.degraded),
+            bands=from_result(BandCutPoints, r.bands),
             results=[Neighbour.of(n) for n in r.results],
         )
 
@@ -221,6 +233,7 @@ class SessionSearch:
     limit: int
     max_matches_per_session: int
     degraded: Degraded
+    bands: BandCutPoints
     elapsed_ms: float
     results: list[SearchNeighbour]
     end_cursor: str | None
@@ -232,5 +245,6 @@ class SessionSearch:
             cls,
             r,
             degraded=Degraded.of(r.degraded),
+            bands=from_result(BandCutPoints, r.bands),
             results=[SearchNeighbour.of(n) for n in r.results],
         )

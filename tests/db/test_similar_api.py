@@ -17,6 +17,7 @@ SIMILAR_FIELDS = """
 runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDays limit
 maxMatchesPerSession elapsedMs endCursor hasNextPage
 degraded { semantic reasons detail }
+bands { close related }
 results {
   runtimeSessionId sessionSourceType sessionSourceId sessionReference title startedAt
   lastActivityAt score similarity band matchedChunkCount consoleLink
@@ -111,6 +112,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "limit",
         "max_matches_per_session",
         "degraded",
+        "bands",
         "elapsed_ms",
         "results",
         "next_cursor",
