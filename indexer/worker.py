@@ -15,6 +15,7 @@ from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
+from config.settings import default_of
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
@@ -34,16 +35,18 @@ tracer = trace.get_tracer(__name__)
 
 @dataclass(frozen=True, slots=True)
 class IndexerConfig:
+    """The worker's settings (indexer/commands.py reads them); defaults the declared ones."""
+
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
-    repeat_min_sessions: int = 5
-    batch_size: int = 64
+    repeat_min_sessions: int = default_of("repeat_min_sessions")
+    batch_size: int = default_of("embed_batch")
     progress: bool | None = None  # None: shown only on a terminal
     # Accounts past this many comparable chunks get their own HNSW index (None: never).
     account_index_min_chunks: int | None = None
-    max_attempts: int = 5  # failed batches in a row before their chunks are `failed`
-    repeat_min_share_percent: int = 5
-    refit_growth_percent: int = 25
-    template_min_sessions: int = 20
+    max_attempts: int = default_of("embed_max_attempts")  # failed batches before `failed`
+    repeat_min_share_percent: int = default_of("repeat_min_share_percent")
+    refit_growth_percent: int = default_of("lexical_refit_growth_percent")
+    template_min_sessions: int = default_of("template_min_sessions")
 
     @property
     def repeat(self) -> sql.RepeatRule:
