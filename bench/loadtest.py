@@ -4,7 +4,9 @@
         --concurrency 20 --seconds 30
 
 Prints throughput, p50/p95/p99 latency and the count of each status; a 503 with Retry-After
-is a refusal the service chose, a 500 or a hang (timeout) is a failure. Loopback only."""
+is a refusal the service chose, a 500 or a hang (timeout) is a failure. Loopback only.
+One key drives it all: serve with SIMILAR_SESSIONS_RATE_LIMIT=off to measure the service
+rather than its per-key rate limit (429)."""
 
 from __future__ import annotations
 

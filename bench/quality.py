@@ -1,13 +1,15 @@
-"""Ranking quality on the tau-bench corpus: sessions of the same task are the relevant ones.
+"""Ranking quality of the served pipeline on both labelled corpora, for every built-in
+embedder, beside a session-centroid ranking and whole-session TF-IDF.
 
-Compares the served ranking (resolvers.similar.compare_sessions) with a session-centroid
-ranking over the same vectors and a whole-session TF-IDF baseline, for each embedder.
+    python -m bench.quality [--corpus all|tau-bench|coding-agents] [--model all|lexical|minilm]
+                            [--report-only]
 
-    python -m bench.quality [--model hash|minilm|both] [--out bench/results/quality.md]
-
-Each model gets a fresh database `ss_bench_<model>` on the same server the CLI uses
-(DATABASE_URL, else the embedded PostgreSQL); chunking settings come from the
-SIMILAR_SESSIONS_* environment as for `similar-sessions index`.
+Each corpus gets a fresh database `ss_quality_<corpus>` on the server the CLI uses
+(DATABASE_URL, else the embedded PostgreSQL): imported as plain activity, indexed with the
+SIMILAR_SESSIONS_* settings (their defaults unless set), then asked over the REST route for
+every session (top 20), once per embedder (the account's setting is switched between them).
+MiniLM vectors are cached in bench/.cache by (model, text). Rankings are kept in
+bench/.cache/rankings.json: `--report-only` re-scores them (e.g. after a calibration).
 """
 
 from __future__ import annotations
@@ -16,101 +18,39 @@ import argparse
 import asyncio
 import json
 import math
-import re
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 from uuid import UUID
 
 import asyncpg
-import numpy as np
-import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench import served
+from bench.labelled import CORPORA, Corpus
+from bench.scoring import BANDS, Scores, from_gram, score, tfidf_vectors
+from bench.simulate import nearest, session_texts
+from bench.vector_cache import CACHE_DIR, CachedEmbedder
 from config.logs import configure_logging
 from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
-from indexer import demo
-from indexer.commands import config_from
-from indexer.embedders import Registry
-from indexer.worker import index_once
-from resolvers.arguments import SimilarArgs
-from resolvers.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
-from resolvers.similar import compare_sessions
-from resolvers.tuning import Tuning
-from similar_sessions.transfer import parse_lines, write
+from indexer.embedders import MINILM, MiniLMEmbedder, Registry
+from indexer.lexical import UNFITTED, LexicalEmbedder
+from resolvers.calibration import CONTRACT_CUTS, cut_points
 
-K = 5
-MODELS = {"hash": ("local", "hash-384", 384), "minilm": ("local", "all-minilm-l6-v2", 384)}
-BANDS = ("close", "related", "loose")
-_WORD = re.compile(r"[a-z0-9_]+")
-Ranking = dict[UUID, list[tuple[UUID, float]]]  # session -> neighbours (best first) with similarity
+MODELS = {"lexical": ("local", "lexical-384", 384), "minilm": ("local", "all-minilm-l6-v2", 384)}
+RANKINGS = CACHE_DIR / "rankings.json"
+OUT = Path(__file__).parent / "results" / "quality.md"
 
 
-@dataclass(frozen=True, slots=True)
-class Scores:
-    method: str
-    p_at_1: float
-    p_at_5: float
-    shown: dict[str, int]  # neighbours shown (top 5) per band
-    same_task: dict[str, float]  # share of them that had the same task
-
-
-def band_of(similarity: float) -> str:
-    if similarity >= SIMILARITY_BAND_CLOSE:
-        return "close"
-    return "related" if similarity >= SIMILARITY_BAND_RELATED else "loose"
-
-
-def score(method: str, ranking: Ranking, task: dict[UUID, int]) -> Scores:
-    """precision@k counts a missing neighbour as a miss (divides by k, not by what was shown)."""
-    p1 = p5 = 0.0
-    shown: Counter[str] = Counter()
-    hits: Counter[str] = Counter()
-    for session, neighbours in ranking.items():
-        top = neighbours[:K]
-        same = [task[other] == task[session] for other, _ in top]
-        p1 += float(bool(same) and same[0])
-        p5 += sum(same) / K
-        for (_, similarity), relevant in zip(top, same, strict=True):
-            shown[band_of(similarity)] += 1
-            hits[band_of(similarity)] += relevant
-    n = len(ranking)
-    share = {b: (hits[b] / shown[b] if shown[b] else math.nan) for b in BANDS}
-    return Scores(method, p1 / n, p5 / n, dict(shown), share)
-
-
-def nearest(ids: list[UUID], vectors: np.ndarray) -> Ranking:
-    """Cosine top-k among the rows, self excluded, ties on session id."""
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    sims = unit @ unit.T
-    ranking: Ranking = {}
-    for i, sid in enumerate(ids):
-        order = sorted((j for j in range(len(ids)) if j != i), key=lambda j: (-sims[i, j], ids[j]))
-        ranking[sid] = [(ids[j], float(sims[i, j])) for j in order[:K]]
-    return ranking
-
-
-def tfidf_vectors(texts: list[str]) -> np.ndarray:
-    """Sublinear tf, smoothed idf, L2-normalised rows: the usual whole-document TF-IDF."""
-    docs = [Counter(_WORD.findall(text.lower())) for text in texts]
-    vocab = {w: i for i, w in enumerate(sorted({w for d in docs for w in d}))}
-    df = np.zeros(len(vocab))
-    for d in docs:
-        for w in d:
-            df[vocab[w]] += 1
-    idf = np.log((1 + len(docs)) / (1 + df)) + 1
-    out = np.zeros((len(docs), len(vocab)))
-    for row, d in enumerate(docs):
-        for w, count in d.items():
-            out[row, vocab[w]] = (1 + math.log(count)) * idf[vocab[w]]
-    return out
+def registry() -> Registry:
+    return Registry(
+        {str(UNFITTED): LexicalEmbedder, str(MINILM): lambda: CachedEmbedder(MiniLMEmbedder())}
+    )
 
 
 async def fresh_database(server_url: str, name: str) -> str:
@@ -125,158 +65,161 @@ async def fresh_database(server_url: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
 
 
-async def load_and_index(
-    engine: AsyncEngine, settings: Settings, model: tuple[str, str, int]
-) -> str:
-
-    await migrate(engine)
-    lines = [
-        json.dumps(r)
-        for r in demo.records(
-            demo.load_corpus(), model, first_at=demo.first_session_at(datetime.now(UTC))
-        )
-    ]
-    async with engine.begin() as conn:
-        await write(conn, parse_lines("tau-bench", lines))
-    report = await index_once(
-        engine,
-        Registry(),
-        config_from(settings, progress=False),
-        account_ids=[demo.DEMO_ACCOUNT_ID],
-    )
-    return (
-        f"{report.chunks_written} chunks, {report.chunks_skipped} skipped as repeated, "
-        f"{report.chunks_embedded} embedded"
-    )
+def as_json(ranking: dict[UUID, list[tuple[UUID, float]]]) -> dict[str, Any]:
+    return {str(k): [[str(o), s] for o, s in v] for k, v in ranking.items()}
 
 
-async def measure(engine: AsyncEngine) -> tuple[list[Scores], float]:
-    account = demo.DEMO_ACCOUNT_ID
-    async with engine.connect() as conn:
-        sessions = (
-            await conn.execute(
-                sa.text(
-                    "SELECT id, source_id FROM runtime_sessions WHERE account_id = :a ORDER BY id"
-                ),
-                {"a": account},
-            )
-        ).all()
-        task = {row.id: demo.task_of(row.source_id) for row in sessions}
-        ids = [row.id for row in sessions]
-        served: Ranking = {}
-        latencies = []
-        for sid in ids:  # one comparison per request, as the route runs it
+async def measure(corpus: Corpus, models: list[str], settings: Settings) -> dict[str, Any]:
+    """Every model's served ranking and centroid ranking, and TF-IDF, on one corpus."""
+    url = resolve_url(settings.database_url, settings.data_dir)
+    name = "ss_quality_" + corpus.name.replace("-", "_")
+    engine = make_engine(await fresh_database(url, name), statement_timeout_ms=600_000)
+    out: dict[str, Any] = {"rows": [], "notes": []}
+    try:
+        await migrate(engine)
+        started = time.perf_counter()
+        await served.load(engine, corpus, MODELS[models[0]])
+        out["notes"].append(f"imported in {time.perf_counter() - started:.0f} s")
+        reg = registry()
+        for key in models:
+            await served.use_model(engine, corpus, MODELS[key])
             started = time.perf_counter()
-            (result,) = await compare_sessions(
-                conn, account, [(sid, SimilarArgs(limit=K, max_matches_per_session=0))], Tuning()
+            report = await served.index(engine, settings, corpus, reg)
+            index_s = time.perf_counter() - started
+            identity = await served.configured(engine, corpus)
+            ranking, route_ms = await served.ask_every_session(engine, settings, corpus)
+            ids = [s.id for s in corpus.sessions]
+            vectors = await served.centroids(engine, corpus, identity)
+            out["rows"].append({"model": identity, "method": "served", "ranking": as_json(ranking)})
+            out["rows"].append(
+                {"model": identity, "method": "centroid", "ranking": as_json(nearest(ids, vectors))}
             )
-            latencies.append(time.perf_counter() - started)
-            assert result is not None
-            if "similar_comparison_timed_out" in result.degraded.reasons:
-                raise RuntimeError(f"the comparison of {sid} timed out: the figures would be wrong")
-            served[sid] = [(n.session.id, n.similarity) for n in result.results]
-        served_s = float(np.median(latencies))
-        chunks = await conn.execute(
-            sa.text(
-                "SELECT c.runtime_session_id, c.embedding FROM session_chunks c "
-                "JOIN embedding_settings s ON s.account_id = c.account_id "
-                "AND c.embedding_model = s.model_identity WHERE c.account_id = :a "
-                "AND c.embedding_state = 'embedded' AND c.redaction_state = 'clear'"
-            ),
-            {"a": account},
-        )
-        by_session: dict[UUID, list[np.ndarray]] = {}
-        for sid, vector in chunks:
-            by_session.setdefault(sid, []).append(np.asarray(json.loads(vector), dtype=np.float64))
-        texts = await conn.execute(
-            sa.text(
-                "SELECT runtime_session_id, string_agg(content, ' ' ORDER BY ordinal) "
-                "FROM runtime_session_activity WHERE account_id = :a AND role <> 'system' "
-                "GROUP BY runtime_session_id"
-            ),
-            {"a": account},
-        )
-        text_of: dict[UUID, str] = {sid: text for sid, text in texts}
-    dims = next(iter(by_session.values()))[0].shape[0]
-    centroids = np.stack([np.mean(by_session.get(s, [np.zeros(dims)]), axis=0) for s in ids])
-    tfidf = tfidf_vectors([text_of.get(s, "") for s in ids])
-    return [
-        score("served (sampled chunks)", served, task),
-        score("session centroid", nearest(ids, centroids), task),
-        score("TF-IDF whole session", nearest(ids, tfidf), task),
-    ], served_s
+            out["notes"].append(
+                f"{identity}: {report.chunks_written} chunks written, {report.chunks_skipped} "
+                f"skipped as repeated, {report.zero_vectors_skipped} without any feature, "
+                f"{report.chunks_embedded} embedded; indexed in {index_s:.0f} s; "
+                f"REST route median {route_ms:.0f} ms"
+            )
+            print(f"{corpus.name}: {out['notes'][-1]}", file=sys.stderr)
+    finally:
+        await engine.dispose()
+    gram, _ = tfidf_vectors(session_texts(corpus))
+    ids = [s.id for s in corpus.sessions]
+    out["rows"].append({"model": "-", "method": "tfidf", "ranking": as_json(from_gram(ids, gram))})
+    out["task"] = {str(s.id): s.task for s in corpus.sessions}
+    out["agent"] = {str(s.id): s.agent for s in corpus.sessions}
+    out["sessions"] = len(corpus.sessions)
+    out["tasks"] = len({s.task for s in corpus.sessions})
+    return out
 
 
-def table(rows: list[tuple[str, Scores]]) -> str:
+METHODS = {
+    "served": "**served** (sampled probes)",
+    "centroid": "session centroid",
+    "tfidf": "TF-IDF, whole session",
+}
+
+
+def scores_of(data: dict[str, Any]) -> list[tuple[str, Scores]]:
+    task = {UUID(k): v for k, v in data["task"].items()}
+    agent = {UUID(k): v for k, v in data["agent"].items()}
+    out = []
+    for row in data["rows"]:
+        ranking = {UUID(k): [(UUID(o), s) for o, s in v] for k, v in row["ranking"].items()}
+        cuts = cut_points(row["model"]) if row["method"] == "served" else CONTRACT_CUTS
+        out.append((row["model"], score(row["method"], ranking, task, agent, cuts)))
+    return out
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
     def pct(x: float) -> str:
         return "-" if math.isnan(x) else f"{x:.0%}"
 
     lines = [
-        "| embedder | ranking | P@1 | P@5 | close: same task (shown) "
-        "| related: same task (shown) | loose: same task (shown) |",
-        "|---|---|---|---|---|---|---|",
+        "| corpus | embedder | ranking | P@1 | P@5 | cross-agent P@5 | close: same task (shown) "
+        "| related | loose |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for model, s in rows:
-        bands = " | ".join(f"{pct(s.same_task[b])} ({s.shown.get(b, 0)})" for b in BANDS)
-        lines.append(f"| {model} | {s.method} | {s.p_at_1:.3f} | {s.p_at_5:.3f} | {bands} |")
+    for corpus, data in results.items():
+        for model, s in scores_of(data):
+            cross = "-" if s.cross_p_at_5 is None else f"{s.cross_p_at_5:.3f}"
+            bands = " | ".join(f"{pct(s.same_task[b])} ({s.shown.get(b, 0)})" for b in BANDS)
+            lines.append(
+                f"| {corpus} | {model} | {METHODS[s.method]} | {s.p_at_1:.3f} | {s.p_at_5:.3f} "
+                f"| {cross} | {bands} |"
+            )
     return "\n".join(lines)
+
+
+def report(results: dict[str, dict[str, Any]], settings: Settings) -> str:
+    cuts = sorted({r["model"] for d in results.values() for r in d["rows"] if r["model"] != "-"})
+    notes = [f"- {c}: {n}" for c, d in results.items() for n in d["notes"]]
+    return "\n".join(
+        [
+            "# Similar sessions: ranking quality on two labelled corpora",
+            "",
+            "Relevant = another session of the same task. P@k divides by k (a missing neighbour",
+            "is a miss). Cross-agent P@5: among each session's top 20, the first 5 neighbours",
+            "recorded by another agent. Band columns: of the top-5 neighbours shown in that band,",
+            "the share with the same task (count shown); served rows use the model's calibrated",
+            "cut points (resolvers/calibration.py, docs/calibration.md), the two baselines the",
+            "contract's 0.70 / 0.50 on their own cosine.",
+            "",
+            *[
+                f"- {name}: {d['sessions']} sessions, {d['tasks']} tasks"
+                for name, d in results.items()
+            ],
+            "",
+            table(results),
+            "",
+            "Cut points: "
+            + "; ".join(
+                f"{m} close {cut_points(m)[0]:.2f}, related {cut_points(m)[1]:.2f}" for m in cuts
+            )
+            + ".",
+            f"Indexer settings: chunk_tokens={settings.chunk_tokens}, "
+            f"tool_result_tokens={settings.tool_result_tokens}, "
+            f"repeat_min_sessions={settings.repeat_min_sessions}, "
+            f"repeat_min_share_percent={settings.repeat_min_share_percent}.",
+            *notes,
+            "",
+            "Reproduce: `python -m bench.quality` (then `python -m bench.calibrate`).",
+            "",
+        ]
+    )
 
 
 async def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    args.add_argument("--model", choices=["hash", "minilm", "both"], default="both")
-    args.add_argument("--out", default=str(Path(__file__).parent / "results" / "quality.md"))
+    args.add_argument("--corpus", choices=["all", *CORPORA], default="all")
+    args.add_argument("--model", choices=["all", *MODELS], default="all")
+    args.add_argument("--report-only", action="store_true")
+    args.add_argument("--out", default=str(OUT))
     opts = args.parse_args(argv)
     settings = Settings.from_env()
     configure_logging(settings.log_level)
-    server_url = resolve_url(settings.database_url, settings.data_dir)
-    rows: list[tuple[str, Scores]] = []
-    notes: list[str] = []
-    for name in ["hash", "minilm"] if opts.model == "both" else [opts.model]:
-        model = MODELS[name]
-        identity = f"{model[0]}:{model[1]}@{model[2]}"
-        engine = make_engine(
-            await fresh_database(server_url, f"ss_bench_{name}"), statement_timeout_ms=600_000
-        )
-        try:
-            started = time.perf_counter()
-            indexed = await load_and_index(engine, settings, model)
-            index_s = time.perf_counter() - started
-            scores, served_s = await measure(engine)
-        finally:
-            await engine.dispose()
-        rows += [(identity, s) for s in scores]
-        notes.append(
-            f"- {identity}: {indexed}; loaded and indexed in {index_s:.1f} s, "
-            f"served comparison median {served_s * 1000:.0f} ms per session"
-        )
-        print(notes[-1], file=sys.stderr)
-    policy = config_from(settings).policy
-    report = "\n".join(
-        [
-            "# Similar sessions: ranking quality on tau-bench airline (200 sessions, 50 tasks x 4)",
-            "",
-            "Relevant = another session of the same task_id (3 per session). P@5 divides by 5.",
-            "Bands use the contract's cut points (close >= 0.70, related >= 0.50) on each",
-            "ranking's own cosine similarity; a band's share is over the top-5 neighbours shown.",
-            "",
-            table(rows),
-            "",
-            f"Chunking: {policy}, repeat_min_sessions={settings.repeat_min_sessions}.",
-            *notes,
-            "",
-            "Reproduce: `python -m bench.quality --model both`",
-            "",
-        ]
-    )
-    print(report)
-    write_report(Path(opts.out), report)
+    # Generous bounds: a comparison cut short would be a wrong figure, not a slow one.
+    settings = replace(settings, comparison_timeout_ms=120_000, statement_timeout_ms=600_000)
+    results: dict[str, Any] = stored()
+    if not opts.report_only:
+        names = list(CORPORA) if opts.corpus == "all" else [opts.corpus]
+        models = list(MODELS) if opts.model == "all" else [opts.model]
+        for name in names:
+            results[name] = await measure(CORPORA[name](), models, settings)
+            RANKINGS.parent.mkdir(parents=True, exist_ok=True)
+            save(RANKINGS, json.dumps(results))
+    text = report({k: results[k] for k in CORPORA if k in results}, settings)
+    print(text)
+    save(Path(opts.out), text)
     return 0
 
 
-def write_report(path: Path, report: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report, encoding="utf-8")
+def stored() -> dict[str, Any]:
+    return json.loads(RANKINGS.read_text()) if RANKINGS.exists() else {}
+
+
+def save(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

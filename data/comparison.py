@@ -90,12 +90,13 @@ async def look_up(
     models: Sequence[ModelIdentity],
     limits: Limits,
     retry: Sequence[tuple[int, int]] | None = None,
-    timeline_bucket: str | None = None,
+    timeline: tuple[str, dict[str, float]] | None = None,
 ) -> Looked:
     """The comparison's first statement, for every ask at once; with `retry`, only those
-    (key, probe) pairs are looked up (and reported as probes); with `timeline_bucket`
-    (day, week or month) the answer is each comparison's sessions counted by that bucket."""
-    answer = ANSWER if timeline_bucket is None else TIMELINE_ANSWER
+    (key, probe) pairs are looked up (and reported as probes); with `timeline` (a bucket:
+    day, week or month, and each model's related cut point) the answer is each comparison's
+    sessions at or above that cut point, counted by that bucket."""
+    answer = ANSWER if timeline is None else TIMELINE_ANSWER
     statement = first_statement(models, account_id, any(a.filtered for a in asks), answer)
     rows = await conn.execute(
         sa.text(statement).columns(payload=JSONB),
@@ -109,7 +110,7 @@ async def look_up(
             "per_probe": limits.per_probe,
             "floor": limits.floor,
             "overfetch": max(limits.overfetch, limits.per_probe),
-            **({} if timeline_bucket is None else {"bucket": timeline_bucket}),
+            **({} if timeline is None else _timeline_params(*timeline)),
         },
     )
     looked = Looked()
@@ -157,6 +158,10 @@ async def look_up_text(
         else:
             looked.paths[str(identity)] = (payload, number)
     return looked
+
+
+def _timeline_params(bucket: str, related: dict[str, float]) -> dict[str, str]:
+    return {"bucket": bucket, "related": json.dumps(related)}
 
 
 def _take(looked: Looked, kind: str, key: int, number: int, payload: Any) -> None:

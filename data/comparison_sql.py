@@ -166,8 +166,9 @@ def finite_and_close(distance: str) -> str:
     return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
 
 
-# The timeline's answer: per comparison, how many sessions had a hit, by the bucket their
-# start falls in (UTC), and the probes whose lookup reached its bound.
+# The timeline's answer: per comparison, how many sessions had a hit at or above its model's
+# related cut point (:related, by model), by the bucket their start falls in (UTC), and the
+# probes whose lookup reached its bound.
 TIMELINE_ANSWER = """
 SELECT 'session' AS kind, f.key, NULL::int AS probe, NULL::uuid AS chunk_id,
        f.session_id, NULL::float8 AS similarity, NULL::jsonb AS payload FROM found f
@@ -177,7 +178,9 @@ UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(m
 UNION ALL SELECT 'bucket', b.key, b.sessions, NULL, NULL, NULL, to_jsonb(b.start) FROM (
   SELECT h.key, date_trunc(:bucket, s.started_at, 'UTC') AS start,
          count(DISTINCT h.session_id)::int AS sessions
-  FROM hits h JOIN runtime_sessions s ON s.account_id = :account_id AND s.id = h.session_id
+  FROM hits h JOIN chosen ch ON ch.key = h.key
+  JOIN runtime_sessions s ON s.account_id = :account_id AND s.id = h.session_id
+  WHERE 1 - h.distance >= CAST(CAST(:related AS jsonb) ->> ch.model AS float8)
   GROUP BY h.key, date_trunc(:bucket, s.started_at, 'UTC')) b
 UNION ALL SELECT 'bounded', key, probe, NULL, NULL, NULL, NULL FROM hits
   GROUP BY key, probe HAVING count(*) >= :per_probe"""

@@ -116,12 +116,36 @@ def unavailable_cause(exc: BaseException) -> str:
     return "database"
 
 
+# SQLSTATEs of a server that cannot answer right now but will: connection exceptions (08),
+# too many connections, a cancelled statement, shutting down or crashed (57P01, 57P02), and
+# starting up or recovering (57P03, CannotConnectNowError).
+_RETRY_LATER = ("08", "53300", QUERY_CANCELED, "57P01", "57P02", "57P03")
+_RETRY_LATER_NAMES = {"ConnectionDoesNotExistError", "CannotConnectNowError", "InterfaceError"}
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The error, what SQLAlchemy wrapped (orig) and what it was raised from, in order."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 8:
+        chain.append(current)
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+    return chain
+
+
 def is_unavailable(exc: BaseException) -> bool:
     """Errors that mean the database cannot answer right now (503, not 500): unreachable,
-    its connection lost, or a statement past its time budget."""
-    if isinstance(exc, PoolTimeout | OperationalError | OSError | ConnectionError):
+    starting up or recovering, its connection lost, or a statement past its time budget;
+    raised by asyncpg or wrapped by SQLAlchemy alike."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
         return True
-    if is_query_canceled(exc) or (isinstance(exc, DBAPIError) and exc.connection_invalidated):
-        return True
-    name = type(getattr(exc, "orig", None) or exc).__name__
-    return name in {"ConnectionDoesNotExistError", "CannotConnectNowError", "InterfaceError"}
+    for cause in _causes(exc):
+        if isinstance(cause, PoolTimeout | OperationalError | OSError | ConnectionError):
+            return True
+        sqlstate = getattr(cause, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith(_RETRY_LATER):
+            return True
+        if type(cause).__name__ in _RETRY_LATER_NAMES:
+            return True
+    return False

@@ -33,6 +33,15 @@ class AccountWork:
 
 
 @dataclass(frozen=True, slots=True)
+class RepeatRule:
+    """Content is repeated (boilerplate) when it recurs in at least min_sessions sessions
+    and in at least min_share_percent of the account's sessions."""
+
+    min_sessions: int = 5
+    min_share_percent: int = 5
+
+
+@dataclass(frozen=True, slots=True)
 class StaleSession:
     id: UUID
     activity_count: int
@@ -213,23 +222,48 @@ async def record_chunking(
 
 
 async def skip_repeated(
-    conn: AsyncConnection, account_id: UUID, min_sessions: int, identity: ModelIdentity
+    conn: AsyncConnection, account_id: UUID, rule: RepeatRule, identity: ModelIdentity
 ) -> int:
-    """Mark `skipped` the chunks whose content (by hash) recurs in min_sessions or more sessions
-    of the account: those waiting, and those holding a vector of the account's model."""
+    """Mark `skipped` the chunks whose content (by hash) the rule calls repeated: a task's
+    own text recurs in its few sessions, a template in a share of them all. Those waiting,
+    and those holding a vector of the account's model."""
     result = await conn.execute(
         sa.text(
+            "WITH total AS (SELECT count(*) AS n FROM runtime_sessions WHERE account_id = :a) "
             "UPDATE session_chunks c SET embedding_state = 'skipped', embedding = NULL, "
             "embedding_model = NULL, embedded_at = NULL "
             "FROM (SELECT content_hash FROM session_chunks "
-            "  WHERE account_id = :account_id AND content_hash IS NOT NULL "
-            "  GROUP BY content_hash HAVING count(DISTINCT runtime_session_id) >= :min_sessions"
+            "  WHERE account_id = :a AND content_hash IS NOT NULL "
+            "  GROUP BY content_hash "
+            "  HAVING count(DISTINCT runtime_session_id) >= :min_sessions "
+            "  AND count(DISTINCT runtime_session_id) * 100 >= "
+            "      :share * (SELECT n FROM total)"
             ") AS repeated "
-            "WHERE c.account_id = :account_id AND c.content_hash = repeated.content_hash "
+            "WHERE c.account_id = :a AND c.content_hash = repeated.content_hash "
             "AND (c.embedding_state = 'pending' "
             "  OR (c.embedding_state = 'embedded' AND c.embedding_model = :model))"
         ),
-        {"account_id": account_id, "min_sessions": min_sessions, "model": str(identity)},
+        {
+            "a": account_id,
+            "min_sessions": rule.min_sessions,
+            "share": rule.min_share_percent,
+            "model": str(identity),
+        },
+    )
+    return int(result.rowcount)
+
+
+async def skip_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID]) -> int:
+    """Mark claimed chunks `skipped`: their vector would have no direction (zero norm)."""
+    if not ids:
+        return 0
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks SET embedding_state = 'skipped', embedding = NULL, "
+            "embedding_model = NULL, embedded_at = NULL "
+            "WHERE account_id = :a AND id = ANY(CAST(:ids AS uuid[]))"
+        ),
+        {"a": account_id, "ids": list(ids)},
     )
     return int(result.rowcount)
 

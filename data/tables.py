@@ -249,3 +249,28 @@ account_model_indexes = sa.Table(
     sa.Column("chunks_at_build", sa.Integer, nullable=False),
     sa.Column("built_at", TZ, nullable=False, server_default=sa.func.now()),
 )
+
+# Secrets of the whole deployment, shared by all its processes, generated on first use
+# (data/secrets.py): "cursor" signs paging cursors. Not per account: no account_id.
+deployment_secrets = sa.Table(
+    "deployment_secrets",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("secret", sa.LargeBinary, nullable=False),
+    sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    sa.CheckConstraint("octet_length(secret) >= 32", name="secret_length"),
+)
+
+# The lexical embedder's fit of each account (indexer/lexical.py): document frequencies
+# over its sessions, named by the model identity the fit gives the account's vectors.
+lexical_fits = sa.Table(
+    "lexical_fits",
+    metadata,
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), primary_key=True
+    ),
+    sa.Column("model_identity", sa.Text, nullable=False),
+    sa.Column("sessions", sa.Integer, nullable=False),
+    sa.Column("weights", sa.LargeBinary, nullable=False),
+    sa.Column("fitted_at", TZ, nullable=False, server_default=sa.func.now()),
+)

@@ -22,6 +22,7 @@ class BatchOutcome:
     error: str | None = None
     attempted: int = 0
     failed: int = 0
+    skipped: int = 0  # chunks whose vector had no direction: `skipped`, never stored
 
 
 def observe_batch(span: trace.Span, identity: ModelIdentity, outcome: BatchOutcome) -> None:
@@ -34,6 +35,8 @@ def observe_batch(span: trace.Span, identity: ModelIdentity, outcome: BatchOutco
         span.set_status(trace.StatusCode.ERROR, outcome.error)
         metrics.INDEXER_BATCHES.labels("failed").inc()
         metrics.INDEXER_CHUNKS.labels("failed").inc(outcome.failed)
+    if outcome.skipped:
+        metrics.INDEXER_CHUNKS.labels("skipped").inc(outcome.skipped)
     if outcome.capped:
         span.set_attribute("similar_sessions.cap_reached", True)
         metrics.INDEXER_BATCHES.labels("capped").inc()

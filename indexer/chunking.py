@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from uuid import UUID, uuid5
 
+from config.settings import default_of
+
 # Chunk ids are uuid5(CHUNK_NAMESPACE, "<session id>:<chunk index>"), so a chunk the
 # indexer made can be told from one a file imported, and re-chunking updates in place.
 CHUNK_NAMESPACE = UUID("5f0b3c3e-8a4e-4d4f-9a57-6f1d0c2b7e10")
@@ -44,14 +46,14 @@ class Turn:
 
 @dataclass(frozen=True, slots=True)
 class ChunkPolicy:
-    """How turns become chunks; each field is a setting with a measured default."""
+    """How turns become chunks; each field is a setting, its default the declared one."""
 
-    window_tokens: int = 384
-    overlap_turns: int = 0
-    split_overlap_tokens: int = 32
-    tool_result_tokens: int = 32
-    chunk_system_prompts: bool = False
-    role_labels: bool = False
+    window_tokens: int = default_of("chunk_tokens")
+    overlap_turns: int = default_of("chunk_overlap_turns")
+    split_overlap_tokens: int = default_of("split_overlap_tokens")
+    tool_result_tokens: int = default_of("tool_result_tokens")
+    chunk_system_prompts: bool = default_of("chunk_system_prompts")
+    role_labels: bool = default_of("chunk_role_labels")
 
     def fingerprint(self) -> str:
         return (

@@ -38,6 +38,9 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         progress,
         account_index_min_chunks=settings.exact_scan_max_chunks,
         max_attempts=settings.embed_max_attempts,
+        repeat_min_share_percent=settings.repeat_min_share_percent,
+        refit_growth_percent=settings.lexical_refit_growth_percent,
+        template_min_sessions=settings.template_min_sessions,
     )
 
 
@@ -57,6 +60,8 @@ def describe(report: PassReport) -> str:
             f", {report.batches_failed} batch(es) failed by the provider "
             f"({report.chunks_failed} chunk(s) now marked failed)"
         )
+    if report.zero_vectors_skipped:
+        text += f", {report.zero_vectors_skipped} skipped for want of any feature"
     if report.vectors_stripped:
         text += f", {report.vectors_stripped} vector(s) of non-clear chunks removed"
     for account_id, reason in report.degraded.items():

@@ -17,7 +17,7 @@ CORPUS = REPO_ROOT / "demo" / "tau-bench-airline-gpt4o.json"
 DEMO_NAMESPACE = UUID("0c4c0f5e-3d1b-4b8e-8f0a-7a3e2b9d6c41")
 DEMO_ACCOUNT_ID = uuid5(DEMO_NAMESPACE, "account")
 DEMO_API_KEY = "sk-demo-tau-bench-airline"  # documented on purpose: it opens only the demo account
-DEMO_MODEL = ("local", "hash-384", 384)
+DEMO_MODEL = ("local", "lexical-384", 384)  # fitted on the corpus when indexed
 # The sessions are spread over the days before the first load, so `windowDays` means something
 # on the demo; a later load reuses the first one's times (`first_session_at`), changing nothing.
 DEMO_SPAN = timedelta(days=60)

@@ -10,10 +10,13 @@ from uuid import UUID
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data import fits
 from data import indexing as sql
 from data.accounts import EmbeddingSetting
-from indexer import billing, budget
-from indexer.embedders import EmbedderUnavailable, Registry
+from data.model_identity import ModelIdentity
+from indexer import billing, budget, lexical
+from indexer.embedders import Embedder, EmbedderUnavailable, Registry
+from indexer.lexical import Fit
 from indexer.providers import EmbeddingFailed
 from indexer.vectors import as_text
 
@@ -29,6 +32,23 @@ class QueryNotEmbedded(Exception):
         self.reasons = frozenset({TEXT_NOT_EMBEDDED, *reasons})
 
 
+async def embedder_for(
+    engine: AsyncEngine, registry: Registry, account_id: UUID, identity: ModelIdentity
+) -> Embedder:
+    """The embedder of the identity; a fitted lexical identity's is built from the account's
+    stored fit (EmbedderUnavailable when the account has no fit of that identity)."""
+    try:
+        return registry.get(identity)
+    except EmbedderUnavailable:
+        if not lexical.is_lexical(identity):
+            raise
+    async with engine.connect() as conn:
+        stored = await fits.load_fit(conn, account_id)
+    if stored is None or stored.identity != str(identity):
+        raise EmbedderUnavailable(f"no fit {identity} stored for the account")
+    return registry.fitted(Fit.from_bytes(stored.sessions, stored.weights))
+
+
 async def embed_query(
     engine: AsyncEngine,
     registry: Registry,
@@ -40,7 +60,7 @@ async def embed_query(
     """The text's vector (pgvector text form); QueryNotEmbedded when the model has no embedder
     here, the account is at its daily cap, or the text has nothing to embed."""
     try:
-        embedder = registry.get(setting.identity)
+        embedder = await embedder_for(engine, registry, account_id, setting.identity)
     except EmbedderUnavailable:
         raise QueryNotEmbedded from None
     price, cap = embedder.usd_per_1k_tokens, setting.daily_cap_usd

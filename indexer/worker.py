@@ -9,18 +9,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
+import numpy as np
 import structlog
 from opentelemetry import trace
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
+from config.settings import default_of
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
-from indexer import billing, budget
+from indexer import billing, budget, lexical
 from indexer.batches import BatchOutcome, observe_batch
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
+from indexer.fitting import ensure_fit
 from indexer.providers import EmbeddingFailed
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.vectors import as_text
@@ -32,13 +35,22 @@ tracer = trace.get_tracer(__name__)
 
 @dataclass(frozen=True, slots=True)
 class IndexerConfig:
+    """The worker's settings (indexer/commands.py reads them); defaults the declared ones."""
+
     policy: ChunkPolicy = field(default_factory=ChunkPolicy)
-    repeat_min_sessions: int = 5
-    batch_size: int = 64
+    repeat_min_sessions: int = default_of("repeat_min_sessions")
+    batch_size: int = default_of("embed_batch")
     progress: bool | None = None  # None: shown only on a terminal
     # Accounts past this many comparable chunks get their own HNSW index (None: never).
     account_index_min_chunks: int | None = None
-    max_attempts: int = 5  # failed batches in a row before their chunks are `failed`
+    max_attempts: int = default_of("embed_max_attempts")  # failed batches before `failed`
+    repeat_min_share_percent: int = default_of("repeat_min_share_percent")
+    refit_growth_percent: int = default_of("lexical_refit_growth_percent")
+    template_min_sessions: int = default_of("template_min_sessions")
+
+    @property
+    def repeat(self) -> sql.RepeatRule:
+        return sql.RepeatRule(self.repeat_min_sessions, self.repeat_min_share_percent)
 
 
 @dataclass
@@ -49,6 +61,7 @@ class PassReport:
     sessions_chunked: int = 0
     chunks_written: int = 0
     chunks_skipped: int = 0
+    zero_vectors_skipped: int = 0
     vectors_stripped: int = 0
     chunks_embedded: int = 0
     batches: int = 0
@@ -86,12 +99,22 @@ async def index_account(
 ) -> None:
     async with engine.begin() as conn:
         report.vectors_stripped += await sql.strip_unclear_vectors(conn, work.account_id)
+    fitted = lexical.is_lexical(work.identity)
     try:
-        embedder = registry.get(work.identity)
+        embedder = registry.get(lexical.UNFITTED if fitted else work.identity)
     except EmbedderUnavailable as exc:
         await _unavailable(engine, work, report, exc)
         return
     await chunk_account(engine, config, work, embedder, report)
+    if fitted:
+        work, embedder = await ensure_fit(
+            engine,
+            registry,
+            work,
+            config.refit_growth_percent,
+            config.repeat,
+            config.template_min_sessions,
+        )
     capped = work.degraded_reason == budget.CAP_REACHED
     if capped and work.degraded_until is not None and work.degraded_until > now:
         report.degraded[work.account_id] = budget.CAP_REACHED
@@ -130,9 +153,7 @@ async def chunk_account(
             report.sessions_chunked += 1
             report.chunks_written += written
     async with engine.begin() as conn:
-        skipped = await sql.skip_repeated(
-            conn, work.account_id, config.repeat_min_sessions, work.identity
-        )
+        skipped = await sql.skip_repeated(conn, work.account_id, config.repeat, work.identity)
     report.chunks_skipped += skipped
     metrics.INDEXER_CHUNKS.labels("skipped").inc(skipped)
 
@@ -160,8 +181,9 @@ async def embed_account(
                 outcome = await embed_batch(engine, config, work, embedder, now)
                 observe_batch(span, work.identity, outcome)
             embedded, capped = outcome.embedded, outcome.capped
-            bar.update(embedded)
-            if embedded:
+            bar.update(embedded + outcome.skipped)
+            report.zero_vectors_skipped += outcome.skipped
+            if embedded or outcome.skipped:
                 report.batches += 1
                 report.chunks_embedded += embedded
             if outcome.error is not None:
@@ -180,7 +202,7 @@ async def embed_account(
                 report.degraded[work.account_id] = budget.CAP_REACHED
                 log.warning("daily_cap_reached", account_id=str(work.account_id))
                 return
-            if not embedded:
+            if not embedded and not outcome.skipped:
                 return
 
 
@@ -191,7 +213,8 @@ async def embed_batch(
     embedder: Embedder,
     now: datetime,
 ) -> BatchOutcome:
-    """Claim, embed and write one batch in one transaction.
+    """Claim, embed and write one batch in one transaction; a vector without direction is
+    never stored (its chunk is `skipped`).
 
     An error or a cancellation anywhere rolls the whole batch back: no vector, no state
     change and no spend is left behind, and the chunks stay pending. A provider's failure
@@ -213,7 +236,7 @@ async def embed_batch(
             spent = await sql.spent_since(conn, work.account_id, budget.day_start(now))
             room = work.daily_cap_usd - spent
         fits = budget.affordable([budget.batch_cost(n, price) for n in tokens], room)
-        batch, units, cost = claimed[:fits], 0, 0.0
+        batch, units, cost, skipped = claimed[:fits], 0, 0.0, 0
         if batch:
             ids = [c.id for c in batch]
             try:
@@ -226,14 +249,24 @@ async def embed_batch(
                 )
                 return BatchOutcome(error=str(exc), attempted=len(batch), failed=failed)
             units, cost = embedded.tokens, budget.batch_cost(embedded.tokens, price)
-            await sql.write_vectors(
-                conn, work.account_id, work.identity, ids, as_text(embedded.vectors)
-            )
+            skipped = await _write(conn, work, ids, embedded.vectors)
             await sql.record_usage(conn, work.account_id, work.identity, units, cost)
     # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
     # embedder's bill), so the next batch may still fit more.
     capped = fits < len(claimed) and (not batch or units >= sum(tokens[:fits]))
-    return BatchOutcome(len(batch), capped, units, cost)
+    return BatchOutcome(len(batch) - skipped, capped, units, cost, skipped=skipped)
+
+
+async def _write(
+    conn: AsyncConnection, work: sql.AccountWork, ids: list[UUID], vectors: np.ndarray
+) -> int:
+    """Store the vectors with a direction; a vector without one (nothing the embedder could
+    read) is never stored: its chunk is `skipped`. The number skipped."""
+    live = np.linalg.norm(vectors, axis=1) > 0
+    kept = [chunk for chunk, ok in zip(ids, live.tolist(), strict=True) if ok]
+    await sql.write_vectors(conn, work.account_id, work.identity, kept, as_text(vectors[live]))
+    await sql.skip_chunks(conn, work.account_id, [c for c in ids if c not in set(kept)])
+    return len(ids) - len(kept)
 
 
 async def watch(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from uuid import UUID
+from dataclasses import dataclass, replace
+from typing import Any
 
-from resolvers.cursors import decode_cursor
+from resolvers.cursors import Cursors, Position
 from resolvers.errors import BadArgument
 
 DEFAULT_LIMIT = 5
@@ -24,13 +24,24 @@ class SimilarArgs:
     max_matches_per_session: int = DEFAULT_MAX_MATCHES
     window_days: int | None = None
     include_match_text: bool = True
-    after: tuple[float, float, UUID] | None = None
+    after: Position | None = None
     statuses: tuple[str, ...] | None = None  # neighbours only of these statuses
     source_types: tuple[str, ...] | None = None  # ... and of these source types
 
     @property
     def filtered(self) -> bool:
         return self.statuses is not None or self.source_types is not None
+
+    def binding(self, ranked: tuple[str, str]) -> list[Any]:
+        """What a cursor of this list is bound to: what it ranks (("similar", session id) or
+        ("search", text)) and the arguments that decide its order, not the page size."""
+        return [
+            *ranked,
+            self.window_days,
+            self.max_matches_per_session,
+            None if self.statuses is None else list(self.statuses),
+            None if self.source_types is None else list(self.source_types),
+        ]
 
     @classmethod
     def checked(
@@ -42,10 +53,13 @@ class SimilarArgs:
         include_match_text: bool,
         cursor: str | None,
         names: dict[str, str],
+        ranked: tuple[str, str],
+        cursors: Cursors,
         statuses: Sequence[str] | None = None,
         source_types: Sequence[str] | None = None,
     ) -> SimilarArgs:
-        """Validate bounds; `names` maps each argument to the caller's spelling of it."""
+        """Validate bounds and open the cursor for the list `ranked`; `names` maps each
+        argument to the caller's spelling of it."""
         for name, value, (low, high) in (
             ("limit", limit, LIMIT_BOUNDS),
             ("max_matches_per_session", max_matches_per_session, MAX_MATCHES_BOUNDS),
@@ -53,16 +67,19 @@ class SimilarArgs:
         ):
             if value is not None and not low <= value <= high:
                 raise BadArgument(names[name], f"must be between {low} and {high}, got {value}")
-        after = None if cursor is None else decode_cursor(cursor, names["cursor"])
-        return cls(
+        args = cls(
             limit,
             max_matches_per_session,
             window_days,
             include_match_text,
-            after,
+            None,
             filter_values(statuses, names.get("statuses", "status")),
             filter_values(source_types, names.get("source_types", "source_type")),
         )
+        if cursor is None:
+            return args
+        after = cursors.open_ranked(cursor, args.binding(ranked), names["cursor"])
+        return replace(args, after=after)
 
 
 def plain_text(value: str, name: str, max_chars: int) -> str:

@@ -1,42 +1,96 @@
-"""The opaque paging cursors: of a neighbour list and of the sessions page."""
+"""The opaque paging cursors, signed: a cursor opens only for the list it was handed out for.
+
+A cursor is `<position>.<mac>`: the position (base64 of JSON) and an HMAC-SHA256 over the
+position and what the list is bound to (a ranked list: what it ranks and the arguments
+that shape the list; the sessions page: the account), keyed by the deployment's
+cursor secret (data/secrets.py). Anything else is refused before its position is read."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
-from datetime import datetime
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 from uuid import UUID
 
 from data.sessions import SessionRow
-from resolvers import ranking
 from resolvers.errors import BadArgument
 
-NOT_OURS = "is not a cursor this endpoint handed out"
+NOT_OURS = "is not a cursor this endpoint handed out for this list"
+MAX_CURSOR_CHARS = 512  # a handed-out cursor is under 200
+MAC_BYTES = 16
+
+Position = tuple[float, float, UUID]  # a neighbour's sort key: (-score, -similarity, id)
 
 
-def encode_cursor(neighbour: ranking.Neighbour) -> str:
-    raw = json.dumps([neighbour.score, neighbour.similarity, str(neighbour.session_id)])
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, name: str) -> tuple[float, float, UUID]:
-    """The sort key after which a neighbour page starts."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        score, similarity, session_id = json.loads(raw)
-        return (-float(score), -float(similarity), UUID(str(session_id)))
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-        raise BadArgument(name, NOT_OURS) from None
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def session_cursor(row: SessionRow) -> str:
-    return f"{row.started_at.isoformat()}|{row.id}"
+@dataclass(frozen=True, slots=True)
+class Cursors:
+    """Seals and opens cursors with the deployment's secret."""
 
+    secret: bytes
 
-def decode_session_cursor(cursor: str, name: str = "after") -> tuple[datetime, UUID]:
-    try:
-        started, session_id = cursor.split("|", 1)
-        return datetime.fromisoformat(started), UUID(session_id)
-    except ValueError:
-        raise BadArgument(name, NOT_OURS) from None
+    def _mac(self, position: str, binding: list[Any]) -> str:
+        message = json.dumps([position, *binding], separators=(",", ":")).encode()
+        return _b64(hmac.new(self.secret, message, hashlib.sha256).digest()[:MAC_BYTES])
+
+    def seal(self, position: Any, binding: list[Any]) -> str:
+        encoded = _b64(json.dumps(position, separators=(",", ":")).encode())
+        return f"{encoded}.{self._mac(encoded, binding)}"
+
+    def open(self, cursor: str, binding: list[Any], name: str) -> Any:
+        """The position a cursor holds; BadArgument naming `name` unless this deployment
+        sealed it for this binding."""
+        encoded, _, mac = cursor.partition(".")
+        if len(cursor) > MAX_CURSOR_CHARS or not hmac.compare_digest(
+            mac.encode(), self._mac(encoded, binding).encode()
+        ):
+            raise BadArgument(name, NOT_OURS)
+        try:
+            return json.loads(_unb64(encoded))
+        except (binascii.Error, ValueError, RecursionError):  # only with a leaked secret
+            raise BadArgument(name, NOT_OURS) from None
+
+    # A ranked list (a session's neighbours, a search's sessions) is bound to what it ranks
+    # and the arguments that decide which sessions it holds in which order (not the page
+    # size: pages may change size): SimilarArgs.binding.
+    def ranked(self, after: Position, binding: list[Any]) -> str:
+        return self.seal([after[0], after[1], str(after[2])], binding)
+
+    def open_ranked(self, cursor: str, binding: list[Any], name: str) -> Position:
+        position = self.open(cursor, binding, name)
+        try:
+            score, similarity, neighbour = position
+            after = (float(score), float(similarity), UUID(str(neighbour)))
+        except (ValueError, TypeError):
+            raise BadArgument(name, NOT_OURS) from None
+        if not (math.isfinite(after[0]) and math.isfinite(after[1])):
+            raise BadArgument(name, NOT_OURS)
+        return after
+
+    # The sessions page is bound to the account.
+    def sessions(self, row: SessionRow, account_id: UUID) -> str:
+        return self.seal([row.started_at.isoformat(), str(row.id)], ["sessions", str(account_id)])
+
+    def open_sessions(
+        self, cursor: str, account_id: UUID, name: str = "after"
+    ) -> tuple[datetime, UUID]:
+        position = self.open(cursor, ["sessions", str(account_id)], name)
+        try:
+            started, session_id = position
+            # In UTC, as the database compares it: a date out of its range fails here.
+            return datetime.fromisoformat(started).astimezone(UTC), UUID(session_id)
+        except (ValueError, TypeError, OverflowError):
+            raise BadArgument(name, NOT_OURS) from None

@@ -28,10 +28,12 @@ class Band(Enum):
     LOOSE = "loose"
 
 
-def band(similarity: float) -> Band:
-    if similarity >= SIMILARITY_BAND_CLOSE:
+def band(similarity: float, cuts: tuple[float, float] | None = None) -> Band:
+    """The band of a similarity; `cuts` (close, related) defaults to the contract's."""
+    close, related = cuts if cuts is not None else (SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED)
+    if similarity >= close:
         return Band.CLOSE
-    if similarity >= SIMILARITY_BAND_RELATED:
+    if similarity >= related:
         return Band.RELATED
     return Band.LOOSE
 

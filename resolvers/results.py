@@ -11,6 +11,8 @@ from data.comparison_details import ChunkDetail
 from data.sessions import SessionRow
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
+from resolvers.calibration import CONTRACT_CUTS, BandCuts
+from resolvers.cursors import Position
 from resolvers.degraded import Degraded
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
@@ -120,7 +122,7 @@ class Answered:
 
     __slots__ = ()
     args: SimilarArgs
-    next_cursor: str | None
+    next_after: Position | None
 
     @property
     def window_days(self) -> int | None:
@@ -135,12 +137,8 @@ class Answered:
         return self.args.max_matches_per_session
 
     @property
-    def end_cursor(self) -> str | None:
-        return self.next_cursor
-
-    @property
     def has_next_page(self) -> bool:
-        return self.next_cursor is not None
+        return self.next_after is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +152,10 @@ class SimilarResult(Answered):
     degraded: Degraded
     elapsed_ms: float
     results: tuple[NeighbourResult, ...]
-    next_cursor: str | None
+    next_after: Position | None  # the last shown one's position when more follow
     lookup_path: str | None
+    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
+    end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,5 +167,7 @@ class SearchResult(Answered):
     degraded: Degraded
     elapsed_ms: float
     results: tuple[NeighbourResult, ...]
-    next_cursor: str | None
+    next_after: Position | None  # the last shown one's position when more follow
     lookup_path: str | None
+    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
+    end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)

@@ -18,10 +18,9 @@ from indexer.query import QueryNotEmbedded, embed_query
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.context import Context
-from resolvers.cursors import encode_cursor
 from resolvers.degraded import degraded
 from resolvers.results import SearchResult
-from resolvers.similar_results import neighbour_of
+from resolvers.similar_results import bands_of, neighbour_of
 
 MAX_SEARCH_CHARS = 2000
 NO_SESSION = UUID(int=0)  # a search text belongs to no session: every session is a candidate
@@ -90,11 +89,26 @@ async def _look_up(
             looked = await sql.look_up_text(conn, account_id, identity, vector, ask, limits)
     except ComparisonTimedOut:
         return _empty(args, str(identity), asked | {"similar_comparison_timed_out"}, started)
+    return await _answer(conn, account_id, str(identity), looked, ask, args, asked, started)
+
+
+async def _answer(
+    conn: AsyncConnection,
+    account_id: UUID,
+    model: str,
+    looked: sql.Looked,
+    ask: sql.Ask,
+    args: SimilarArgs,
+    asked: set[str],
+    started: float,
+) -> SearchResult:
+    """Rank the text's hits and read what the page shows (the comparison's second
+    statement, which also says whether anything of the model was comparable)."""
     hits = [ranking.Hit(0, h.chunk_id, h.session_id, h.similarity) for h in looked.hits]
     neighbours = ranking.rank_neighbours(hits, args.max_matches_per_session)
     page, more = ranking.page_after(neighbours, args.after, args.limit)
     chunk_ids = [m.chunk_id for n in page for m in n.matches]
-    lonely = [] if hits else [details.Lonely(0, ask.session_id, str(identity), ask)]
+    lonely = [] if hits else [details.Lonely(0, ask.session_id, model, ask)]
     shown = await details.show(
         conn,
         account_id,
@@ -106,14 +120,16 @@ async def _look_up(
     )
     if not hits and not shown.comparable:
         asked = asked | {"similar_no_comparable_sessions"}
+    cuts = bands_of(model)
     return SearchResult(
-        model_identity=str(identity),
+        model_identity=model,
         args=args,
         degraded=degraded(True, asked, args.window_days),
         elapsed_ms=_elapsed_ms(started),
-        results=tuple(neighbour_of(n, shown, args, None) for n in page),
-        next_cursor=encode_cursor(page[-1]) if more and page else None,
-        lookup_path=looked.paths[str(identity)][0],
+        results=tuple(neighbour_of(n, shown, args, None, cuts) for n in page),
+        next_after=page[-1].sort_key if more and page else None,
+        lookup_path=looked.paths[model][0],
+        bands=cuts,
     )
 
 
@@ -124,8 +140,9 @@ def _empty(args: SimilarArgs, model: str | None, reasons: set[str], started: flo
         degraded=degraded(False, reasons, args.window_days),
         elapsed_ms=_elapsed_ms(started),
         results=(),
-        next_cursor=None,
+        next_after=None,
         lookup_path=None,
+        bands=bands_of(model),
     )
 
 

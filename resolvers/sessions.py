@@ -4,13 +4,13 @@ session (the GraphQL field and the REST route both call it)."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from uuid import UUID
 
 from data.sessions import SessionRow, SessionSearch, recent_sessions
 from resolvers import search
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.context import Context
-from resolvers.cursors import decode_session_cursor
 from resolvers.errors import BadArgument
 from resolvers.results import SearchResult, SimilarResult
 from resolvers.timeline import TimelineBucket, TimelineResult
@@ -22,26 +22,42 @@ MAX_SEARCH_CHARS = 200
 async def similar_sessions(
     context: Context, session_id: UUID, args: SimilarArgs
 ) -> SimilarResult | None:
-    """The comparison for one session of the caller's account; None when it has no such session."""
-    context.budget.spend()
-    return await context.similar.load((session_id, args))
+    """The comparison for one session of the caller's account; None when it has no such
+    session. Its end cursor is sealed for this session's list with these arguments."""
+    result = await context.similar.load((session_id, args))
+    if result is None or result.next_after is None:
+        return result
+    binding = args.binding(similar_list(session_id))
+    return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
 
 
 async def similar_timeline(
     context: Context, session_id: UUID, args: SimilarArgs, bucket: TimelineBucket
 ) -> TimelineResult:
-    """How many sessions matched the comparison's session, by bucket (counted as a
-    comparison of the request's budget)."""
-    context.budget.spend()
+    """How many sessions matched the comparison's session, by bucket."""
     result = await context.timelines.load((session_id, args, bucket))
     assert result is not None, "asked only of a session the comparison found"
     return result
 
 
 async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:
-    """The account's sessions nearest a described text (GraphQL and REST both call it)."""
-    context.budget.spend()
-    return await search.search_sessions(context, text, args)
+    """The account's sessions nearest a described text (GraphQL and REST both call it); its
+    end cursor is sealed for this text's list with these arguments."""
+    result = await search.search_sessions(context, text, args)
+    if result.next_after is None:
+        return result
+    binding = args.binding(search_list(text))
+    return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
+
+
+def similar_list(session_id: UUID) -> tuple[str, str]:
+    """What a session's neighbour list ranks (a cursor is bound to it)."""
+    return ("similar", str(session_id))
+
+
+def search_list(text: str) -> tuple[str, str]:
+    """What a search's list ranks (a cursor is bound to it)."""
+    return ("search", text)
 
 
 def session_search(search: str | None) -> SessionSearch | None:
@@ -62,10 +78,11 @@ async def session_page(
     """Newest sessions first, keyset-paged by an opaque cursor, optionally searched."""
     if not 1 <= first <= MAX_PAGE:
         raise BadArgument("first", f"must be between 1 and {MAX_PAGE}, got {first}")
-    position = None if after is None else decode_session_cursor(after)
+    account_id = context.principal.account_id
+    position = None if after is None else context.cursors.open_sessions(after, account_id)
     searched = session_search(search)
     async with context.services.engine.connect() as conn:
-        rows = await recent_sessions(conn, context.principal.account_id, first, position, searched)
+        rows = await recent_sessions(conn, account_id, first, position, searched)
     for row in rows[:first]:
         context.sessions.prime(row.id, row)
     return rows[:first], len(rows) > first

@@ -10,7 +10,7 @@ from uuid import UUID
 from data.comparison_details import ChunkDetail, Shown
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.cursors import encode_cursor
+from resolvers.calibration import CONTRACT_CUTS, BandCuts, cut_points
 from resolvers.degraded import Facts, degraded, reasons_for
 from resolvers.results import MatchResult, NeighbourResult, PassageResult, SimilarResult
 from resolvers.tuning import Tuning
@@ -38,7 +38,7 @@ def result_of(
         comparable_elsewhere=c.comparable_elsewhere,
         timed_out=batch.timed_out,
     )
-    path = batch.path(c.model)
+    path, cuts = batch.path(c.model), bands_of(c.model)
     return SimilarResult(
         runtime_session_id=c.ask.session_id,
         model_identity=c.model,
@@ -50,17 +50,27 @@ def result_of(
             c.model is not None and not batch.timed_out, reasons_for(facts), c.args.window_days
         ),
         elapsed_ms=elapsed_ms,
-        results=tuple(neighbour_of(n, shown, c.args, c.probes) for n in c.page),
-        next_cursor=encode_cursor(c.page[-1]) if c.more and c.page else None,
+        results=tuple(neighbour_of(n, shown, c.args, c.probes, cuts) for n in c.page),
+        next_after=c.page[-1].sort_key if c.more and c.page else None,
         lookup_path=None if path is None else path.value,
+        bands=cuts,
     )
 
 
+def bands_of(model: str | None) -> BandCuts:
+    """The cut points the bands of a comparison in this model use."""
+    return CONTRACT_CUTS if model is None else cut_points(model)
+
+
 def neighbour_of(
-    n: ranking.Neighbour, shown: Shown, args: SimilarArgs, probes: Sequence[UUID] | None
+    n: ranking.Neighbour,
+    shown: Shown,
+    args: SimilarArgs,
+    probes: Sequence[UUID] | None,
+    cuts: BandCuts,
 ) -> NeighbourResult:
     """A ranked neighbour with its shown matches, each with the probe that found it (none
-    for a search text)."""
+    for a search text), banded by the model's cut points."""
     matches = []
     for match in n.matches:
         chunk = shown.chunks[match.chunk_id]
@@ -70,7 +80,7 @@ def neighbour_of(
                 chunk,
                 _text(chunk, args),
                 match.similarity,
-                ranking.band(match.similarity),
+                ranking.band(match.similarity, cuts),
                 None if probe is None else PassageResult(probe, _text(probe, args)),
             )
         )
@@ -78,7 +88,7 @@ def neighbour_of(
         shown.sessions[n.session_id],
         n.score,
         n.similarity,
-        ranking.band(n.similarity),
+        ranking.band(n.similarity, cuts),
         n.matched_chunk_count,
         tuple(matches),
     )

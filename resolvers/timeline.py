@@ -1,5 +1,6 @@
 """How often has this happened: for a comparison, how many of the account's sessions matched
-at or above "related", by the day, week or month they started, over the whole history.
+at or above its model's "related" cut point, by the day, week or month they started, over
+the whole history.
 
 It counts among a bounded number of nearest passages per probe
 (TIMELINE_NEIGHBOURS_PER_PROBE); when a probe's lookup reached that bound the answer says
@@ -22,6 +23,7 @@ from data.model_catalog import ModelCatalog
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.degraded import Degraded, degraded
+from resolvers.similar_results import bands_of
 from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
@@ -94,7 +96,7 @@ async def _look_up(
 ) -> tuple[sql.Looked, bool]:
     limits = sql.Limits(
         per_probe=TIMELINE_NEIGHBOURS_PER_PROBE,
-        floor=ranking.SIMILARITY_BAND_RELATED,
+        floor=ranking.MIN_SIMILAR_SIMILARITY,  # no model's related cut point is below it
         overfetch=TIMELINE_NEIGHBOURS_PER_PROBE,
         exact_scan_max_chunks=tuning.exact_scan_max_chunks,
     )
@@ -103,8 +105,9 @@ async def _look_up(
             await sql.ensure_configured(conn, tuning.comparison_settings)
             for attempt in range(2):
                 models = await catalog.models(conn, account_id)
+                related = {str(m): bands_of(str(m)).related for m in models}
                 looked = await sql.look_up(
-                    conn, account_id, asks, models, limits, timeline_bucket=bucket.value
+                    conn, account_id, asks, models, limits, timeline=(bucket.value, related)
                 )
                 if attempt or all(path != "unserved" for path, _ in looked.paths.values()):
                     return looked, False
@@ -126,7 +129,7 @@ def _result(
     return TimelineResult(
         bucket=bucket,
         per_probe_bound=TIMELINE_NEIGHBOURS_PER_PROBE,
-        counted_from=ranking.SIMILARITY_BAND_RELATED,
+        counted_from=bands_of(looked.models.get(key, (None, 0))[0]).related,
         buckets=tuple(BucketCount(start, n) for start, n in counts),
         degraded=degraded(key in looked.models and not timed_out, reasons, args.window_days),
     )

@@ -13,7 +13,8 @@ from observability.metrics import UNAVAILABLE
 from resolvers.errors import BadArgument, LimitExceeded
 
 
-def _expected(original: BaseException) -> tuple[str, dict[str, Any]] | None:
+def expected(original: BaseException) -> tuple[str, dict[str, Any]] | None:
+    """The message and extensions of an expected error; None for any other."""
     if isinstance(original, BadArgument):
         return str(original), {"code": "BAD_USER_INPUT", "argument": original.argument}
     if isinstance(original, LimitExceeded):
@@ -29,7 +30,7 @@ def is_unexpected(error: GraphQLError) -> bool:
     return (
         original is not None
         and not isinstance(original, GraphQLError)
-        and _expected(original) is None
+        and expected(original) is None
     )
 
 
@@ -41,10 +42,10 @@ class MapErrors(MaskErrors):
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
         assert error.original_error is not None
-        expected = _expected(error.original_error)
-        if expected is None:
+        mapped = expected(error.original_error)
+        if mapped is None:
             return super().anonymise_error(error)
-        message, extensions = expected
+        message, extensions = mapped
         if extensions["code"] == "UNAVAILABLE":
             UNAVAILABLE.labels("graphql", unavailable_cause(error.original_error)).inc()
         return GraphQLError(message, nodes=error.nodes, path=error.path, extensions=extensions)

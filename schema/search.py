@@ -9,7 +9,8 @@ import strawberry
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.context import Context
 from resolvers.search import checked_text
-from resolvers.sessions import search_sessions
+from resolvers.sessions import search_list, search_sessions
+from schema.budget import admit
 from schema.selection import selects
 from schema.similar import SessionSearch
 
@@ -28,7 +29,8 @@ class SearchQuery:
     @strawberry.field(
         description="The account's sessions with passages most like the text (an error, a "
         "failure described in words), ranked as a session's neighbours are. The text is "
-        "embedded once with the account's configured model."
+        "embedded once with the account's configured model. Null, with an error, when "
+        "refused (BAD_USER_INPUT, or LIMIT_EXCEEDED)."
     )
     async def search_sessions(
         self,
@@ -47,7 +49,9 @@ class SearchQuery:
             list[str] | None,
             strawberry.argument(description="Only sessions of these source types."),
         ] = None,
-    ) -> SessionSearch:
+    ) -> SessionSearch | None:
+        admit(info)
+        text = checked_text(text, "text")
         selected = selects(info.selected_fields, "searchSessions", "results", "matches", "text")
         args = SimilarArgs.checked(
             limit=limit,
@@ -56,8 +60,10 @@ class SearchQuery:
             include_match_text=include_match_text and selected,
             cursor=after,
             names=_NAMES,
+            ranked=search_list(text),
+            cursors=info.context.cursors,
             statuses=status,
             source_types=source_type,
         )
-        result = await search_sessions(info.context, checked_text(text, "text"), args)
+        result = await search_sessions(info.context, text, args)
         return SessionSearch.of(result)

@@ -12,7 +12,8 @@ from data.sessions import ActivityRow, SessionRow
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
-from resolvers.sessions import similar_sessions
+from resolvers.sessions import similar_list, similar_sessions
+from schema.budget import admit
 from schema.mapping import from_result
 from schema.selection import selects
 from schema.similar import SimilarSessions
@@ -41,15 +42,34 @@ class ReplayEntry:
     occurred_at: datetime
     role: str
     kind: str
-    content: str
     api_usage_id: UUID | None
     cursor: str = strawberry.field(
         description="Pass as `after` to read the turns that follow this one."
     )
+    full_content: strawberry.Private[str]
+    shown: strawberry.Private[str | None] = None  # decided once, by content or contentTruncated
 
     @classmethod
     def of(cls, row: ActivityRow) -> ReplayEntry:
-        return from_result(cls, row, cursor=replay_cursor(row))
+        return from_result(
+            cls, row, cursor=replay_cursor(row), full_content=row.content, shown=None
+        )
+
+    def _shown(self, info: strawberry.Info[Context, None]) -> str:
+        if self.shown is None:
+            self.shown = info.context.content.take(self.full_content)
+        return self.shown
+
+    @strawberry.field(
+        description="The turn's text; cut when the request's replay content budget "
+        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS, across all its aliases and sessions) ran out."
+    )
+    def content(self, info: strawberry.Info[Context, None]) -> str:
+        return self._shown(info)
+
+    @strawberry.field(description="True when `content` was cut by the request's content budget.")
+    def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
+        return len(self._shown(info)) < len(self.full_content)
 
 
 @strawberry.type(description="One page of a session's replay, in order.")
@@ -108,7 +128,11 @@ class RuntimeSession:
             has_next_page=more,
         )
 
-    @strawberry.field(description="Other sessions of this account that went the same way.")
+    @strawberry.field(
+        description="Other sessions of this account that went the same way; null, with an "
+        "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: more comparisons than one "
+        "request may ask for, counted from the query before any runs)."
+    )
     async def similar_sessions(
         self,
         info: strawberry.Info[Context, None],
@@ -125,7 +149,8 @@ class RuntimeSession:
             list[str] | None,
             strawberry.argument(description="Only neighbours of these source types."),
         ] = None,
-    ) -> SimilarSessions:
+    ) -> SimilarSessions | None:
+        admit(info)
         args = SimilarArgs.checked(
             limit=limit,
             max_matches_per_session=max_matches_per_session,
@@ -136,6 +161,8 @@ class RuntimeSession:
             names=_GRAPHQL_NAMES,
             statuses=status,
             source_types=source_type,
+            ranked=similar_list(self.id),
+            cursors=info.context.cursors,
         )
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"

@@ -12,6 +12,7 @@ from uuid import UUID
 
 import strawberry
 
+from resolvers import degraded as resolved
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.context import Context
@@ -24,6 +25,8 @@ from resolvers.results import (
 )
 from resolvers.sessions import similar_timeline
 from resolvers.timeline import TimelineBucket, TimelineResult
+from schema.budget import admit
+from schema.degraded import DegradedReason, ReasonCode
 from schema.mapping import from_result
 
 if TYPE_CHECKING:
@@ -35,8 +38,24 @@ SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a wo
 @strawberry.type(description="Every way the comparison came up short, named.")
 class Degraded:
     semantic: bool = strawberry.field(description="True when a vector comparison ran.")
-    reasons: list[str] = strawberry.field(description="Reason codes, in the contract's order.")
+    reasons: list[DegradedReason] = strawberry.field(  # type: ignore[valid-type]
+        description="Reason codes, in the contract's order."
+    )
     detail: str | None = strawberry.field(description="One sentence per reason, in order.")
+
+    @classmethod
+    def of(cls, d: resolved.Degraded) -> Degraded:
+        return from_result(cls, d, reasons=[ReasonCode(code) for code in d.reasons])
+
+
+@strawberry.type(
+    description="The cut points of the bands: close at or above `close`, related at or above "
+    "`related`, else loose; calibrated per model family (docs/calibration.md), the contract's "
+    "0.70 / 0.50 for a model without a calibration."
+)
+class BandCutPoints:
+    close: float
+    related: float
 
 
 @strawberry.interface(description="One passage (chunk) of a session.")
@@ -164,7 +183,7 @@ class Timeline:
     @classmethod
     def of(cls, t: TimelineResult) -> Timeline:
         buckets = [from_result(TimelineCount, b) for b in t.buckets]
-        return from_result(cls, t, buckets=buckets, degraded=from_result(Degraded, t.degraded))
+        return from_result(cls, t, buckets=buckets, degraded=Degraded.of(t.degraded))
 
 
 @strawberry.type(description="The sessions most similar to one session, best first.")
@@ -178,16 +197,21 @@ class SimilarSessions:
     limit: int
     max_matches_per_session: int
     degraded: Degraded
+    bands: BandCutPoints
     elapsed_ms: float
     results: list[Neighbour]
     end_cursor: str | None
     has_next_page: bool
     args: strawberry.Private[SimilarArgs]
 
-    @strawberry.field(description="How often this has happened, counted by bucket.")
+    @strawberry.field(
+        description="How often this has happened, counted by bucket; null, with an error, "
+        "when refused (LIMIT_EXCEEDED: it counts as a comparison of the request's budget)."
+    )
     async def timeline(
         self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK
-    ) -> Timeline:
+    ) -> Timeline | None:
+        admit(info)
         result = await similar_timeline(info.context, self.runtime_session_id, self.args, bucket)
         return Timeline.of(result)
 
@@ -196,7 +220,8 @@ class SimilarSessions:
         return from_result(
             cls,
             r,
-            degraded=from_result(Degraded, r.degraded),
+            degraded=Degraded.of(r.degraded),
+            bands=from_result(BandCutPoints, r.bands),
             results=[Neighbour.of(n) for n in r.results],
         )
 
@@ -208,6 +233,7 @@ class SessionSearch:
     limit: int
     max_matches_per_session: int
     degraded: Degraded
+    bands: BandCutPoints
     elapsed_ms: float
     results: list[SearchNeighbour]
     end_cursor: str | None
@@ -218,6 +244,7 @@ class SessionSearch:
         return from_result(
             cls,
             r,
-            degraded=from_result(Degraded, r.degraded),
+            degraded=Degraded.of(r.degraded),
+            bands=from_result(BandCutPoints, r.bands),
             results=[SearchNeighbour.of(n) for n in r.results],
         )

@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from strawberry.extensions import DisableIntrospection, SchemaExtension
 from strawberry.extensions.tracing import OpenTelemetryExtension
 
@@ -23,19 +23,22 @@ from config.settings import Settings
 from data.engine import make_engine, ping
 from data.migrate import migrate
 from data.model_catalog import ModelCatalog
+from data.secrets import deployment_secret
 from data.server import resolve_url
 from indexer.embedders import Registry
 from observability.tracing import configure_tracing, trace_engine
 from resolvers.context import Services
+from resolvers.cursors import Cursors
 from resolvers.tuning import Tuning
 from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
-from similar_sessions.errors import EXCEPTION_HANDLERS
+from similar_sessions.errors import EXCEPTION_HANDLERS, RETRY_AFTER_S
 from similar_sessions.graphql_app import GraphQLApp
 from similar_sessions.http_metrics import HttpMetrics
+from similar_sessions.rate_limit import RateLimits
 from similar_sessions.request_id import RequestId
 from similar_sessions.rest import search_route, similar_route
 
@@ -44,7 +47,9 @@ async def healthz(request: Request) -> Response:
     try:
         await ping(request.app.state.services.engine)
     except Exception:
-        return JSONResponse({"status": "unavailable", "database": False}, status_code=503)
+        response = JSONResponse({"status": "unavailable", "database": False}, status_code=503)
+        response.headers["Retry-After"] = RETRY_AFTER_S
+        return response
     return JSONResponse({"status": "ok", "database": True})
 
 
@@ -83,6 +88,29 @@ def trace_engines(services: Services, tracing: TracerProvider) -> None:
         trace_engine(engine, tracing)
 
 
+def schema_extensions(
+    settings: Settings, tracing: TracerProvider | None
+) -> list[type[SchemaExtension]]:
+    """The GraphQL extensions the settings ask for, beside the schema's own limits."""
+    extensions: list[type[SchemaExtension]] = [OperationMetrics]
+    if not settings.introspection:
+        extensions.append(DisableIntrospection)
+    if tracing is not None:
+        extensions.append(partial(OpenTelemetryExtension, tracer_provider=tracing))  # type: ignore[arg-type]
+    return extensions
+
+
+def routes(settings: Settings, graphql: GraphQLApp) -> list[BaseRoute]:
+    return [
+        Route("/healthz", healthz),
+        *([Route("/metrics", metrics)] if settings.metrics else []),
+        Route("/graphql", graphql, methods=["GET", "POST"]),
+        Route("/api/v1/runtime-sessions/search", search_route),
+        Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
+        *console_routes,
+    ]
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -95,12 +123,7 @@ def create_app(
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
     tracing = configure_tracing(settings)
-    extensions: list[type[SchemaExtension]] = [OperationMetrics]
-    if not settings.introspection:
-        extensions.append(DisableIntrospection)
-    if tracing is not None:
-        extensions.append(partial(OpenTelemetryExtension, tracer_provider=tracing))  # type: ignore[arg-type]
-    schema = make_schema(extra_extensions=extensions)
+    schema = make_schema(extra_extensions=schema_extensions(settings, tracing))
     graphql = GraphQLApp(schema, graphql_ide=None)
 
     @contextlib.asynccontextmanager
@@ -112,6 +135,7 @@ def create_app(
                 trace_engines(app.state.services, tracing)
         if run_migrations:
             await migrate(app.state.services.engine)
+        app.state.cursors = Cursors(await deployment_secret(app.state.services.engine, "cursor"))
         try:
             yield
         finally:
@@ -119,16 +143,8 @@ def create_app(
                 await app.state.services.engine.dispose()
                 await app.state.services.comparison_engine.dispose()
 
-    routes = [
-        Route("/healthz", healthz),
-        *([Route("/metrics", metrics)] if settings.metrics else []),
-        Route("/graphql", graphql, methods=["GET", "POST"]),
-        Route("/api/v1/runtime-sessions/search", search_route),
-        Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
-        *console_routes,
-    ]
     app = Starlette(
-        routes=routes,
+        routes=routes(settings, graphql),
         middleware=[Middleware(HttpMetrics), Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
@@ -139,6 +155,7 @@ def create_app(
         StarletteInstrumentor.instrument_app(app, tracer_provider=tracing)
     app.add_middleware(RequestId)  # outermost: its id is bound before any span starts
     app.state.settings = settings
+    app.state.rate_limits = RateLimits(settings.rate_limit)
     if engine is not None:
         app.state.services = services_of(settings, engine, comparison_engine)
         if tracing is not None:

@@ -1,8 +1,9 @@
 """API keys at the edge: `Authorization: Bearer <key>` turned into a Principal for every API
-request, or answered 401/403 (503 when the database cannot say)."""
+request, or answered 401/403 (503 when the database cannot say, 429 past the key's rate)."""
 
 from __future__ import annotations
 
+from limits import RateLimitItem
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
@@ -10,8 +11,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from data.accounts import Principal, principal_for_key
 from data.engine import is_unavailable
+from data.load import hash_key
 from similar_sessions.errors import error, unavailable
 from similar_sessions.graphql_app import is_graphiql_page
+from similar_sessions.rate_limit import describe
 
 REQUIRED_SCOPE = "view_runtime_sessions"
 
@@ -76,7 +79,24 @@ class AuthMiddleware:
                 raise
             response = unavailable(exc)
         else:
-            scope.setdefault("state", {})["principal"] = principal
-            await self.app(scope, receive, send)
-            return
+            key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key
+            refused = await connection.app.state.rate_limits.admit(key_id)
+            if refused is None:
+                scope.setdefault("state", {})["principal"] = principal
+                await self.app(scope, receive, send)
+                return
+            response = rate_limited(*refused)
         await response(scope, receive, send)
+
+
+def rate_limited(rate: RateLimitItem, retry_after_s: int) -> Response:
+    """429 naming the rate the key went past, with Retry-After."""
+    limit = describe(rate)
+    response = error(
+        429,
+        "rate_limited",
+        f"this API key made more than {limit} requests (per process); retry in {retry_after_s} s",
+        limit=limit,
+    )
+    response.headers["Retry-After"] = str(retry_after_s)
+    return response

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -18,6 +19,7 @@ from data.engine import make_engine
 from data.migrate import migrate
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
+from similar_sessions.serve import PortTaken, serve
 from similar_sessions.transfer import ImportRefused, export, import_file
 
 
@@ -40,23 +42,7 @@ async def with_engine(settings: Settings, work: Callable[[AsyncEngine], Awaitabl
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from similar_sessions.app import create_app
-
-    print(
-        f"serving on http://{args.host}:{args.port} (console at /console/runtime-sessions)",
-        file=sys.stderr,
-    )
-    # log_config=None: uvicorn's records go through our JSON formatter (config/logs.py).
-    uvicorn.run(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        log_config=None,
-        log_level=settings.log_level.lower(),
-    )
-    return 0
+    return serve(settings, args.host, args.port, args.workers)
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
@@ -130,15 +116,33 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
 Command = Callable[[Settings, argparse.Namespace], int]
 
 
+def version() -> str:
+    return metadata.version("similar-sessions")
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
 def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     top = argparse.ArgumentParser(
         prog="similar-sessions",
         description="Sessions similar to this one, on PostgreSQL + pgvector.",
     )
+    top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = top.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="migrate, then serve the API and console")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    server = sub.add_parser("serve", help="migrate, then serve the API and console")
+    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--port", type=int, default=8000)
+    server.add_argument(
+        "--workers",
+        type=positive,
+        default=1,
+        help="uvicorn worker processes (pools and rate limits are per process)",
+    )
     sub.add_parser("migrate", help="bring the schema up to date")
     imp = sub.add_parser("import", help="import JSON Lines files (all of a file, or none of it)")
     imp.add_argument("files", nargs="+")
@@ -178,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ImportRefused,
         FileNotFoundError,
         EmbedderUnavailable,
+        PortTaken,
     ) as exc:
         first, *rest = str(exc).splitlines() or [type(exc).__name__]
         print(f"similar-sessions {args.command}: {first}", file=sys.stderr)

@@ -4,9 +4,26 @@ from __future__ import annotations
 
 from starlette.requests import HTTPConnection
 
-from resolvers.context import Context
+from data.secrets import deployment_secret
+from resolvers.context import ContentBudget, Context
+from resolvers.cursors import Cursors
 
 
-def request_context(connection: HTTPConnection) -> Context:
+async def cursors(connection: HTTPConnection) -> Cursors:
+    """The deployment's cursor codec, its secret read once per process: at start-up, or by
+    the first request when the server ran no lifespan."""
     state = connection.app.state
-    return Context(services=state.services, principal=connection.state.principal)
+    if getattr(state, "cursors", None) is None:
+        state.cursors = Cursors(await deployment_secret(state.services.engine, "cursor"))
+    codec: Cursors = state.cursors
+    return codec
+
+
+async def request_context(connection: HTTPConnection) -> Context:
+    state = connection.app.state
+    return Context(
+        services=state.services,
+        principal=connection.state.principal,
+        cursors=await cursors(connection),
+        content=ContentBudget(state.settings.replay_content_chars),
+    )

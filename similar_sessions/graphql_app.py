@@ -33,4 +33,4 @@ class GraphQLApp(GraphQL[Context, None]):
         await super().__call__(scope, receive, send)
 
     async def get_context(self, request: Any, response: Any) -> Context:
-        return request_context(request)
+        return await request_context(request)

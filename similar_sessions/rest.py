@@ -16,9 +16,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
+from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
 from resolvers.search import checked_text
-from resolvers.sessions import search_sessions, similar_sessions
+from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
 from schema.similar import SessionSearch, SimilarSessions
 from similar_sessions.context import request_context
 from similar_sessions.errors import not_found
@@ -67,8 +68,11 @@ def _bool(request: Request, name: str, default: bool) -> bool:
     raise BadArgument(name, f"must be true or false, got {raw[:40]!r}")
 
 
-def parse_args(request: Request, also: frozenset[str] = frozenset()) -> SimilarArgs:
-    """The comparison's arguments from the query string (and `also` its other parameters)."""
+def parse_args(
+    request: Request, ranked: tuple[str, str], cursors: Cursors, also: frozenset[str] = frozenset()
+) -> SimilarArgs:
+    """The arguments of a ranked list (`ranked`: what it ranks, which its cursor is bound to)
+    from the query string, and `also` the route's other parameters."""
     unknown = sorted(set(request.query_params) - _KNOWN - also)
     if unknown:
         raise BadArgument(unknown[0][:40], "is not a parameter of this route")
@@ -84,6 +88,8 @@ def parse_args(request: Request, also: frozenset[str] = frozenset()) -> SimilarA
         names=_REST_NAMES,
         statuses=request.query_params.getlist("status"),
         source_types=request.query_params.getlist("source_type"),
+        ranked=ranked,
+        cursors=cursors,
     )
 
 
@@ -93,19 +99,21 @@ async def similar_route(request: Request) -> JSONResponse:
         session_id = UUID(raw_id)
     except ValueError:
         raise BadArgument("runtime_session_id", "is not a UUID") from None
-    args = parse_args(request)
-    result = await similar_sessions(request_context(request), session_id, args)
+    context = await request_context(request)
+    args = parse_args(request, similar_list(session_id), context.cursors)
+    result = await similar_sessions(context, session_id, args)
     if result is None:
         return not_found()
-    return JSONResponse(payload(SimilarSessions.of(result), result.next_cursor))
+    return JSONResponse(payload(SimilarSessions.of(result), result.end_cursor))
 
 
 async def search_route(request: Request) -> JSONResponse:
     """GET /api/v1/runtime-sessions/search?q=: sessions with passages like the text."""
-    args = parse_args(request, also=frozenset({"q"}))
     text = checked_text(request.query_params.get("q", ""), "q")
-    result = await search_sessions(request_context(request), text, args)
-    return JSONResponse(payload(SessionSearch.of(result), result.next_cursor))
+    context = await request_context(request)
+    args = parse_args(request, search_list(text), context.cursors, also=frozenset({"q"}))
+    result = await search_sessions(context, text, args)
+    return JSONResponse(payload(SessionSearch.of(result), result.end_cursor))
 
 
 def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:

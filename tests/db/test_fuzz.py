@@ -99,7 +99,7 @@ JSON_VALUES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(10**20), max_value=10**20),
-    st.floats(allow_nan=False, allow_infinity=False),  # what JSON can carry
+    st.floats(allow_nan=False, allow_infinity=False),  # JSON has neither
     st.text(max_size=60),
     st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),

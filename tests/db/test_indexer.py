@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,10 +18,24 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.model_identity import ModelIdentity
 from indexer import budget
 from indexer.chunking import ChunkPolicy, chunk_id
-from indexer.embedders import HASH_384, HashEmbedder, Registry
+from indexer.embedders import Embedder, Registry
+from indexer.lexical import LexicalEmbedder
 from indexer.worker import IndexerConfig, index_once
 from tests.support.world import T0, World
 
+WORDS = ModelIdentity.parse("local:words-384@384")
+
+
+class Words(LexicalEmbedder):
+    """The lexical embedder without a fit (every feature weighs 1) under an identity of its
+    own: these tests watch the worker's mechanics, tests/test_lexical_fit.py the fit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.identity = WORDS
+
+
+WORDS_ONLY: dict[str, Callable[[], Embedder]] = {str(WORDS): Words}
 CONFIG = IndexerConfig(
     ChunkPolicy(window_tokens=40), repeat_min_sessions=5, batch_size=4, progress=False
 )
@@ -60,7 +74,7 @@ async def world_with(
     *,
     scope: str = "full",
     cap: float | None = 5.0,
-    model: str = str(HASH_384),
+    model: str = str(WORDS),
 ) -> tuple[uuid.UUID, list[uuid.UUID]]:
     world = World()
     account, _ = world.account(scope=scope, daily_cap_usd=cap, model=model)
@@ -91,7 +105,7 @@ async def usage(engine: AsyncEngine) -> list[Any]:
 
 async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> None:
     _account, _sessions = await world_with(engine)
-    report = await index_once(engine, Registry(), CONFIG)
+    report = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert report.sessions_chunked == 2 and report.chunks_embedded == report.chunks_written == 6
     chunks = await rows(
         engine,
@@ -99,10 +113,10 @@ async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> No
         "embedding_state, embedded_at, content_hash FROM session_chunks "
         "ORDER BY runtime_session_id, chunk_index",
     )
-    hasher = HashEmbedder()
+    hasher = Words()
     for c in chunks:
         assert c.id == chunk_id(c.runtime_session_id, c.chunk_index)
-        assert c.embedding_state == "embedded" and c.embedding_model == str(HASH_384)
+        assert c.embedding_state == "embedded" and c.embedding_model == str(WORDS)
         assert c.embedded_at is not None and c.content_hash is not None
         assert "helpful agent" not in c.content  # the system prompt is not chunked
         stored = np.array([float(x) for x in c.embedding.strip("[]").split(",")], dtype=np.float32)
@@ -110,9 +124,9 @@ async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> No
     spend = await usage(engine)
     assert len(spend) == report.batches == 2  # batches of 4: 4 + 2
     assert sum(u.units for u in spend) == sum(len(c.content.split()) for c in chunks)
-    assert {(u.provider, u.model) for u in spend} == {("local", "hash-384")}
+    assert {(u.provider, u.model) for u in spend} == {("local", "words-384")}
     assert await rows(
-        engine, "SELECT 1 FROM embedding_models WHERE model_identity = :m", m=str(HASH_384)
+        engine, "SELECT 1 FROM embedding_models WHERE model_identity = :m", m=str(WORDS)
     )
 
 
@@ -120,8 +134,8 @@ async def test_a_second_pass_changes_nothing_and_new_activity_is_picked_up(
     engine: AsyncEngine,
 ) -> None:
     _, sessions = await world_with(engine, sessions=1)
-    await index_once(engine, Registry(), CONFIG)
-    again = await index_once(engine, Registry(), CONFIG)
+    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
+    again = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert (again.sessions_chunked, again.chunks_written, again.chunks_embedded) == (0, 0, 0)
     world = World()
     world.lines.append(
@@ -138,19 +152,19 @@ async def test_a_second_pass_changes_nothing_and_new_activity_is_picked_up(
         }
     )
     await world.write(engine)
-    later = await index_once(engine, Registry(), CONFIG)
+    later = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert later.sessions_chunked == 1 and later.chunks_written >= 1
     assert await states(engine) == {"embedded": later.chunks_embedded + 3}
 
 
 async def test_imported_chunks_are_left_alone(engine: AsyncEngine) -> None:
     world = World()
-    account, _ = world.account()
+    account, _ = world.account(model=str(WORDS))
     sid = world.session(account)
     imported = world.chunk(sid, [1.0] + [0.0] * 383, content="brought my own vector")
     add_activity(world, sid, talk("own"))
     await world.write(engine)
-    await index_once(engine, Registry(), CONFIG)
+    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     kept = await rows(
         engine, "SELECT content FROM session_chunks WHERE id = :id", id=uuid.UUID(imported)
     )
@@ -159,7 +173,7 @@ async def test_imported_chunks_are_left_alone(engine: AsyncEngine) -> None:
 
 async def test_summaries_only_scope_embeds_only_summaries(engine: AsyncEngine) -> None:
     world = World()
-    account, _ = world.account(scope="summaries_only")
+    account, _ = world.account(scope="summaries_only", model=str(WORDS))
     sid = world.session(account)
     add_activity(world, sid, talk("chat", 2))
     world.lines.append(
@@ -176,7 +190,7 @@ async def test_summaries_only_scope_embeds_only_summaries(engine: AsyncEngine) -
         }
     )
     await world.write(engine)
-    await index_once(engine, Registry(), CONFIG)
+    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     found = await rows(
         engine, "SELECT source_kind, embedding_state FROM session_chunks ORDER BY source_kind"
     )
@@ -186,15 +200,15 @@ async def test_summaries_only_scope_embeds_only_summaries(engine: AsyncEngine) -
     }
 
 
-class PricedHash(HashEmbedder):
-    """The hash embedder at a price, so the cap has something to count."""
+class PricedHash(Words):
+    """The words embedder at a price, so the cap has something to count."""
 
     usd_per_1k_tokens = 10.0  # 40 tokens cost $0.40
 
 
 async def test_the_daily_cap_stops_embedding_and_resumes_the_next_day(engine: AsyncEngine) -> None:
     account, _ = await world_with(engine, sessions=2, cap=1.0)  # 6 chunks of 40 tokens
-    registry = Registry({str(HASH_384): PricedHash})
+    registry = Registry({str(WORDS): PricedHash})
     now = datetime.now(UTC)
     first = await index_once(engine, registry, CONFIG, now=now)
     assert first.chunks_embedded == 2  # $0.80 spent; a third chunk would pass $1.00
@@ -224,13 +238,13 @@ async def test_only_clear_chunks_are_embedded_and_a_chunk_leaving_clear_loses_it
     engine: AsyncEngine,
 ) -> None:
     await world_with(engine, sessions=1)
-    first = await index_once(engine, Registry(), CONFIG)
+    first = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert first.chunks_embedded == 3
     async with engine.begin() as conn:
         await conn.execute(
             sa.text("UPDATE session_chunks SET redaction_state = 'withheld' WHERE chunk_index = 0")
         )
-    second = await index_once(engine, Registry(), CONFIG)
+    second = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert second.vectors_stripped == 1 and second.chunks_embedded == 0
     (withheld,) = await rows(
         engine,
@@ -242,7 +256,7 @@ async def test_only_clear_chunks_are_embedded_and_a_chunk_leaving_clear_loses_it
 
 async def test_content_repeated_across_many_sessions_is_skipped(engine: AsyncEngine) -> None:
     world = World()
-    account, _ = world.account()
+    account, _ = world.account(model=str(WORDS))
     for n in range(3):
         sid = world.session(account, day=n)
         add_activity(world, sid, [("user", "Thank you so much for your help! ###STOP###")])
@@ -250,7 +264,7 @@ async def test_content_repeated_across_many_sessions_is_skipped(engine: AsyncEng
     add_activity(world, unique, [("user", "my bag never arrived in Boston")])
     await world.write(engine)
     config = IndexerConfig(CONFIG.policy, repeat_min_sessions=3, batch_size=4, progress=False)
-    report = await index_once(engine, Registry(), config)
+    report = await index_once(engine, Registry(WORDS_ONLY), config)
     assert report.chunks_skipped == 3 and report.chunks_embedded == 1
     assert await states(engine) == {"skipped": 3, "embedded": 1}
 
@@ -259,14 +273,14 @@ async def test_an_account_without_an_embedder_is_marked_and_left_pending(
     engine: AsyncEngine,
 ) -> None:
     account, _ = await world_with(engine, sessions=1, model="remote:unknown-model@8")
-    report = await index_once(engine, Registry(), CONFIG)
+    report = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert report.degraded == {account: budget.EMBEDDER_UNAVAILABLE}
     assert await states(engine) == {}  # nothing chunked: windows are sized for the embedder
     (setting,) = await rows(engine, "SELECT degraded_reason FROM embedding_settings")
     assert setting.degraded_reason == "embedder_unavailable"
 
 
-class FailsOnSecondBatch(HashEmbedder):
+class FailsOnSecondBatch(Words):
     calls = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -280,7 +294,7 @@ async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(
     engine: AsyncEngine,
 ) -> None:
     await world_with(engine, sessions=2)  # 6 chunks: a batch of 4 is written, the next fails
-    registry = Registry({str(HASH_384): FailsOnSecondBatch})
+    registry = Registry({str(WORDS): FailsOnSecondBatch})
     with pytest.raises(RuntimeError, match="went away"):
         await index_once(engine, registry, CONFIG)
     assert await states(engine) == {"embedded": 4, "pending": 2}
@@ -296,7 +310,7 @@ async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(
     assert retry.chunks_embedded == 2 and await states(engine) == {"embedded": 6}
 
 
-class Blocks(HashEmbedder):
+class Blocks(Words):
     """Blocks inside embed until released, so a test can cancel the worker mid-batch."""
 
     entered = threading.Event()
@@ -312,7 +326,7 @@ async def test_cancelling_the_worker_mid_batch_leaves_nothing_half_written(
     engine: AsyncEngine,
 ) -> None:
     await world_with(engine, sessions=1)
-    task = asyncio.create_task(index_once(engine, Registry({str(HASH_384): Blocks}), CONFIG))
+    task = asyncio.create_task(index_once(engine, Registry({str(WORDS): Blocks}), CONFIG))
     await asyncio.to_thread(Blocks.entered.wait, 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -320,12 +334,12 @@ async def test_cancelling_the_worker_mid_batch_leaves_nothing_half_written(
     Blocks.release.set()
     assert await states(engine) == {"pending": 3}
     assert await usage(engine) == []
-    finish = await index_once(engine, Registry(), CONFIG)
+    finish = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
     assert finish.chunks_embedded == 3
 
 
-def meeting_embedder(barrier: threading.Barrier, seen: list[str]) -> type[HashEmbedder]:
-    class Meets(HashEmbedder):
+def meeting_embedder(barrier: threading.Barrier, seen: list[str]) -> type[Words]:
+    class Meets(Words):
         """Each worker's first batch waits for the other's: both hold their locks at once."""
 
         met = False
@@ -343,8 +357,8 @@ def meeting_embedder(barrier: threading.Barrier, seen: list[str]) -> type[HashEm
 async def test_two_workers_at_once_embed_every_chunk_exactly_once(engine: AsyncEngine) -> None:
     await world_with(engine, sessions=4)  # 12 chunks, batches of 4
     barrier, seen_a, seen_b = threading.Barrier(2), [], []
-    a = Registry({str(HASH_384): meeting_embedder(barrier, seen_a)})
-    b = Registry({str(HASH_384): meeting_embedder(barrier, seen_b)})
+    a = Registry({str(WORDS): meeting_embedder(barrier, seen_a)})
+    b = Registry({str(WORDS): meeting_embedder(barrier, seen_b)})
     first, second = await asyncio.gather(
         index_once(engine, a, CONFIG), index_once(engine, b, CONFIG)
     )
@@ -362,7 +376,7 @@ def test_budget_arithmetic() -> None:
     assert budget.affordable([0.4, 0.4], None) == 2
     assert budget.affordable([0.4], 0.0) == 0
     assert budget.affordable([0.0, 0.0], 0.0) == 2
-    assert ModelIdentity.parse(str(HASH_384)) == HASH_384
+    assert ModelIdentity.parse(str(WORDS)) == WORDS
 
 
 async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
@@ -370,12 +384,12 @@ async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
 ) -> None:
     account, _ = await world_with(engine, sessions=3)  # 3 sessions of 3 chunks each
     small = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=100)
-    await index_once(engine, Registry(), small)
+    await index_once(engine, Registry(WORDS_ONLY), small)
     assert not await rows(engine, "SELECT 1 FROM account_model_indexes")
     grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
-    await index_once(engine, Registry(), grown)
+    await index_once(engine, Registry(WORDS_ONLY), grown)
     [index] = await rows(
         engine, "SELECT account_id, model_identity, index_name FROM account_model_indexes"
     )
-    assert (index.account_id, index.model_identity) == (account, str(HASH_384))
+    assert (index.account_id, index.model_identity) == (account, str(WORDS))
     assert await rows(engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=index.index_name)

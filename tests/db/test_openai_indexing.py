@@ -15,10 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from config.settings import Settings
 from data import indexing as sql
 from indexer import budget
-from indexer.embedders import HashEmbedder, Registry
+from indexer.embedders import Registry
 from indexer.providers import providers_for
 from indexer.worker import IndexerConfig, index_once
 from tests.db.test_indexer import CONFIG, rows, states, usage, world_with
+from tests.support.embedders import WordsEmbedder
 from tests.support.fake_openai import (
     HANG,
     FakeOpenAI,
@@ -69,7 +70,7 @@ async def test_vectors_and_spend_come_from_the_endpoint(
     for c in chunks:
         stored = np.array([float(x) for x in c.embedding.strip("[]").split(",")])
         assert c.embedding_model == MODEL
-        assert np.allclose(stored, HashEmbedder(256).embed([c.content])[0], atol=1e-6)
+        assert np.allclose(stored, WordsEmbedder(256).embed([c.content])[0], atol=1e-6)
     spend = await usage(engine)
     assert {(u.provider, u.model) for u in spend} == {("openai", "text-embedding-3-small")}
     assert sum(u.units for u in spend) == billed(fake)  # the answer's usage, not a count here
@@ -202,7 +203,7 @@ async def test_a_refused_key_marks_the_account_and_counts_no_attempt(
 
 async def test_spend_of_a_day_is_summed_at_full_precision(engine: AsyncEngine) -> None:
     account, _ = await world_with(engine, sessions=1, model=MODEL)
-    identity = HashEmbedder().identity
+    identity = WordsEmbedder().identity
     async with engine.begin() as conn:
         for _ in range(3):
             await sql.record_usage(conn, account, identity, 40, 40 * 0.02 / 10**6)

@@ -13,19 +13,23 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from config.settings import Settings
 from data.account_indexes import ensure_account_index
-from data.model_identity import ModelIdentity
-from indexer.embedders import HashEmbedder, Registry
+from indexer import lexical
+from indexer.embedders import Registry
+from indexer.lexical import LexicalEmbedder
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.context import Context, Services
+from resolvers.cursors import Cursors
 from resolvers.search import search_sessions
 from resolvers.tuning import Tuning
 from tests.support.similar_helpers import bearer, graphql
-from tests.support.world import MODEL, World
+from tests.support.world import World
 
-IDENTITY = ModelIdentity.parse(MODEL)
-EMBED = HashEmbedder()
+IDENTITY = lexical.UNFITTED  # every feature weighs 1: vectors without a fit
+MODEL = str(IDENTITY)
+EMBED = LexicalEmbedder()
 TOPICS = {
     "migration": "the database migration failed: lock timeout on table orders, retried",
     "deploy": "the kubernetes deploy rolled back after the readiness probe kept failing",
@@ -35,7 +39,7 @@ QUESTION = "migration failed with a lock timeout on orders"
 EXACT_TEXT_SCAN = """
 SELECT c.id, c.runtime_session_id, 1 - ((c.embedding::vector(384)) <=> CAST(:v AS vector(384)))
 FROM session_chunks c
-WHERE c.account_id = :account AND c.embedding_model = 'local:hash-384@384'
+WHERE c.account_id = :account AND c.embedding_model = :model
   AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
   AND 1 - ((c.embedding::vector(384)) <=> CAST(:v AS vector(384))) >= 0.35
 ORDER BY (c.embedding::vector(384)) <=> CAST(:v AS vector(384)), c.id
@@ -51,16 +55,16 @@ async def topic_sessions(engine: AsyncEngine, **account: Any) -> tuple[str, str,
     """An account with sessions on three topics (two on the migration), and another account
     whose session is the closest of all to the question."""
     world = World()
-    account_id, key = world.account(**account)
+    account_id, key = world.account(model=MODEL, **account)
     sessions = {}
     for name, text in [*TOPICS.items(), ("migration again", TOPICS["migration"] + " twice")]:
         sid = sessions[name] = world.session(account_id, name)
         for i in range(3):
             passage = f"{text} (step {i})"
-            world.chunk(sid, vector(passage), index=i, content=passage)
-    other, _ = world.account("another")
+            world.chunk(sid, vector(passage), index=i, content=passage, model=MODEL)
+    other, _ = world.account("another", model=MODEL)
     foreign = world.session(other, "foreign")
-    world.chunk(foreign, vector(QUESTION), content=QUESTION)
+    world.chunk(foreign, vector(QUESTION), content=QUESTION, model=MODEL)
     await world.write(engine)
     return account_id, key, sessions
 
@@ -72,7 +76,8 @@ async def searched(
 
     principal = Principal(uuid.UUID(account), "acme", frozenset(), frozenset())
     registry = args.pop("registry", Registry())
-    context = Context(Services(engine, tuning or Tuning(), embedders=registry), principal)
+    services = Services(engine, tuning or Tuning(), embedders=registry)
+    context = Context(services, principal, Cursors(b"k" * 32))
     return await search_sessions(context, text, SimilarArgs(**args))
 
 
@@ -93,7 +98,8 @@ async def test_the_search_finds_the_sessions_of_the_described_failure_exactly(
     )
     async with engine.connect() as conn:
         rows = await conn.execute(
-            sa.text(EXACT_TEXT_SCAN), {"v": str(vector(QUESTION)), "account": account}
+            sa.text(EXACT_TEXT_SCAN),
+            {"v": str(vector(QUESTION)), "account": account, "model": MODEL},
         )
         hits = [ranking.Hit(0, r[0], r[1], float(r[2])) for r in rows]
     exact = [(n.session_id, round(n.score, 9)) for n in ranking.rank_neighbours(hits, 2)]
@@ -117,7 +123,7 @@ async def test_what_keeps_a_text_from_being_embedded_is_named(engine: AsyncEngin
     assert stopwords.degraded.reasons == ("search_text_not_embedded",)
 
 
-class PricedHash(HashEmbedder):
+class PricedWords(LexicalEmbedder):
     usd_per_1k_tokens = 10.0  # a search text of 8 words costs $0.08
 
 
@@ -134,7 +140,7 @@ async def test_a_priced_model_records_the_search_spend_and_stops_at_the_cap(
     engine: AsyncEngine,
 ) -> None:
     account, _, _ = await topic_sessions(engine, daily_cap_usd=0.1)
-    registry = Registry({MODEL: PricedHash})
+    registry = Registry({MODEL: PricedWords})
     first = await searched(engine, account, QUESTION, registry=registry)
     assert first.results and await spend(engine, account) == pytest.approx(0.08)
     capped = await searched(engine, account, QUESTION, registry=registry)
@@ -196,3 +202,30 @@ async def test_text_postgresql_cannot_hold_is_refused_by_name(
         )
         [error] = response.json()["errors"]
         assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": argument}
+
+
+async def test_an_account_indexed_with_its_fit_is_searched_with_that_fit(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """The text is embedded by the account's fitted lexical model, read from its stored fit."""
+    from indexer.commands import config_from
+    from indexer.worker import index_once
+
+    world = World()
+    account, key = world.account(model=MODEL)
+    sessions = {}
+    for name, text in [*TOPICS.items(), ("migration again", TOPICS["migration"] + " twice")]:
+        sid = sessions[name] = world.session(account, name)
+        for ordinal in range(2):
+            world.activity(sid, ordinal, f"{text} (step {ordinal})")
+    await world.write(engine)
+    await index_once(engine, Registry(), config_from(Settings.from_env({}), progress=False))
+    rest = await client.get(
+        "/api/v1/runtime-sessions/search", params={"q": QUESTION}, headers=bearer(key)
+    )
+    body = rest.json()
+    assert body["model_identity"].startswith("local:lexical-384.")  # the fit's identity
+    assert {r["runtime_session_id"] for r in body["results"][:2]} == {
+        sessions["migration"],
+        sessions["migration again"],
+    }

@@ -95,3 +95,55 @@ async def test_viewer_names_the_account_and_its_features(
         "features": ["similarSessions"],
         "scopes": ["view_runtime_sessions"],
     }
+
+
+async def test_runtime_sessions_is_a_relay_connection_with_nodes_as_a_shortcut(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    key, ids = await sessions_world(engine, 5)
+    query = (
+        "query($after: String) { runtimeSessions(first: 2, after: $after) {"
+        " edges { cursor node { id } } nodes { id }"
+        " pageInfo { hasNextPage hasPreviousPage startCursor endCursor }"
+        " endCursor hasNextPage } }"
+    )
+    seen, after, pages = [], None, 0
+    while True:
+        page = (await graphql(client, key, query, after=after))["data"]["runtimeSessions"]
+        info, edges = page["pageInfo"], page["edges"]
+        assert [e["node"] for e in edges] == page["nodes"]
+        assert (
+            info["startCursor"] == edges[0]["cursor"] and info["endCursor"] == edges[-1]["cursor"]
+        )
+        assert (page["endCursor"], page["hasNextPage"]) == (info["endCursor"], info["hasNextPage"])
+        assert info["hasPreviousPage"] == (after is not None)
+        seen += [e["node"]["id"] for e in edges]
+        pages += 1
+        if not info["hasNextPage"]:
+            break
+        after = info["endCursor"]
+    assert seen == list(reversed(ids)) and pages == 3
+    # Any edge's cursor pages after that edge.
+    first = (await graphql(client, key, query))["data"]["runtimeSessions"]["edges"]
+    after_first = await graphql(client, key, query, after=first[0]["cursor"])
+    assert after_first["data"]["runtimeSessions"]["nodes"][0]["id"] == first[1]["node"]["id"]
+
+
+async def test_the_old_page_fields_are_marked_deprecated(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    key, _ = await sessions_world(engine, 1)
+    body = await graphql(
+        client,
+        key,
+        '{ __type(name: "RuntimeSessionConnection") {'
+        " fields(includeDeprecated: true) { name isDeprecated } } }",
+    )
+    fields = {f["name"]: f["isDeprecated"] for f in body["data"]["__type"]["fields"]}
+    assert fields == {
+        "edges": False,
+        "nodes": False,
+        "pageInfo": False,
+        "endCursor": True,
+        "hasNextPage": True,
+    }

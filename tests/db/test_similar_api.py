@@ -17,6 +17,7 @@ SIMILAR_FIELDS = """
 runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDays limit
 maxMatchesPerSession elapsedMs endCursor hasNextPage
 degraded { semantic reasons detail }
+bands { close related }
 results {
   runtimeSessionId sessionSourceType sessionSourceId sessionReference title startedAt
   lastActivityAt score similarity band matchedChunkCount consoleLink
@@ -41,6 +42,8 @@ def as_rest(graphql_value: Any) -> Any:
             out[snake] = as_rest(value)
         if "band" in out:
             out["band"] = out["band"].lower()
+        if "reasons" in out:  # the DegradedReason enum's names: REST answers its values
+            out["reasons"] = [reason.lower() for reason in out["reasons"]]
         return out
     if isinstance(graphql_value, list):
         return [as_rest(v) for v in graphql_value]
@@ -109,6 +112,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "limit",
         "max_matches_per_session",
         "degraded",
+        "bands",
         "elapsed_ms",
         "results",
         "next_cursor",
@@ -272,3 +276,22 @@ async def test_keys_are_required_and_scoped(client: httpx.AsyncClient, engine: A
     assert forbidden.status_code == 403
     assert "view_runtime_sessions" in forbidden.json()["detail"]
     assert (await client.post("/graphql", json={"query": "{ viewer { name } }"})).status_code == 401
+
+
+async def test_reasons_are_a_graphql_enum_and_snake_case_codes_in_rest(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    _, key, ids = await topic_world(engine, sessions=3)
+    body = await graphql(
+        client,
+        key,
+        "query($id: UUID!) { runtimeSession(id: $id) {"
+        " similarSessions(windowDays: 30) { degraded { reasons } } } }",
+        id=ids[0],
+    )
+    reasons = body["data"]["runtimeSession"]["similarSessions"]["degraded"]["reasons"]
+    assert reasons[0] == "SIMILAR_WINDOW_APPLIED"
+    rest = await client.get(
+        f"/api/v1/runtime-sessions/{ids[0]}/similar?window_days=30", headers=bearer(key)
+    )
+    assert rest.json()["degraded"]["reasons"] == [r.lower() for r in reasons]

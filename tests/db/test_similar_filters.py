@@ -134,7 +134,7 @@ async def test_rest_and_graphql_take_the_filters(
     )
     similar = body["data"]["runtimeSession"]["similarSessions"]
     assert [r["runtimeSessionId"] for r in similar["results"]] == [failed["agent"]]
-    assert similar["degraded"]["reasons"][-1] == "similar_filter_applied"
+    assert similar["degraded"]["reasons"][-1] == "SIMILAR_FILTER_APPLIED"
     bad = await client.get(
         f"/api/v1/runtime-sessions/{viewed}/similar",
         params={"status": "x" * 300},

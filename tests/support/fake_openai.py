@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from indexer.embedders import HashEmbedder
+from tests.support.embedders import WordsEmbedder
 
 HANG = "hang"
 
@@ -64,7 +64,7 @@ class FakeOpenAI:
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         texts = body["input"]
         width = int(body.get("dimensions") or self.native_width)
-        vectors = HashEmbedder(width).embed(texts)
+        vectors = WordsEmbedder(width).embed(texts)
         answer: dict[str, Any] = {
             "object": "list",
             "model": body["model"],

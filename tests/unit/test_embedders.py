@@ -9,30 +9,26 @@ import numpy as np
 import pytest
 
 from data.model_identity import ModelIdentity
-from indexer.embedders import (
-    HASH_384,
-    MINILM,
-    EmbedderUnavailable,
-    HashEmbedder,
-    Registry,
-    tokens_of,
-)
+from indexer.embedders import DEFAULT_MODEL, MINILM, EmbedderUnavailable, Registry, tokens_of
+from indexer.lexical import UNFITTED, Fit, LexicalEmbedder, features, is_lexical
 
 TEXTS = ["I want to cancel reservation H8Q05L", "book a flight from JFK to SEA on May 20", ""]
 
 
-def test_hash_embedder_gives_unit_vectors_of_its_dimensions() -> None:
-    vectors = HashEmbedder().embed(TEXTS)
+def test_lexical_embedder_gives_unit_vectors_of_its_dimensions() -> None:
+    vectors = LexicalEmbedder().embed(TEXTS)
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-6)
     assert not vectors[2].any()  # no feature, no direction
 
 
-def test_hash_embedder_is_deterministic_across_processes() -> None:
-    here = HashEmbedder().embed(TEXTS[:1])[0]
+def test_lexical_embedder_is_deterministic_across_processes() -> None:
+    fit = Fit.of_sessions([[TEXTS[0]], [TEXTS[0] + " again"], [TEXTS[1]]])
+    here = LexicalEmbedder(fit).embed(TEXTS[:1])[0]
     code = (
-        "from indexer.embedders import HashEmbedder;"
-        f"print(repr(HashEmbedder().embed([{TEXTS[0]!r}])[0].tolist()))"
+        "from indexer.lexical import Fit, LexicalEmbedder;"
+        f"fit = Fit.of_sessions([[{TEXTS[0]!r}], [{TEXTS[0] + ' again'!r}], [{TEXTS[1]!r}]]);"
+        f"print(fit.identity, repr(LexicalEmbedder(fit).embed([{TEXTS[0]!r}])[0].tolist()))"
     )
     other = subprocess.run(
         [sys.executable, "-c", code],
@@ -41,35 +37,55 @@ def test_hash_embedder_is_deterministic_across_processes() -> None:
         check=True,
         env={"PYTHONHASHSEED": "12345"},
     )
-    assert np.array_equal(here, np.array(eval(other.stdout), dtype=np.float32))
+    identity, vector = other.stdout.split(" ", 1)
+    assert identity == str(fit.identity) and here.any()
+    assert np.array_equal(here, np.array(eval(vector), dtype=np.float32))
 
 
-def test_hash_embedder_ranks_shared_words_and_pairs_higher() -> None:
-    a, b, c = HashEmbedder().embed(
-        [
-            "cancel reservation H8Q05L refund",
-            "please cancel reservation H8Q05L",
-            "baggage allowance gold member",
-        ]
-    )
+def test_shared_rare_words_weigh_more_than_common_ones() -> None:
+    sessions = [
+        ["cancel reservation H8Q05L refund"],
+        ["please cancel reservation H8Q05L"],
+        ["cancel the baggage claim"],
+        ["cancel a flight, reservation ZZ1"],
+    ]
+    embedder = LexicalEmbedder(Fit.of_sessions(sessions))
+    a, b, c = embedder.embed([s[0] for s in sessions[:3]])
     assert float(a @ b) > 0.5 > float(a @ c)
 
 
-def test_hash_embedder_ignores_json_keys_and_stopwords() -> None:
-    a, b = HashEmbedder().embed(['{"flight_number": "HAT057"}', "the HAT057"])
-    assert float(a @ b) == pytest.approx(1.0)
+def test_a_fit_weighs_only_features_of_two_sessions_or_more() -> None:
+    fit = Fit.of_sessions([["alpha beta"], ["alpha gamma"], ["alpha delta"]])
+    assert len(fit.keys) == 1  # "alpha": beta, gamma and delta match nothing
+    assert not LexicalEmbedder(fit).embed(["beta gamma"]).any()
+    assert Fit.from_bytes(fit.sessions, fit.to_bytes()).identity == fit.identity
+    assert is_lexical(fit.identity) and fit.identity != UNFITTED and fit.identity.dimensions == 384
+
+
+def test_every_script_gets_features() -> None:
+    assert set(features("数据库迁移失败")) >= {"数据", "迁移", "失败"}  # character pairs
+    assert set(features("データベースの移行")) >= {"デー", "移行"}
+    assert set(features("การย้ายฐานข้อมูลล้มเหลว")) >= {"กา", "ล้"}
+    assert set(features("Миграция не удалась")) == {"миграция", "не", "удалась"}
+    assert set(features("فشل ترحيل قاعدة البيانات")) == {"فشل", "ترحيل", "قاعدة", "البيانات"}
+    assert set(features("हिन्दी भाषा")) == {"हिन्दी", "भाषा"}  # vowel signs stay in words
+    assert set(features("deploy 👍🎉")) == {"deploy", "👍", "🎉"}
+    assert features("ok yes please") == {}  # stopwords only: no feature
+    assert set(features('{"flight_number": "HAT057"} the HAT057')) == {"hat057"}
 
 
 def test_registry_picks_by_identity_and_refuses_unknown_ones() -> None:
     registry = Registry()
-    embedder = registry.get(HASH_384)
-    assert embedder.identity == HASH_384 and registry.get(HASH_384) is embedder
+    embedder = registry.get(DEFAULT_MODEL)
+    assert embedder.identity == UNFITTED and registry.get(DEFAULT_MODEL) is embedder
+    fit = Fit.of_sessions([["one two"], ["one two"]])
+    assert registry.fitted(fit).identity == fit.identity and registry.get(fit.identity)
     with pytest.raises(EmbedderUnavailable, match="no embedder"):
         registry.get(ModelIdentity.parse("openai:text-embedding-3-small@1536"))
 
 
-def test_tokens_are_words_for_the_hash_embedder() -> None:
-    assert tokens_of(HashEmbedder(), "one two  three") == 3
+def test_tokens_are_words_for_the_lexical_embedder() -> None:
+    assert tokens_of(LexicalEmbedder(), "one two  three") == 3
 
 
 def test_minilm_embedder_is_deterministic_with_384_dimensions() -> None:

@@ -12,9 +12,10 @@ import pytest
 from config.settings import Settings
 from data.model_identity import ModelIdentity
 from indexer import billing
-from indexer.embedders import EmbedderUnavailable, HashEmbedder, Registry
+from indexer.embedders import EmbedderUnavailable, Registry
 from indexer.providers import EmbeddingFailed, providers_for
 from indexer.providers.openai_compatible import OpenAIEmbedder
+from tests.support.embedders import WordsEmbedder
 from tests.support.fake_openai import (
     HANG,
     FakeOpenAI,
@@ -52,7 +53,7 @@ def embedder(fake: FakeOpenAI, identity: ModelIdentity = SMALL, **env: str) -> O
 
 def test_vectors_come_from_the_endpoint_with_the_dimensions_parameter(fake: FakeOpenAI) -> None:
     result = billing.embed_metered(embedder(fake), TEXTS)
-    expected = HashEmbedder(256).embed(TEXTS)
+    expected = WordsEmbedder(256).embed(TEXTS)
     assert result.vectors.shape == (3, 256) and result.vectors.dtype == np.float32
     assert np.allclose(result.vectors, expected, atol=1e-6)
     assert result.tokens == sum(len(t.split()) for t in TEXTS)  # the answer's usage
@@ -78,7 +79,7 @@ def test_a_batch_is_split_by_the_endpoints_input_limits(fake: FakeOpenAI) -> Non
     by_count = embedder(fake, max_inputs="3")
     result = billing.embed_metered(by_count, texts)
     assert [len(s.body["input"]) for s in fake.seen] == [3, 3, 1]
-    assert np.allclose(result.vectors, HashEmbedder(256).embed(texts), atol=1e-6)
+    assert np.allclose(result.vectors, WordsEmbedder(256).embed(texts), atol=1e-6)
     assert result.tokens == 5 * 7
     fake.seen.clear()
     bound = by_count.token_bound(texts[0])  # bytes + 2

@@ -70,9 +70,10 @@ async function fetchPage(sessionId, filter, after) {
   return data.runtimeSession.similarSessions;
 }
 
+// GraphQL names the reasons by the DegradedReason enum: the REST codes, upper-cased.
 function emptySentence(reasons, filter) {
-  if (reasons.includes("similar_session_not_embedded")) return EMPTY.similar_session_not_embedded;
-  if (reasons.includes("similar_no_comparable_sessions")) {
+  if (reasons.includes("SIMILAR_SESSION_NOT_EMBEDDED")) return EMPTY.similar_session_not_embedded;
+  if (reasons.includes("SIMILAR_NO_COMPARABLE_SESSIONS")) {
     return filter
       ? `Nothing comparable: no other session with status “${filter}” is embedded with the same model.`
       : EMPTY.similar_no_comparable_sessions;

@@ -1,0 +1,77 @@
+"""Fits the lexical embedder to an account: on first use, and again once the account's
+sessions grew by the configured share since the last fit. A new fit is a new model
+identity: the account's setting names it and its chunks are embedded again."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data import fits
+from data import indexing as sql
+from indexer import lexical
+from indexer.embedders import Embedder, Registry
+from indexer.lexical import Fit, FitBuilder
+from indexer.templates import TemplateCounter
+
+log = structlog.get_logger(__name__)
+
+
+def due(fitted_sessions: int, sessions: int, growth_percent: int) -> bool:
+    """Whether an account fitted on `fitted_sessions` sessions needs a new fit now."""
+    return sessions * 100 >= fitted_sessions * (100 + growth_percent) and sessions > fitted_sessions
+
+
+async def ensure_fit(
+    engine: AsyncEngine,
+    registry: Registry,
+    work: sql.AccountWork,
+    growth_percent: int,
+    repeat: sql.RepeatRule,
+    template_min_sessions: int,
+) -> tuple[sql.AccountWork, Embedder]:
+    """The account's work under its current fit, fitting first when none is due or fresh."""
+    async with engine.connect() as conn:
+        stored = await fits.load_fit(conn, work.account_id)
+        sessions = await fits.sessions_with_clear_chunks(conn, work.account_id)
+    if stored is not None and not due(stored.sessions, sessions, growth_percent):
+        fit = Fit.from_bytes(stored.sessions, stored.weights)
+        if fit.identity != work.identity:  # the setting was re-imported, or names an old fit
+            async with engine.begin() as conn:
+                await fits.use_model(
+                    conn, work.account_id, fit.identity, _family(), retry_skipped=False
+                )
+                await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
+        return replace(work, identity=fit.identity), registry.fitted(fit)
+    counter = TemplateCounter()
+    async with engine.connect() as conn:
+        async for texts in fits.clear_passages(conn, work.account_id):
+            counter.add_session(texts)
+        builder = FitBuilder(counter.common(template_min_sessions, repeat.min_share_percent))
+        async for texts in fits.clear_passages(conn, work.account_id):
+            builder.add_session(texts)
+    fit = builder.build()
+    async with engine.begin() as conn:
+        await fits.save_fit(conn, work.account_id, fit.identity, fit.sessions, fit.to_bytes())
+        waiting = await fits.use_model(
+            conn, work.account_id, fit.identity, _family(), retry_skipped=True
+        )
+        await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
+        if stored is not None and stored.identity != str(fit.identity):
+            await fits.drop_unused_model(conn, stored.identity)
+    log.info(
+        "lexical_fit",
+        account_id=str(work.account_id),
+        identity=str(fit.identity),
+        sessions=fit.sessions,
+        features=len(fit.keys),
+        template_shingles=len(fit.common),
+        chunks_to_embed=waiting,
+    )
+    return replace(work, identity=fit.identity), registry.fitted(fit)
+
+
+def _family() -> str:
+    return f"{lexical.UNFITTED.provider}:{lexical.FAMILY}"

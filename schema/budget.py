@@ -1,0 +1,139 @@
+"""The comparison budget of a GraphQL request, decided from the query before any comparison
+runs: each comparing field (`similarSessions`, its `timeline`, `searchSessions`) costs the
+most times it can run (1 under `runtimeSession`, `first` under `runtimeSessions`, times
+`limit` under a comparison's or a search's results), and fields are granted in the order the
+query names them while the budget lasts. A field that does not fit is refused whole; the
+fields granted keep their data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import strawberry
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLField,
+    GraphQLObjectType,
+    GraphQLResolveInfo,
+    InlineFragmentNode,
+    IntValueNode,
+    SelectionSetNode,
+    VariableNode,
+    get_named_type,
+)
+
+from resolvers.context import Context
+
+Path = tuple[str, ...]  # response keys from the root, list indices left out
+BUDGETED = {
+    ("RuntimeSession", "similarSessions"),
+    ("SimilarSessions", "timeline"),
+    ("Query", "searchSessions"),
+}
+# Fields whose lists hold at most as many items as one of their arguments says: the lists
+# (BOUNDED_LISTS) right under them run once per item. Every list field that can lead to a
+# session is one of these lists (tests/unit/test_budget.py).
+FAN_OUT = {
+    ("Query", "runtimeSessions"): "first",
+    ("RuntimeSession", "similarSessions"): "limit",
+    ("Query", "searchSessions"): "limit",
+}
+BOUNDED_LISTS = {
+    ("RuntimeSessionConnection", "nodes"),
+    ("RuntimeSessionConnection", "edges"),
+    ("SimilarSessions", "results"),
+    ("SessionSearch", "results"),
+}
+
+
+def admit(info: strawberry.Info[Context, None]) -> None:
+    """Raise LimitExceeded unless this comparing field was granted by the request's plan."""
+    raw: GraphQLResolveInfo[Context] = info._raw_info  # the operation's fragments and schema types
+    path = tuple(key for key in info.path.as_list() if isinstance(key, str))
+    info.context.budget.admit(path, lambda limit: granted(raw, limit))
+
+
+def granted(raw: GraphQLResolveInfo[Context], limit: int) -> frozenset[Path]:
+    """The paths of the comparing fields the request may run, within `limit`."""
+    # graphql-core passes its VariableValues, strawberry's executor the coerced dict itself.
+    values: Any = raw.variable_values
+    variables: dict[str, Any] = getattr(values, "coerced", values)
+    grants: set[Path] = set()
+    spent = 0
+
+    def walk(
+        parent: GraphQLObjectType,
+        selections: list[SelectionSetNode],
+        path: Path,
+        n: int,
+        per_item: int,
+    ) -> None:
+        """Fields under `parent`, which runs `n` times; its bounded lists hold `per_item`."""
+        nonlocal spent
+        for key, nodes in _fields(selections, raw.fragments).items():
+            definition = parent.fields.get(nodes[0].name.value)
+            if definition is None:  # __typename, or a field of a fragment on another type
+                continue
+            here, site = (*path, key), (parent.name, nodes[0].name.value)
+            runs = n * per_item if site in BOUNDED_LISTS else n
+            if site in BUDGETED:
+                if spent + runs > limit:
+                    continue  # refused: nothing under it runs either
+                spent += runs
+                grants.add(here)
+            items = 1
+            if site in FAN_OUT:
+                items = _int_argument(definition, nodes[0], FAN_OUT[site], variables)
+            child = get_named_type(definition.type)
+            subsets = [node.selection_set for node in nodes if node.selection_set]
+            if isinstance(child, GraphQLObjectType) and subsets:
+                walk(child, subsets, here, runs, items)
+
+    root = raw.schema.query_type
+    assert root is not None
+    walk(root, [raw.operation.selection_set], (), 1, 1)
+    return frozenset(grants)
+
+
+def _fields(
+    selection_sets: Iterable[SelectionSetNode], fragments: dict[str, FragmentDefinitionNode]
+) -> dict[str, list[FieldNode]]:
+    """The field nodes of selection sets by response key, in the order the query names them,
+    through fragments (whatever their type condition: an upper bound)."""
+    found: dict[str, list[FieldNode]] = {}
+
+    def visit(selection_set: SelectionSetNode) -> None:
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                key = (selection.alias or selection.name).value
+                found.setdefault(key, []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                visit(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                fragment = fragments.get(selection.name.value)
+                if fragment is not None:
+                    visit(fragment.selection_set)
+
+    for selection_set in selection_sets:
+        visit(selection_set)
+    return found
+
+
+def _int_argument(
+    definition: GraphQLField, node: FieldNode, name: str, variables: dict[str, Any]
+) -> int:
+    """An Int argument's value as the resolver will see it: literal, variable or default.
+    (The request's arguments are validated before execution; out-of-bounds values are
+    refused by the resolver itself, so only their size matters here.)"""
+    value: Any = definition.args[name].default_value
+    for argument in node.arguments or ():
+        if argument.name.value != name:
+            continue
+        if isinstance(argument.value, IntValueNode):
+            value = int(argument.value.value)
+        elif isinstance(argument.value, VariableNode):
+            value = variables.get(argument.value.name.value, value)
+    return max(value, 0) if isinstance(value, int) else 0

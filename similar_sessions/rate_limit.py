@@ -1,0 +1,42 @@
+"""Per-key rate limits, in process: a key past its rate is answered 429 with Retry-After.
+
+Counted per API key (by its SHA-256) in this process's memory, with `limits`' moving
+window: N processes (serve --workers N) let a key make N times the configured rate."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from limits import RateLimitItem, parse_many
+from limits.aio.storage import MemoryStorage
+from limits.aio.strategies import MovingWindowRateLimiter
+
+
+class RateLimits:
+    """The configured rates, each counted per key; no rates, no limit."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.items: list[RateLimitItem] = parse_many(spec) if spec else []
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+
+    async def admit(self, key: str) -> tuple[RateLimitItem, int] | None:
+        """Count one request of `key`; None when every rate allows it, else the rate it
+        would pass and the seconds until it would not (the request is not counted)."""
+        for item in self.items:
+            if not await self.limiter.test(item, key):
+                stats = await self.limiter.get_window_stats(item, key)
+                return item, max(1, math.ceil(stats.reset_time - time.time()))
+        for item in self.items:
+            await self.limiter.hit(item, key)
+        return None
+
+
+def describe(item: RateLimitItem) -> str:
+    """A rate as the setting spells it: `20/second`, `600/minute`."""
+    unit = item.GRANULARITY.name
+    return (
+        f"{item.amount}/{unit}"
+        if item.multiples == 1
+        else f"{item.amount}/{item.multiples} {unit}s"
+    )
