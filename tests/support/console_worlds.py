@@ -10,14 +10,17 @@ from typing import Any
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from indexer.embedders import HashEmbedder
+from indexer import lexical
+from indexer.lexical import LexicalEmbedder
 from tests.support.world import World, blend, direction
 
-EMBED = HashEmbedder()
+# The described sessions' model: the lexical default without a fit (every feature weighs 1).
+MODEL = str(lexical.UNFITTED)
+EMBED = LexicalEmbedder()
 
 
 def embedded(text: str) -> list[float]:
-    """The vector the account's model (local:hash-384@384) gives `text`, as the indexer would."""
+    """The vector the account's model (MODEL) gives `text`, as the indexer would."""
     return [float(x) for x in EMBED.vector(text)]
 
 
@@ -121,20 +124,21 @@ async def described_world(
     """Sessions whose passages describe the same failure in words (embedded as the indexer
     would), one about something else, and another account with the closest passage of all."""
     world = World()
-    account, key = world.account(enabled=enabled, features=features)
+    account, key = world.account(enabled=enabled, features=features, model=MODEL)
     found, turns = [], {}
     for n in range(migrations):
         sid = world.session(account, f"{title} #{n}", day=n, status="failed")
         world.activity(sid, 0, "Starting the nightly job.", role="assistant")
         text = f"{passage} (attempt {n})"
         turn = world.activity(sid, 1, text, role="tool", kind="tool_result")
-        world.chunk(sid, embedded(text), source_id=turn, content=text)
+        world.chunk(sid, embedded(text), source_id=turn, content=text, model=MODEL)
         found.append(sid)
         turns[sid] = turn
     other = world.session(account, "Refund to a card", day=50)
-    world.chunk(other, embedded("a refund to the card for a cancelled flight"), content="refund")
-    elsewhere, _ = world.account("elsewhere")
+    refund = "a refund to the card for a cancelled flight"
+    world.chunk(other, embedded(refund), content="refund", model=MODEL)
+    elsewhere, _ = world.account("elsewhere", model=MODEL)
     theirs = world.session(elsewhere, "Their migration")
-    world.chunk(theirs, embedded(QUESTION), content=QUESTION)
+    world.chunk(theirs, embedded(QUESTION), content=QUESTION, model=MODEL)
     await world.write(engine)
     return Described(key, found, turns, other)
