@@ -169,7 +169,7 @@ async def test_a_count_that_ran_out_of_time_says_so_and_not_that_nothing_matched
             similar["timeline"].update(
                 sessions=0,
                 buckets=[],
-                degraded={"reasons": ["similar_comparison_timed_out"], "detail": TIMED_OUT},
+                degraded={"reasons": ["SIMILAR_COMPARISON_TIMED_OUT"], "detail": TIMED_OUT},
             )
         await route.fulfill(response=response, json=body)
 

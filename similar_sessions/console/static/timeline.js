@@ -11,7 +11,8 @@ const FITTING_BARS = 62; // the grouping shown first has at most this many bars,
 const BAR_REM = 2; // the widest a bar gets
 const SPACED_BARS = 62; // more bars than this touch each other
 const MIN_HEIGHT = 4; // percent: the smallest count stays visible
-const TROUBLE = ["similar_timeline_bounded", "similar_comparison_timed_out"];
+// DegradedReason names (GraphQL), not the REST codes.
+const TROUBLE = ["SIMILAR_TIMELINE_BOUNDED", "SIMILAR_COMPARISON_TIMED_OUT"];
 
 const dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
 const monthFormat = new Intl.DateTimeFormat(undefined, {
@@ -133,7 +134,7 @@ export function timelineView(timeline, { grouping = null, onGrouping } = {}) {
     h("h3", { id: "timeline-title", class: "timeline-title" }, "How often this happened"),
   );
   if (timeline.sessions === 0) {
-    if (!reasons.includes("similar_comparison_timed_out")) {
+    if (!reasons.includes("SIMILAR_COMPARISON_TIMED_OUT")) {
       section.append(h("p", { class: "empty" }, "No other session went like this one at “related” or closer."));
     }
     if (note) section.append(note);
