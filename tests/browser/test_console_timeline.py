@@ -4,6 +4,8 @@ bound is named when a probe reached it."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -180,3 +182,77 @@ async def test_a_count_that_ran_out_of_time_says_so_and_not_that_nothing_matched
     await expect(tab.page.locator(".timeline-note")).to_have_text(TIMED_OUT)
     await expect(tab.page.locator(".timeline .empty")).to_have_count(0)
     await expect(tab.page.locator(".timeline-bars")).to_have_count(0)
+
+
+SPEND_ONE = "similarSessions { limit }"
+
+
+def spending_the_budget(comparisons: int) -> Callable[[Route], Awaitable[None]]:
+    """A route that adds, before the session, a field costing `comparisons` of the request's 50
+    to the console's first request for neighbours: the server then refuses what no longer fits
+    (its own answer: the refused field null, with its error)."""
+    spent: list[str] = []
+    spender = f"spent: runtimeSessions(first: {comparisons}) {{ nodes {{ {SPEND_ONE} }} }}"
+
+    async def spend(route: Route) -> None:
+        body = json.loads(route.request.post_data or "{}")
+        query = str(body.get("query", ""))
+        if spent or "similarSessions(" not in query or "ConsoleMore" in query:
+            await route.continue_()
+            return
+        spent.append(query)
+        body["query"] = query.replace("runtimeSession(id:", f"{spender}\n  runtimeSession(id:", 1)
+        await route.continue_(post_data=json.dumps(body))
+
+    return spend
+
+
+@pytest.mark.parametrize("landing", ["with the page", "when the panel opens"])
+async def test_a_refused_count_leaves_the_neighbours_and_offers_a_retry(
+    engine: AsyncEngine, tab: Tab, landing: str
+) -> None:
+    w = await recurring_world(engine)
+    await tab.sign_in(w.key)
+    await tab.page.route("**/graphql", spending_the_budget(49))  # the neighbours fit, not the count
+    before = len(tab.graphql)
+    if landing == "with the page":
+        await tab.open(f"{CONSOLE}?sessionId={w.viewed}&similar=open")
+    else:
+        await tab.open(f"{CONSOLE}?sessionId={w.viewed}")
+        await open_panel(tab)
+    await expect(tab.page.locator(".neighbour")).to_have_count(5)
+    problem = tab.page.locator(".timeline [role=alert]")
+    await expect(problem.locator("p")).to_have_text(
+        "The timeline could not be counted. The request asked for more than the server allows "
+        "(similarSessions comparisons: at most 50 per request)."
+    )
+    await expect(tab.page.locator(".timeline-bars")).to_have_count(0)
+    await problem.get_by_role("button", name="Retry").click()
+    await expect(tab.page.locator(".timeline-bars")).to_be_visible()
+    await expect(tab.page.locator(".timeline [role=alert]")).to_have_count(0)
+    await expect(tab.page.locator(".neighbour")).to_have_count(5)
+    await expect(tab.page.locator(".neighbour-title").first).to_be_focused()
+    total, counts = await api_counts(tab, w.key, w.viewed, "WEEK")
+    assert total == w.related
+    assert await shown_bars(tab) == every_bucket(counts, "WEEK")
+    names = [tab.document(r).split("(")[0].split()[-1] for r in tab.graphql[before:]]
+    first = "ConsoleSessionWithSimilar" if landing == "with the page" else "ConsoleSession"
+    assert names[0] == first and names[-1] == "ConsoleSimilarSessions"
+    assert len(names) == (2 if landing == "with the page" else 3)
+
+
+async def test_refused_neighbours_leave_the_page_and_say_why(engine: AsyncEngine, tab: Tab) -> None:
+    w = await recurring_world(engine)
+    await tab.sign_in(w.key)
+    await tab.page.route("**/graphql", spending_the_budget(50))  # nothing more fits
+    await tab.open(f"{CONSOLE}?sessionId={w.viewed}&similar=open")
+    await expect(tab.page.get_by_role("heading", level=1)).to_have_text("The failure")
+    problem = tab.page.locator("#similar-body [role=alert]")
+    await expect(problem).to_contain_text(
+        "Similar sessions could not be loaded. The request asked for more than the server "
+        "allows (similarSessions comparisons: at most 50 per request)."
+    )
+    await expect(tab.page.locator(".timeline")).to_have_count(0)
+    await problem.get_by_role("button", name="Retry").click()
+    await expect(tab.page.locator(".neighbour")).to_have_count(5)
+    await expect(tab.page.locator(".timeline-bars")).to_be_visible()

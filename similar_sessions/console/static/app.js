@@ -27,7 +27,7 @@ import {
 import { ANCHOR, replayView } from "./replay.js";
 import { describedSearch } from "./search.js";
 import { renderSearch, renderSessionHeader, renderSessionList } from "./sessions.js";
-import { forgetSimilarSessions, similarPanel } from "./similar.js";
+import { forgetSimilarSessions, similarErrors, similarPanel } from "./similar.js";
 
 const FEATURE = "similarSessions";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -140,7 +140,7 @@ async function loadSession(key, sessionId) {
   const withSimilar = panelWanted() && (features === null || features.includes(FEATURE));
   const filter = neighbourStatus();
   const variables = { id: sessionId, first: REPLAY_PAGE };
-  let { data, errors } = withSimilar
+  const { data, errors } = withSimilar
     ? await graphqlPartial(
         SESSION_WITH_SIMILAR,
         {
@@ -152,24 +152,21 @@ async function loadSession(key, sessionId) {
         key,
       )
     : await graphqlPartial(SESSION, variables, key);
-  // Only the neighbours may fail alone. Their field is non-null, so their error nulls the
-  // session too: the page is then asked again without them, and the panel offers a Retry.
-  const similarFailed = errors.filter((e) => e.path?.includes("similarSessions"));
-  if (similarFailed.length && !data.runtimeSession) {
-    ({ data, errors } = await graphqlPartial(SESSION, variables, key));
-  }
-  const failed = errors.filter((e) => !e.path?.includes("similarSessions"));
-  if (failed.length || !data.viewer) throw new RequestFailed(refusal(failed));
+  // Only the neighbours, or their timeline alone, may fail: both fields are nullable, so an
+  // error nulls that part and the rest of the page comes; the panel offers a Retry.
+  const failed = similarErrors(errors);
+  if (failed.rest.length || !data.viewer) throw new RequestFailed(refusal(failed.rest));
   const session = data.runtimeSession;
   if (!session) return [data.viewer, notFound("No session with this id in your account.")];
   return sessionPage(data.viewer, session, {
     withSimilar,
     filter,
-    similarError: similarFailed.length ? refusal(similarFailed) : null,
+    similarError: failed.similar.length ? refusal(failed.similar) : null,
+    timelineError: failed.timeline.length ? refusal(failed.timeline) : null,
   });
 }
 
-function sessionPage(viewer, session, { withSimilar, filter, similarError }) {
+function sessionPage(viewer, session, { withSimilar, filter, similarError, timelineError }) {
   const replay = replayView(session.replayPage, {
     pageSize: REPLAY_PAGE,
     seekSize: REPLAY_SEEK_PAGE,
@@ -193,6 +190,7 @@ function sessionPage(viewer, session, { withSimilar, filter, similarError }) {
         open: withSimilar,
         answer: withSimilar ? session.similarSessions : null,
         error: similarError,
+        timelineError,
         filter,
         sessionStatus: session.status,
         onToggle: rememberPanel,

@@ -2,7 +2,7 @@
 // status, and each session is compared at most once per filter and page view (the first answer
 // may come with the page's own request). The timeline comes with the first page of neighbours.
 
-import { Unauthorized, graphql } from "./api.js";
+import { RequestFailed, Unauthorized, graphqlPartial, refusal } from "./api.js";
 import { statusFilter } from "./filter.js";
 import { h, plural } from "./dom.js";
 import { alwaysOpen, rememberNeighbourStatus } from "./memory.js";
@@ -13,7 +13,7 @@ import {
   SIMILAR_LIMIT,
   SIMILAR_SESSIONS,
 } from "./queries.js";
-import { timelineView } from "./timeline.js";
+import { timelineRefused, timelineView } from "./timeline.js";
 
 const EMPTY = {
   similar_session_not_embedded:
@@ -38,6 +38,7 @@ function stateOf(sessionId, filter) {
       status: "idle",
       answer: null,
       timeline: null,
+      timelineError: null,
       results: [],
       error: null,
       more: "idle",
@@ -56,6 +57,23 @@ function seenStatuses(sessionId) {
   return seen;
 }
 
+/**
+ * A request's errors by part: `similar` (the neighbours, refused: their field is null),
+ * `timeline` (its count alone, refused: the neighbours came) and `rest` (anything else).
+ */
+export function similarErrors(errors) {
+  const parts = { similar: [], timeline: [], rest: [] };
+  for (const e of errors) {
+    const path = e.path ?? [];
+    const at = path.indexOf("similarSessions");
+    if (at < 0) parts.rest.push(e);
+    else if (path.at(-1) === "timeline" && path.length === at + 2) parts.timeline.push(e);
+    else parts.similar.push(e);
+  }
+  return parts;
+}
+
+/** One page of neighbours (the first with its timeline): `{answer, timelineError}`. */
 async function fetchPage(sessionId, filter, after) {
   const variables = {
     id: sessionId,
@@ -63,11 +81,16 @@ async function fetchPage(sessionId, filter, after) {
     maxMatches: MATCHES_PER_SESSION,
     status: filter ? [filter] : null,
   };
-  const data = after === null
-    ? await graphql(SIMILAR_SESSIONS, variables)
-    : await graphql(MORE_SIMILAR_SESSIONS, { ...variables, after });
+  const { data, errors } = after === null
+    ? await graphqlPartial(SIMILAR_SESSIONS, variables)
+    : await graphqlPartial(MORE_SIMILAR_SESSIONS, { ...variables, after });
+  const failed = similarErrors(errors);
+  if (failed.rest.length || failed.similar.length) {
+    throw new RequestFailed(refusal([...failed.rest, ...failed.similar]));
+  }
   if (!data.runtimeSession) throw new Error("This session is no longer available.");
-  return data.runtimeSession.similarSessions;
+  const timelineError = failed.timeline.length ? refusal(failed.timeline) : null;
+  return { answer: data.runtimeSession.similarSessions, timelineError };
 }
 
 // GraphQL names the reasons by the DegradedReason enum: the REST codes, upper-cased.
@@ -109,12 +132,22 @@ function announcement(state, filter) {
 /**
  * The panel for one session. `answer` is the first page of neighbours (with its timeline) when
  * the page's own request brought it, for the status filter `filter` (null: any status), or
- * `error`, a sentence, when that part failed; `open` shows it at once; `onToggle(open)` hears
- * the operator open or close it. `sessionStatus` is offered as a filter beside the ones seen.
+ * `error`, a sentence, when that part failed; `timelineError`, a sentence, when the timeline
+ * alone was refused; `open` shows it at once; `onToggle(open)` hears the operator open or close
+ * it. `sessionStatus` is offered as a filter beside the ones seen.
  */
 export function similarPanel(
   sessionId,
-  { open = false, answer = null, error = null, filter = null, sessionStatus = null, onToggle, onUnauthorized },
+  {
+    open = false,
+    answer = null,
+    error = null,
+    timelineError = null,
+    filter = null,
+    sessionStatus = null,
+    onToggle,
+    onUnauthorized,
+  },
 ) {
   const results = h("div", { class: "panel-results" });
   const chooser = statusFilter({ onApply: apply });
@@ -138,7 +171,13 @@ export function similarPanel(
   const current = () => stateOf(sessionId, filter);
   const landed = current();
   if (landed.status === "idle" && answer) {
-    Object.assign(landed, { status: "ready", answer, timeline: answer.timeline, results: answer.results });
+    Object.assign(landed, {
+      status: "ready",
+      answer,
+      timeline: answer.timeline,
+      timelineError,
+      results: answer.results,
+    });
   } else if (landed.status === "idle" && error) {
     Object.assign(landed, { status: "error", error });
   }
@@ -151,9 +190,9 @@ export function similarPanel(
     else state.more = "loading";
     render();
     try {
-      const answer = await fetchPage(sessionId, state.filter, after);
+      const { answer, timelineError } = await fetchPage(sessionId, state.filter, after);
       state.answer = answer;
-      if (first) state.timeline = answer.timeline;
+      if (first) Object.assign(state, { timeline: answer.timeline, timelineError });
       state.results = first ? answer.results : [...state.results, ...answer.results];
       if (first) state.status = "ready";
       else state.more = "idle";
@@ -213,6 +252,10 @@ export function similarPanel(
     }
     if (state.timeline && (state.timeline.sessions > 0 || state.results.length > 0)) {
       parts.push(timelineView(state.timeline, { grouping, onGrouping: (g) => (grouping = g) }));
+    } else if (state.timelineError) {
+      // Retry asks the first page again: the neighbours and their timeline, in one request.
+      const sentence = `The timeline could not be counted. ${state.timelineError}`;
+      parts.push(timelineRefused(problem(sentence, () => load(state, null))));
     }
     if (state.results.length === 0) {
       parts.push(h("p", { class: "empty" }, emptySentence(answer.degraded.reasons, filter)));

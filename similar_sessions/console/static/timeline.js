@@ -118,6 +118,21 @@ function table(series, grouping) {
   );
 }
 
+function timelineSection(...children) {
+  return h(
+    "section",
+    { class: "timeline", "aria-labelledby": "timeline-title" },
+    h("h3", { id: "timeline-title", class: "timeline-title" }, "How often this happened"),
+    ...children,
+  );
+}
+
+/** The timeline's section when its count was refused (the field is null, with an error):
+ * `problem`, the sentence and its Retry, in place of the chart. */
+export function timelineRefused(problem) {
+  return timelineSection(problem);
+}
+
 /**
  * The timeline's section. `grouping` is the operator's choice (day, week or month; null: the
  * finest that fits), kept by the caller through `onGrouping` across the panel's re-renders.
@@ -128,11 +143,7 @@ export function timelineView(timeline, { grouping = null, onGrouping } = {}) {
   const note = trouble
     ? h("div", { class: "degraded timeline-note", role: "note" }, h("p", {}, timeline.degraded.detail))
     : null;
-  const section = h(
-    "section",
-    { class: "timeline", "aria-labelledby": "timeline-title" },
-    h("h3", { id: "timeline-title", class: "timeline-title" }, "How often this happened"),
-  );
+  const section = timelineSection();
   if (timeline.sessions === 0) {
     if (!reasons.includes("SIMILAR_COMPARISON_TIMED_OUT")) {
       section.append(h("p", { class: "empty" }, "No other session went like this one at “related” or closer."));
