@@ -42,7 +42,7 @@ from resolvers.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
 from resolvers.similar import Tuning, compare_sessions
 from similar_sessions.logs import configure_logging
 from similar_sessions.settings import Settings
-from similar_sessions.transfer import parse_lines, write
+from transfer.importing import import_lines
 
 K = 5
 MODELS = {"hash": ("local", "hash-384", 384), "minilm": ("local", "all-minilm-l6-v2", 384)}
@@ -130,7 +130,7 @@ async def load_and_index(
     await migrate(engine)
     lines = [json.dumps(r) for r in demo.records(demo.load_corpus(), model)]
     async with engine.begin() as conn:
-        await write(conn, parse_lines("tau-bench", lines))
+        await import_lines(conn, "tau-bench", lines)
     report = await index_once(
         engine,
         Registry(),

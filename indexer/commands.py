@@ -14,7 +14,7 @@ from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
 from indexer.worker import IndexerConfig, PassReport, index_once, watch
 from similar_sessions.settings import Settings
-from similar_sessions.transfer import parse_lines, write
+from transfer.importing import import_lines
 
 
 def config_from(settings: Settings, progress: bool | None = None) -> IndexerConfig:
@@ -80,11 +80,10 @@ async def load_demo(engine: AsyncEngine, config: IndexerConfig, registry: Regist
     import json
 
     lines = [json.dumps(r) for r in demo.records(demo.load_corpus())]
-    parsed = parse_lines(str(demo.CORPUS), lines)
     async with engine.begin() as conn:
-        await write(conn, parsed)
+        imported = await import_lines(conn, str(demo.CORPUS), lines)
     report = await index_once(engine, registry, config, account_ids=[demo.DEMO_ACCOUNT_ID])
-    return DemoLoaded(len(parsed.sessions), len(parsed.activity), report)
+    return DemoLoaded(imported.lines["session"], imported.lines["activity"], report)
 
 
 async def run_demo(engine: AsyncEngine, settings: Settings) -> int:

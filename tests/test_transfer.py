@@ -12,8 +12,10 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
-from similar_sessions.transfer import ImportRefused, export, import_file
 from tests.world import World, blend, direction
+from transfer.errors import ImportRefused
+from transfer.exporting import export
+from transfer.importing import import_file
 
 TABLES = (
     "accounts",
