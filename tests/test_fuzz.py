@@ -76,7 +76,7 @@ JSON_VALUES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(10**20), max_value=10**20),
-    st.floats(allow_nan=False),
+    st.floats(allow_nan=False, allow_infinity=False),  # JSON has no infinity
     st.text(max_size=60),
     st.lists(st.integers(), max_size=3),
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),

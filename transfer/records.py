@@ -3,6 +3,7 @@ and pgvector can hold (transfer/values.py)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 from uuid import UUID
 
@@ -10,6 +11,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -141,6 +143,7 @@ class ChunkRecord(_Record):
     embedding_model: str | None = None
     embedding: list[float] | None = None
     embedded_at: Time | None = None
+    _embedding_text: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _vector_fits_model(self) -> ChunkRecord:
@@ -168,6 +171,22 @@ class ChunkRecord(_Record):
         assert self.embedding_model is not None
         return parse_identity(self.embedding_model)
 
+    def keep_embedding_text(self, line: bytes) -> None:
+        """Keep the line's own text of the embedding array (pgvector reads JSON's numbers
+        as they are) when the line has exactly one: formatting floats costs more than the
+        rest of the line."""
+        if self.embedding is not None:
+            found = _EMBEDDING_TEXT.findall(line)
+            if len(found) == 1:
+                self._embedding_text = found[0].decode()
+
+    @property
+    def embedding_text(self) -> str | None:
+        """The embedding in pgvector's text form."""
+        if self.embedding is None:
+            return None
+        return self._embedding_text or "[" + ",".join(map(repr, self.embedding)) + "]"
+
     @staticmethod
     def stored_state(stated: str | None, embedding: list[float] | None) -> str:
         """The stored embedding_state: as stated, else embedded with a vector, else pending."""
@@ -175,6 +194,10 @@ class ChunkRecord(_Record):
             return stated
         return "embedded" if embedding is not None else "pending"
 
+
+# A key "embedding" can only be the chunk's own: a JSON string cannot hold an unescaped quote
+# and a chunk line has no nested objects; an array of numbers holds no "]".
+_EMBEDDING_TEXT = re.compile(rb'"embedding"\s*:\s*(\[[^\]]*\])')
 
 Record = Annotated[
     AccountRecord | SessionRecord | ActivityRecord | ChunkRecord, Field(discriminator="type")

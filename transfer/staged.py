@@ -9,51 +9,34 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import hash_key
 from data.load import content_hash, key_owners
-from data.staging import STAGE_COLUMN_NAMES, Conflict
+from data.staging import Conflict
 from transfer.records import AccountRecord, ActivityRecord, ChunkRecord, SessionRecord
 
 
 def stage_row(line: int, record: SessionRecord | ActivityRecord | ChunkRecord) -> tuple[Any, ...]:
     """The record as a row of the staging table, in STAGE_COLUMN_NAMES order."""
-    values: dict[str, Any] = {"line": line, "type": record.type, "id": record.id}
-    if isinstance(record, SessionRecord):
-        values.update(
-            account_id=record.account_id,
-            title=record.title,
-            source_type=record.source_type,
-            session_source_id=record.source_id,
-            reference=record.reference,
-            status=record.status,
-            started_at=record.started_at,
-            last_activity_at=record.last_activity_at,
+    r = record
+    if isinstance(r, ChunkRecord):
+        state = ChunkRecord.stored_state(r.embedding_state, r.embedding)
+        return (
+            *(line, "chunk", r.id, None, r.runtime_session_id),
+            *(None,) * 8,
+            *(r.occurred_at, r.role, None, r.content, None),
+            *(r.source_kind, r.source_id, r.chunk_index, content_hash(r.content)),
+            *(r.redaction_state, state, r.embedding_model, r.embedding_text, r.embedded_at),
         )
-    elif isinstance(record, ActivityRecord):
-        values.update(
-            runtime_session_id=record.runtime_session_id,
-            ordinal=record.ordinal,
-            occurred_at=record.occurred_at,
-            role=record.role,
-            kind=record.kind,
-            content=record.content,
-            api_usage_id=record.api_usage_id,
+    if isinstance(r, ActivityRecord):
+        return (
+            *(line, "activity", r.id, None, r.runtime_session_id),
+            *(None,) * 7,
+            *(r.ordinal, r.occurred_at, r.role, r.kind, r.content, r.api_usage_id),
+            *(None,) * 9,
         )
-    else:
-        values.update(
-            runtime_session_id=record.runtime_session_id,
-            source_kind=record.source_kind,
-            source_id=record.source_id,
-            chunk_index=record.chunk_index,
-            occurred_at=record.occurred_at,
-            role=record.role,
-            content=record.content,
-            content_hash=content_hash(record.content),
-            redaction_state=record.redaction_state,
-            embedding_state=ChunkRecord.stored_state(record.embedding_state, record.embedding),
-            embedding_model=record.embedding_model,
-            embedding=record.embedding,
-            embedded_at=record.embedded_at,
-        )
-    return tuple(values.get(name) for name in STAGE_COLUMN_NAMES)
+    return (
+        *(line, "session", r.id, r.account_id, None, r.title, r.source_type, r.source_id),
+        *(r.reference, r.status, r.started_at, r.last_activity_at),
+        *(None,) * 15,
+    )
 
 
 async def account_problems(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from uuid import UUID
 
 from transfer.errors import ErrorLog
-from transfer.records import Record, parse_line
+from transfer.records import ChunkRecord, Record, parse_line
 
 
 def read(
@@ -15,6 +15,10 @@ def read(
     """Each line's record (account_id is not used: every line names its own)."""
     for number, raw in numbered:
         try:
-            yield number, parse_line(raw)
+            record = parse_line(raw)
         except ValueError as exc:
             errors.add(number, str(exc))
+            continue
+        if isinstance(record, ChunkRecord):
+            record.keep_embedding_text(raw)
+        yield number, record

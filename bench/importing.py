@@ -1,0 +1,270 @@
+"""The import benchmark: `python -m bench.importing --chunks 60000` (or 1000000). Writes one
+account's sessions and chunks as an import file (and the same chunk rows as a COPY text
+file), then measures side by side on the same server, each in a fresh database: the floor
+(a raw COPY of the rows into a bare table, then one CREATE INDEX USING hnsw) and the product
+(`similar-sessions import FILE` with default settings, its wall time and peak memory).
+Writes bench/results/import-<chunks>.md. Never part of the test run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+
+from bench.import_corpus import ACCOUNT_ID, write_files
+from bench.load import libpq, with_database
+from bench.measure import ROOT
+from data.engine import make_engine
+from data.migrate import migrate
+from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M, build_memory
+from data.server import resolve_url
+from similar_sessions.settings import Settings
+
+CLI = Path(sys.executable).with_name("similar-sessions")
+FLOOR_DB, PRODUCT_DB = "bench_import_floor", "bench_import"
+
+
+class ServerCpu:
+    """CPU seconds of the embedded server's processes (postmaster, backends, parallel
+    workers, exited ones included): on a shared machine, wall time measures the neighbours
+    too, CPU time only the work. None behind DATABASE_URL."""
+
+    def __init__(self, settings: Settings) -> None:
+        pid_file = settings.data_dir / "pg" / "postmaster.pid"
+        self.pid = None
+        if settings.database_url is None and pid_file.exists():
+            self.pid = int(pid_file.read_text().split()[0])
+
+    @staticmethod
+    def _ticks(pid: int, children: bool) -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(f) for f in fields[11 : 15 if children else 13])
+
+    def seconds(self) -> float | None:
+        if self.pid is None:
+            return None
+        total = self._ticks(self.pid, children=True)
+        kids = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        for kid in kids:
+            with contextlib.suppress(OSError):
+                total += self._ticks(int(kid), children=True)
+        return total / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Floor:
+    copy_s: float
+    index_s: float
+    second_index_s: float
+    cpu_s: float | None
+
+    @property
+    def total_s(self) -> float:
+        return self.copy_s + self.index_s
+
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float | None  # the import process and the server
+    peak_rss_mib: float
+    phases: dict[str, float]
+    output: str
+
+
+async def recreate(server_url: str, name: str) -> str:
+    admin = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return with_database(server_url, name)
+
+
+async def drop(server_url: str, name: str) -> None:
+    admin = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def floor(
+    url: str, rows_file: Path, columns: list[str], chunks: int, cpu: ServerCpu
+) -> Floor:
+    """A raw COPY of the chunk rows into a bare copy of the table (no index, no constraint),
+    then one HNSW index as the product builds it (same parameters, same memory); then, apart,
+    the second one the product builds (the account's own: same rows, its own predicate)."""
+    conn = await asyncpg.connect(libpq(url))
+    server_before = cpu.seconds()
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await conn.execute(
+            "CREATE TABLE floor_chunks (account_id uuid, id uuid, runtime_session_id uuid,"
+            " source_kind text, source_id uuid, chunk_index int, occurred_at timestamptz,"
+            " role text, content text, content_hash bytea, redaction_state text,"
+            " embedding_state text, embedding vector, embedding_model text,"
+            " embedded_at timestamptz)"
+        )
+        started = time.perf_counter()
+        await conn.copy_to_table("floor_chunks", source=rows_file, columns=columns)
+        copy_s = time.perf_counter() - started
+        await conn.execute("SET statement_timeout = 0")
+        await conn.execute(f"SET maintenance_work_mem = '{build_memory(chunks, 384) // 1024}kB'")
+        seconds = []
+        for predicate in ("embedding_model IS NOT NULL", f"account_id = '{ACCOUNT_ID}'"):
+            started = time.perf_counter()
+            await conn.execute(
+                "CREATE INDEX ON floor_chunks USING hnsw"
+                " ((embedding::vector(384)) vector_cosine_ops)"
+                f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+                f" WHERE redaction_state = 'clear' AND embedding_state = 'embedded'"
+                f" AND {predicate}"
+            )
+            seconds.append(time.perf_counter() - started)
+        after = cpu.seconds()
+        spent = None if after is None or server_before is None else after - server_before
+        return Floor(copy_s, seconds[0], seconds[1], spent)
+    finally:
+        await conn.close()
+
+
+def product(url: str, data_file: Path, cpu: ServerCpu) -> Run:
+    """`similar-sessions import FILE` in a process of its own, default settings."""
+    env = {**os.environ, "DATABASE_URL": url, "SIMILAR_SESSIONS_LOG_LEVEL": "INFO"}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, client_before, server_before = usage.ru_maxrss, _cpu(usage), cpu.seconds()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(CLI), "import", str(data_file)], env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, server_after = usage.ru_maxrss, cpu.seconds()
+    spent = None
+    if server_after is not None and server_before is not None:
+        spent = _cpu(usage) - client_before + server_after - server_before
+    if done.returncode != 0:
+        raise SystemExit(f"import failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    phases: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("{") and '"imported"' in line:
+            phases = json.loads(line).get("seconds", {})
+    summary = [line for line in done.stderr.splitlines() if not line.startswith("{")]
+    rss = max(peak, before) / 1024  # ru_maxrss is in KiB on Linux
+    return Run(wall, spent, rss, phases, "\n".join(summary))
+
+
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def migrate_db(url: str) -> None:
+    async def run() -> None:
+        engine = make_engine(url)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def _s(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f} s"
+
+
+def report(args: argparse.Namespace, size: int, base: Floor, runs: list[Run]) -> str:
+    first, again = runs
+    two = base.total_s + base.second_index_s
+    phases = ", ".join(f"{k} {v:,.1f} s" for k, v in first.phases.items())
+    cpu_ratio = (
+        "n/a" if first.cpu_s is None or not base.cpu_s else f"{first.cpu_s / base.cpu_s:.2f}x"
+    )
+    return "\n".join(
+        [
+            f"# Import of {args.chunks:,} chunks ({size / 1024**2:,.0f} MB, one account)",
+            "",
+            f"`python -m bench.importing --chunks {args.chunks}`: one run on this 2-core "
+            "machine, shared with other work, so wall times carry the neighbours' load; CPU "
+            "seconds (the import process and every server process) carry only the work. Each "
+            "side in a fresh database on the same server.",
+            "",
+            "| measure | wall | CPU |",
+            "|---|---|---|",
+            f"| floor: raw COPY of the chunk rows | {_s(base.copy_s)} | |",
+            f"| floor: CREATE INDEX USING hnsw | {_s(base.index_s)} | |",
+            f"| **floor: COPY + one index** | **{_s(base.total_s)}** | |",
+            f"| floor: a second index on the same rows | {_s(base.second_index_s)} | |",
+            f"| floor: COPY + both indexes the product keeps | {_s(two)} | {_s(base.cpu_s)} |",
+            f"| **`similar-sessions import FILE`** (process start to exit) "
+            f"| **{_s(first.wall_s)}** | {_s(first.cpu_s)} |",
+            f"| import / (COPY + one index) | {first.wall_s / base.total_s:.2f}x | |",
+            f"| import / (COPY + both indexes) | {first.wall_s / two:.2f}x | {cpu_ratio} |",
+            f"| import phases | {phases} | |",
+            f"| import rate | {args.chunks / first.wall_s:,.0f} chunks/s | |",
+            f"| import peak RSS | {first.peak_rss_mib:,.0f} MiB | |",
+            f"| the same file again (changes nothing) | {_s(again.wall_s)} | {_s(again.cpu_s)} |",
+            "",
+            "The product keeps two HNSW graphs over these rows (the model's shared index and the"
+            " account's own, data/model_indexes.py and data/account_indexes.py); the issue's"
+            " floor builds one.",
+            "",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--chunks", type=int, default=60_000)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/similar-sessions-import-bench"))
+    parser.add_argument("--keep", action="store_true", help="keep the files and databases")
+    args = parser.parse_args()
+    settings = Settings.from_env()
+    server_url = resolve_url(settings.database_url, settings.data_dir)
+    cpu = ServerCpu(settings)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    print(f"writing {args.chunks:,} chunks to {args.dir} ...")
+    data_file, rows_file, columns = write_files(args.dir, args.chunks)
+    size = data_file.stat().st_size
+    print(f"  {data_file.name}: {size / 1024**2:,.0f} MB")
+    try:
+        floor_url = asyncio.run(recreate(server_url, FLOOR_DB))
+        print("floor: COPY + CREATE INDEX ...")
+        base = asyncio.run(floor(floor_url, rows_file, columns, args.chunks, cpu))
+        print(f"  {base.copy_s:.1f} s + {base.index_s:.1f} s (+ {base.second_index_s:.1f} s)")
+        asyncio.run(drop(server_url, FLOOR_DB))
+        url = asyncio.run(recreate(server_url, PRODUCT_DB))
+        migrate_db(url)
+        runs: list[Run] = []
+        for attempt in ("import", "again"):
+            print(f"similar-sessions import ({attempt}) ...")
+            runs.append(product(url, data_file, cpu))
+            print(f"  {runs[-1].wall_s:.1f} s, peak RSS {runs[-1].peak_rss_mib:,.0f} MiB")
+            print("  " + runs[-1].output)
+    finally:
+        if not args.keep:
+            asyncio.run(drop(server_url, FLOOR_DB))
+            asyncio.run(drop(server_url, PRODUCT_DB))
+            shutil.rmtree(args.dir, ignore_errors=True)
+    text = report(args, size, base, runs)
+    out = ROOT / "bench" / "results" / f"import-{args.chunks}.md"
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
