@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictFloat,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -141,7 +142,7 @@ class ChunkRecord(_Record):
     redaction_state: RedactionState = "clear"
     embedding_state: EmbeddingState | None = None
     embedding_model: str | None = None
-    embedding: list[float] | None = None
+    embedding: list[StrictFloat] | None = None  # JSON numbers only, as pgvector reads them
     embedded_at: Time | None = None
     _embedding_text: str | None = PrivateAttr(default=None)
 
@@ -196,13 +197,14 @@ class ChunkRecord(_Record):
 
 
 # A key "embedding" can only be the chunk's own: a JSON string cannot hold an unescaped quote
-# and a chunk line has no nested objects; an array of numbers holds no "]".
-_EMBEDDING_TEXT = re.compile(rb'"embedding"\s*:\s*(\[[^\]]*\])')
+# and a chunk line has no nested objects. Only an array of plain numbers is kept.
+_EMBEDDING_TEXT = re.compile(rb'"embedding"\s*:\s*(\[[-+0-9.eE,\s]*\])')
 
 Record = Annotated[
     AccountRecord | SessionRecord | ActivityRecord | ChunkRecord, Field(discriminator="type")
 ]
 _RECORD = TypeAdapter(Record)
+_TAGS = [("account",), ("session",), ("activity",), ("chunk",)]  # the union's own loc
 
 
 def parse_line(text: str | bytes) -> AccountRecord | SessionRecord | ActivityRecord | ChunkRecord:
@@ -217,7 +219,8 @@ def describe(exc: ValidationError) -> str:
     """The first few errors, each as `field: reason`."""
     parts = []
     for error in exc.errors(include_url=False)[:3]:
-        where = ".".join(str(p) for p in error["loc"])
+        loc = error["loc"][1:] if error["loc"][:1] in _TAGS else error["loc"]
+        where = ".".join(str(p) for p in loc)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "union_tag_invalid":
             where, message = (

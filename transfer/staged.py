@@ -57,9 +57,7 @@ async def account_problems(
         for key in account.api_keys:
             seen = key_account.setdefault(hash_key(key.key), (line, account.id))
             if seen[1] != account.id:
-                problems.append(
-                    (line, f"api_keys: a key also given to the account on line {seen[0]}")
-                )
+                problems.append((line, f"api_keys: a key also given on line {seen[0]}"))
     stored = await key_owners(conn, [k.key for _, a in accounts for k in a.api_keys])
     for line, account in accounts:
         if any(stored.get(hash_key(k.key), account.id) != account.id for k in account.api_keys):

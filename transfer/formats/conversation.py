@@ -66,12 +66,13 @@ def turns_of(message: Mapping[str, Any]) -> Iterator[Turn]:
     """The turns of one message, in the order its parts came; empty text is no turn."""
     role = str(message.get("role") or "user")
     content = message.get("parts", message.get("content"))
-    if role in RESULT_ROLES:
+    if role in RESULT_ROLES and not _has_result_parts(content):
         yield result(content, message.get("tool_call_id", message.get("id")))
         return
     texts: list[str] = []
     for part in content if isinstance(content, list) else [content]:
         kind = part.get("type") if isinstance(part, Mapping) else "text"
+        kind = kind if isinstance(kind, str) else ""
         if kind in CALL_PARTS and isinstance(part, Mapping):
             yield from _flush(role, texts)
             args = part.get("input", part.get("arguments"))
@@ -92,6 +93,12 @@ def turns_of(message: Mapping[str, Any]) -> Iterator[Turn]:
             if isinstance(function, Mapping):
                 name, args = function.get("name"), function.get("arguments")
                 yield call(name, args, tool_call.get("id"), role)
+
+
+def _has_result_parts(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(p, Mapping) and str(p.get("type")) in RESULT_PARTS for p in content
+    )
 
 
 def _flush(role: str, texts: list[str]) -> Iterator[Turn]:

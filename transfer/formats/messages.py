@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import from_json
 
 from transfer.errors import ErrorLog
 from transfer.formats.conversation import Turn, title_of, turns_of
@@ -65,7 +66,7 @@ def read(
 
 def parse(raw: bytes, default_account: UUID | None) -> list[Record]:
     try:
-        data = json.loads(raw)
+        data = from_json(raw)
     except ValueError as exc:
         raise ValueError(f"malformed JSON ({exc})") from None
     if not isinstance(data, dict):

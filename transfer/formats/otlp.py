@@ -6,7 +6,6 @@ the file, so the file's GenAI spans are held until it is read; other spans keep 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -14,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import from_json
 
 from transfer.errors import ErrorLog
 from transfer.formats.conversation import title_of
@@ -135,14 +135,14 @@ def _documents(
     lines, first = iter(numbered), True
     for number, raw in lines:
         try:
-            yield number, json.loads(raw)
+            yield number, from_json(raw)
         except ValueError as exc:
             if not first:
                 errors.add(number, f"malformed JSON ({exc})")
                 continue
             rest = b"\n".join([raw, *(r for _, r in lines)])
             try:
-                yield number, json.loads(rest)
+                yield number, from_json(rest)
             except ValueError as whole:
                 errors.add(number, f"malformed JSON ({whole})")
             return
