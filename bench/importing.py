@@ -186,8 +186,20 @@ def _s(value: float | None) -> str:
     return "n/a" if value is None else f"{value:,.1f} s"
 
 
+def split(data_file: Path, parts: int) -> list[Path]:
+    """The file cut into parts of about equal lines, in order (a session before its chunks)."""
+    lines = data_file.read_bytes().splitlines(keepends=True)
+    size = -(-len(lines) // parts)
+    paths = []
+    for n in range(parts):
+        path = data_file.with_suffix(f".part{n}.jsonl")
+        path.write_bytes(b"".join(lines[n * size : (n + 1) * size]))
+        paths.append(path)
+    return paths
+
+
 def report(args: argparse.Namespace, size: int, base: Floor, runs: list[Run]) -> str:
-    first, again = runs
+    first, again, *parts = runs
     two = base.total_s + base.second_index_s
     phases = ", ".join(f"{k} {v:,.1f} s" for k, v in first.phases.items())
     cpu_ratio = (
@@ -217,6 +229,16 @@ def report(args: argparse.Namespace, size: int, base: Floor, runs: list[Run]) ->
             f"| import rate | {args.chunks / first.wall_s:,.0f} chunks/s | |",
             f"| import peak RSS | {first.peak_rss_mib:,.0f} MiB | |",
             f"| the same file again (changes nothing) | {_s(again.wall_s)} | {_s(again.cpu_s)} |",
+            *(
+                [
+                    f"| the same rows in {len(parts)} files, one after the other (a fresh "
+                    f"database) | {_s(sum(r.wall_s for r in parts))} | "
+                    f"{_s(sum(r.cpu_s or 0 for r in parts))} |",
+                    "| ... each file | " + ", ".join(f"{r.wall_s:,.1f} s" for r in parts) + " | |",
+                ]
+                if parts
+                else []
+            ),
             "",
             "The product keeps two HNSW graphs over these rows (the model's shared index and the"
             " account's own, data/model_indexes.py and data/account_indexes.py); the issue's"
@@ -231,6 +253,9 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=60_000)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/similar-sessions-import-bench"))
     parser.add_argument("--keep", action="store_true", help="keep the files and databases")
+    parser.add_argument(
+        "--files", type=int, default=1, help="also import the rows cut into this many files"
+    )
     args = parser.parse_args()
     settings = Settings.from_env()
     server_url = resolve_url(settings.database_url, settings.data_dir)
@@ -254,6 +279,13 @@ def main() -> None:
             runs.append(product(url, data_file, cpu))
             print(f"  {runs[-1].wall_s:.1f} s, peak RSS {runs[-1].peak_rss_mib:,.0f} MiB")
             print("  " + runs[-1].output)
+        if args.files > 1:
+            url = asyncio.run(recreate(server_url, PRODUCT_DB))
+            migrate_db(url)
+            for part in split(data_file, args.files):
+                print(f"similar-sessions import {part.name} ...")
+                runs.append(product(url, part, cpu))
+                print(f"  {runs[-1].wall_s:.1f} s")
     finally:
         if not args.keep:
             asyncio.run(drop(server_url, FLOOR_DB))
