@@ -248,3 +248,13 @@ def test_the_command_line_reports_bad_lines_without_a_traceback(
         done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+async def test_a_byte_order_mark_and_blank_lines_are_not_lines_to_refuse(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    world, _, _ = small_world()
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "\n\n".join(world.jsonl()).encode() + b"\n\n")
+    imported = await import_file(engine, path)
+    assert imported.counts == {"accounts": 1, "sessions": 1, "activity": 1, "chunks": 1}

@@ -52,7 +52,7 @@ class Imported:
 
 
 def _progress(name: str, size: int) -> tqdm[Any]:
-    """Bytes read and rows/s, on a terminal only (quiet in CI and tests)."""
+    """Bytes read, rows and rows/s, on a terminal only (quiet in CI and tests)."""
     return tqdm(total=size, desc=name, unit="B", unit_scale=True, disable=None)
 
 
@@ -137,11 +137,16 @@ async def _import(
         imported.seconds[name] = round(now - started, 3)
         started = now
         if bar is not None:
-            bar.set_postfix_str(f"{sum(imported.lines.values()):,} lines; {name} done")
+            bar.set_postfix_str(f"{sum(imported.lines.values()):,} rows; {name} done")
 
     async def rows() -> AsyncIterator[tuple[object, ...]]:
-        for number, record in FORMATS[file_format](numbered, errors, account_id):
+        for count, (number, record) in enumerate(
+            FORMATS[file_format](numbered, errors, account_id), start=1
+        ):
             imported.lines[record.type] += 1
+            if bar is not None and count % 4096 == 0:
+                rate = count / (time.perf_counter() - started)
+                bar.set_postfix_str(f"{count:,} rows, {rate:,.0f} rows/s", refresh=False)
             if isinstance(record, AccountRecord):
                 accounts.append((number, record))
             elif not errors.total:  # after a bad line, read on for errors, stage nothing
