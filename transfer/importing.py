@@ -131,13 +131,13 @@ async def _import(
     accounts: list[tuple[int, AccountRecord]] = []
     identities: set[ModelIdentity] = set()
 
-    def phase(name: str) -> None:
+    def phase(name: str, then: str) -> None:
         nonlocal started
         now = time.perf_counter()
         imported.seconds[name] = round(now - started, 3)
         started = now
         if bar is not None:
-            bar.set_postfix_str(f"{sum(imported.lines.values()):,} rows; {name} done")
+            bar.set_postfix_str(f"{sum(imported.lines.values()):,} rows; {then}")
 
     async def rows() -> AsyncIterator[tuple[object, ...]]:
         for count, (number, record) in enumerate(
@@ -157,7 +157,7 @@ async def _import(
     await load.lift_statement_budget(conn)
     await staging.create_stage(conn)
     await staging.copy_into_stage(conn, rows())
-    phase("read")
+    phase("read", "checking")
     errors.raise_if_any()
     for number, reason in await account_problems(conn, accounts):
         errors.add(number, reason)
@@ -167,12 +167,12 @@ async def _import(
         errors.add(conflict.line, conflict_reason(conflict))
     errors.total += total - len(found)
     errors.raise_if_any()
-    phase("check")
+    phase("check", "writing")
     await _write_accounts(conn, accounts, identities)
     new_models = [i for i in sorted(identities, key=str) if await register_model(conn, i)]
     for kind in KINDS:
         imported.changed[kind] = await load.upsert_staged(conn, kind)
-    phase("write")
+    phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)
         imported.indexes.append(str(identity))
@@ -180,7 +180,7 @@ async def _import(
         touched = await staging.staged_chunk_accounts(conn)
         for built in await ensure_large_account_indexes(conn, account_index_min_chunks, touched):
             imported.indexes.append(f"{built.account_id} {built.identity}")
-    phase("index")
+    phase("index", "done")
     return imported
 
 
