@@ -65,6 +65,10 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
+    for path in args.files:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+
     async def work(engine: AsyncEngine) -> int:
         for path in args.files:
             imported = await import_file(
