@@ -20,13 +20,13 @@ from indexer.commands import config_from
 from indexer.embedders import Registry
 from indexer.worker import PassReport, index_once
 from similar_sessions.app import create_app
-from similar_sessions.transfer import parse_lines, write
+from transfer.importing import import_lines
 
 
 async def load(engine: AsyncEngine, corpus: Corpus, model: tuple[str, str, int]) -> None:
     lines = [json.dumps(r) for r in records(corpus, model)]
     async with engine.begin() as conn:
-        await write(conn, parse_lines(corpus.name, lines))
+        await import_lines(conn, corpus.name, lines)
 
 
 async def use_model(engine: AsyncEngine, corpus: Corpus, model: tuple[str, str, int]) -> None:

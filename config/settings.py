@@ -72,7 +72,12 @@ class Settings(BaseSettings):
         ge=1,
         le=300,
     )
-    statement_timeout_ms: int = setting(5000, "bound on every statement", ge=10, le=600_000)
+    statement_timeout_ms: int = setting(
+        5000,
+        "bound on every statement of a request (an import and the HNSW builds run without it)",
+        ge=10,
+        le=600_000,
+    )
     comparison_timeout_ms: int = setting(
         3000,
         "bound on each statement of a comparison; when the probe lookup runs past it the answer "

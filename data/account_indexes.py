@@ -15,7 +15,12 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.model_identity import ModelIdentity
-from data.model_indexes import comparable_predicate, hnsw_index_ddl
+from data.model_indexes import (
+    comparable_count,
+    comparable_predicate,
+    hnsw_index_ddl,
+    prepare_build,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +69,8 @@ async def valid_account_index(
 async def ensure_account_index(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
 ) -> BuiltIndex | None:
-    """Build the account's index for the model unless it is registered; None when it was."""
+    """Build the account's index for the model unless it is registered; None when it was.
+    The build runs outside the request budget (prepare_build), so it holds at any size."""
     name = account_index_name(account_id, identity)
     registered = (
         await conn.execute(
@@ -78,14 +84,11 @@ async def ensure_account_index(
     if registered is not None:
         return None
     predicate = account_predicate(account_id, identity)
+    chunks = await comparable_count(conn, predicate)
+    await prepare_build(conn, chunks, identity.dimensions)
     started = time.perf_counter()
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
     seconds = time.perf_counter() - started
-    chunks = int(
-        (
-            await conn.execute(text(f"SELECT count(*) FROM session_chunks WHERE {predicate}"))
-        ).scalar_one()
-    )
     await conn.execute(
         text(
             "INSERT INTO account_model_indexes "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 from typing import Any
@@ -11,8 +12,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
-from data.load import hash_key
 from data.model_identity import ModelIdentity
+
+
+def hash_key(key: str) -> bytes:
+    """API keys are stored as their SHA-256: high-entropy secrets need no slow hash."""
+    return hashlib.sha256(key.encode()).digest()
 
 
 @dataclass(frozen=True, slots=True)

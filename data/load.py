@@ -1,4 +1,5 @@
-"""Writes of the import format (upserts by id) and the export read back."""
+"""Writes of the import format (upserts by id, set-based from the staging table) and the
+rows the export reads back."""
 
 from __future__ import annotations
 
@@ -8,21 +9,22 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
-from data.model_identity import ModelIdentity
-from data.model_indexes import ensure_model_index
-
-
-def hash_key(key: str) -> bytes:
-    """API keys are stored as their SHA-256: high-entropy secrets need no slow hash."""
-    return hashlib.sha256(key.encode()).digest()
+from data.accounts import hash_key
+from data.staging import OWNER, STAGE
 
 
 def content_hash(content: str) -> bytes:
     return hashlib.sha256(" ".join(content.split()).lower().encode()).digest()
+
+
+async def lift_statement_budget(conn: AsyncConnection) -> None:
+    """An import is a batch job, not a request: its statements (a COPY of gigabytes, an
+    upsert of millions of rows) run without the request budget, until the transaction ends."""
+    await conn.execute(sa.text("SELECT set_config('statement_timeout', '0', true)"))
 
 
 def _upsert(table: sa.Table, rows: Sequence[dict[str, Any]], keys: list[str]) -> sa.Insert:
@@ -81,110 +83,111 @@ async def add_api_keys(
     )
 
 
-async def ensure_model_indexes(conn: AsyncConnection, identities: set[ModelIdentity]) -> None:
-    for identity in sorted(identities, key=str):
-        await ensure_model_index(conn, identity)
-
-
-async def existing_owners(
-    conn: AsyncConnection, table: sa.Table, ids: Sequence[UUID]
-) -> dict[UUID, UUID]:
-    """id -> account_id for the ids that already exist, whatever their account."""
-    if not ids:
-        return {}
-    key = t.accounts.c.account_id if table is t.accounts else table.c.id
-    rows = await conn.execute(sa.select(key, table.c.account_id).where(key.in_(list(ids))))
-    return {row[0]: row[1] for row in rows}
-
-
 async def key_owners(conn: AsyncConnection, keys: Sequence[str]) -> dict[bytes, UUID]:
-    """key hash -> account_id for the keys that are already stored."""
+    """key hash -> account_id for the keys that are already stored (one array parameter)."""
     if not keys:
         return {}
+    hashes = sa.bindparam("hashes", [hash_key(k) for k in keys], type_=ARRAY(sa.LargeBinary))
     rows = await conn.execute(
         sa.select(t.api_keys.c.key_hash, t.api_keys.c.account_id).where(
-            t.api_keys.c.key_hash.in_([hash_key(k) for k in keys])
+            t.api_keys.c.key_hash == sa.any_(hashes)
         )
     )
     return {row[0]: row[1] for row in rows}
 
 
-async def export_rows(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
-    """Every account with its sessions, activity and chunks, in a stable order."""
+# target column -> expression over the staged line `s` (and its session's owner `o`)
+_STAGED: dict[str, dict[str, str]] = {
+    "session": {
+        "account_id": "s.account_id",
+        "id": "s.id",
+        "title": "s.title",
+        "source_type": "s.source_type",
+        "source_id": "s.session_source_id",
+        "reference": "s.reference",
+        "status": "s.status",
+        "started_at": "s.started_at",
+        "last_activity_at": "s.last_activity_at",
+    },
+    "activity": {
+        "account_id": "o.account_id",
+        **{
+            c: f"s.{c}"
+            for c in ("id", "runtime_session_id", "ordinal", "occurred_at", "role", "kind")
+        },
+        "content": "s.content",
+        "api_usage_id": "s.api_usage_id",
+    },
+    "chunk": {
+        "account_id": "o.account_id",
+        **{
+            c: f"s.{c}"
+            for c in (
+                "id",
+                "runtime_session_id",
+                "source_kind",
+                "source_id",
+                "chunk_index",
+                "occurred_at",
+                "role",
+                "content",
+                "content_hash",
+                "redaction_state",
+                "embedding_state",
+                "embedding_model",
+            )
+        },
+        "embedding": "CAST(s.embedding AS vector)",
+        "embedded_at": "s.embedded_at",
+    },
+}
+_TARGET = {
+    "session": t.runtime_sessions,
+    "activity": t.runtime_session_activity,
+    "chunk": t.session_chunks,
+}
+
+
+async def upsert_staged(conn: AsyncConnection, kind: str) -> int:
+    """Upsert the staged lines of one kind (session, activity, chunk) in one statement; a row
+    that would not change is left alone (no new row version, no index entry). Returns the
+    rows inserted or changed."""
+    table, columns = _TARGET[kind].name, _STAGED[kind]
+    owner = "" if kind == "session" else f" JOIN {OWNER} o ON o.id = s.runtime_session_id"
+    updated = [c for c in columns if c not in ("account_id", "id")]
+    sql = (
+        f"INSERT INTO {table} ({', '.join(columns)}) "
+        f"SELECT {', '.join(columns.values())} FROM {STAGE} s{owner} WHERE s.type = '{kind}' "
+        "ON CONFLICT (account_id, id) DO UPDATE SET "
+        + ", ".join(f"{c} = EXCLUDED.{c}" for c in updated)
+        + f" WHERE ({', '.join(f'{table}.{c}' for c in updated)}) IS DISTINCT FROM "
+        f"({', '.join(f'EXCLUDED.{c}' for c in updated)})"
+    )
+    return (await conn.execute(sa.text(sql))).rowcount
+
+
+async def export_accounts(conn: AsyncConnection) -> list[tuple[Any, Any | None, list[str]]]:
+    """Every account in id order: (account row, embedding setting row or None, features)."""
     features: dict[UUID, list[str]] = {}
     for row in await conn.execute(sa.select(t.account_features).order_by("account_id", "feature")):
         features.setdefault(row.account_id, []).append(row.feature)
-    settings = {
-        row.account_id: row._mapping for row in await conn.execute(sa.select(t.embedding_settings))
-    }
+    settings = {row.account_id: row for row in await conn.execute(sa.select(t.embedding_settings))}
     accounts = (await conn.execute(sa.select(t.accounts).order_by(t.accounts.c.account_id))).all()
-    for account in accounts:
-        aid = account.account_id
-        record: dict[str, Any] = {"type": "account", "id": str(aid), "name": account.name}
-        if aid in settings:
-            s = settings[aid]
-            record["embedding"] = {
-                "enabled": s["enabled"],
-                "provider": s["provider"],
-                "model": s["model"],
-                "dimensions": s["dimensions"],
-                "scope": s["scope"],
-                "daily_cap_usd": None if s["daily_cap_usd"] is None else float(s["daily_cap_usd"]),
-            }
-        record["features"] = features.get(aid, [])
-        yield record
-        for table, order in (
-            (t.runtime_sessions, ("started_at", "id")),
-            (t.runtime_session_activity, ("runtime_session_id", "ordinal", "id")),
-            (t.session_chunks, ("runtime_session_id", "occurred_at", "chunk_index", "id")),
-        ):
-            stream = await conn.stream(
-                sa.select(table).where(table.c.account_id == aid).order_by(*order)
-            )
-            async for row in stream:
-                yield _export_record(table, row._mapping)
+    return [(a, settings.get(a.account_id), features.get(a.account_id, [])) for a in accounts]
 
 
-def _export_record(table: sa.Table, row: Any) -> dict[str, Any]:
-    if table is t.runtime_sessions:
-        return {
-            "type": "session",
-            "id": str(row["id"]),
-            "account_id": str(row["account_id"]),
-            "title": row["title"],
-            "source_type": row["source_type"],
-            "source_id": row["source_id"],
-            "reference": row["reference"],
-            "status": row["status"],
-            "started_at": row["started_at"].isoformat(),
-            "last_activity_at": row["last_activity_at"].isoformat(),
-        }
-    if table is t.runtime_session_activity:
-        return {
-            "type": "activity",
-            "id": str(row["id"]),
-            "runtime_session_id": str(row["runtime_session_id"]),
-            "ordinal": row["ordinal"],
-            "occurred_at": row["occurred_at"].isoformat(),
-            "role": row["role"],
-            "kind": row["kind"],
-            "content": row["content"],
-            "api_usage_id": None if row["api_usage_id"] is None else str(row["api_usage_id"]),
-        }
-    embedding = row["embedding"]
-    return {
-        "type": "chunk",
-        "id": str(row["id"]),
-        "runtime_session_id": str(row["runtime_session_id"]),
-        "source_kind": row["source_kind"],
-        "source_id": None if row["source_id"] is None else str(row["source_id"]),
-        "chunk_index": row["chunk_index"],
-        "occurred_at": row["occurred_at"].isoformat(),
-        "role": row["role"],
-        "content": row["content"],
-        "redaction_state": row["redaction_state"],
-        "embedding_state": row["embedding_state"],
-        "embedding_model": row["embedding_model"],
-        "embedding": None if embedding is None else [float(x) for x in embedding],
-        "embedded_at": None if row["embedded_at"] is None else row["embedded_at"].isoformat(),
-    }
+_EXPORT_ORDER = {
+    "session": ("started_at", "id"),
+    "activity": ("runtime_session_id", "ordinal", "id"),
+    "chunk": ("runtime_session_id", "occurred_at", "chunk_index", "id"),
+}
+
+
+async def export_rows(conn: AsyncConnection, account_id: UUID, kind: str) -> AsyncIterator[Any]:
+    """The account's sessions, activity or chunks, streamed in a stable order."""
+    table = _TARGET[kind]
+    stream = await conn.stream(
+        sa.select(table).where(table.c.account_id == account_id).order_by(*_EXPORT_ORDER[kind])
+    )
+    async for row in stream:
+        yield row

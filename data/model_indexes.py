@@ -11,6 +11,12 @@ from data.model_identity import ModelIdentity
 
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+HNSW_MAX_DIMENSIONS = 2000  # pgvector's limit for an HNSW index on the vector type
+# The memory an HNSW build is given: enough for its graph to stay in memory (an on-disk
+# build is several times slower), within a ceiling a shared server can afford.
+GRAPH_BYTES_PER_DIMENSION = 4
+GRAPH_BYTES_PER_ELEMENT = 8 + 2 * HNSW_M * 8 + 256
+BUILD_MEMORY_CEILING = 4 * 1024**3
 
 
 def index_name(identity: ModelIdentity) -> str:
@@ -42,9 +48,38 @@ def hnsw_index_ddl(name: str, identity: ModelIdentity, predicate: str) -> str:
     )
 
 
-async def ensure_model_index(conn: AsyncConnection, identity: ModelIdentity) -> bool:
-    """Register the identity and build its index if it is new; True when it was built."""
-    name = index_name(identity)
+def build_memory(rows: int, dimensions: int) -> int:
+    """The maintenance_work_mem (bytes) for an HNSW graph of rows vectors of dimensions."""
+    per_element = GRAPH_BYTES_PER_DIMENSION * dimensions + GRAPH_BYTES_PER_ELEMENT
+    return min(BUILD_MEMORY_CEILING, int(rows * per_element * 1.25))
+
+
+async def prepare_build(conn: AsyncConnection, rows: int, dimensions: int) -> None:
+    """Give an index build of the transaction its own budget: no statement timeout (a build
+    is maintenance, not a request) and the memory its graph needs, never less than the
+    server's setting. Both last until the transaction ends (set_config is_local)."""
+    await conn.execute(
+        text(
+            "SELECT set_config('statement_timeout', '0', true), "
+            "set_config('maintenance_work_mem', greatest("
+            "pg_size_bytes(current_setting('maintenance_work_mem')), :memory) / 1024 || 'kB', true)"
+        ),
+        {"memory": build_memory(rows, dimensions)},
+    )
+
+
+async def comparable_count(conn: AsyncConnection, predicate: str) -> int:
+    """How many chunks an index with this predicate holds."""
+    return int(
+        (
+            await conn.execute(text(f"SELECT count(*) FROM session_chunks WHERE {predicate}"))
+        ).scalar_one()
+    )
+
+
+async def register_model(conn: AsyncConnection, identity: ModelIdentity) -> bool:
+    """Register the identity with its index name; True when it is new (its index is to be
+    built, by build_model_index)."""
     inserted = (
         await conn.execute(
             text(
@@ -52,10 +87,22 @@ async def ensure_model_index(conn: AsyncConnection, identity: ModelIdentity) -> 
                 "VALUES (:identity, :dims, :name) ON CONFLICT (model_identity) DO NOTHING "
                 "RETURNING model_identity"
             ),
-            {"identity": str(identity), "dims": identity.dimensions, "name": name},
+            {"identity": str(identity), "dims": identity.dimensions, "name": index_name(identity)},
         )
     ).scalar()
-    if inserted is None:
+    return inserted is not None
+
+
+async def build_model_index(conn: AsyncConnection, identity: ModelIdentity) -> None:
+    """Build the identity's shared index over the rows already written, in one pass."""
+    predicate = comparable_predicate(identity)
+    await prepare_build(conn, await comparable_count(conn, predicate), identity.dimensions)
+    await conn.execute(text(hnsw_index_ddl(index_name(identity), identity, predicate)))
+
+
+async def ensure_model_index(conn: AsyncConnection, identity: ModelIdentity) -> bool:
+    """Register the identity and build its index if it is new; True when it was built."""
+    if not await register_model(conn, identity):
         return False
-    await conn.execute(text(hnsw_index_ddl(name, identity, comparable_predicate(identity))))
+    await build_model_index(conn, identity)
     return True

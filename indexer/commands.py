@@ -19,7 +19,7 @@ from indexer.embedders import Registry
 from indexer.providers import providers_for
 from indexer.worker import IndexerConfig, PassReport, index_once, watch
 from observability.tracing import configure_tracing, trace_engine
-from similar_sessions.transfer import parse_lines, write
+from transfer.importing import import_lines
 
 
 def config_from(settings: Settings, progress: bool | None = None) -> IndexerConfig:
@@ -131,10 +131,9 @@ async def load_demo(
             else demo.first_session_at(now or datetime.now(UTC))
         )
         lines = [json.dumps(r) for r in demo.records(corpus, first_at=first_at)]
-        parsed = parse_lines(str(demo.CORPUS), lines)
-        await write(conn, parsed)
+        imported = await import_lines(conn, str(demo.CORPUS), lines)
     report = await index_once(engine, registry, config, account_ids=[demo.DEMO_ACCOUNT_ID])
-    return DemoLoaded(len(parsed.sessions), len(parsed.activity), report)
+    return DemoLoaded(imported.lines["session"], imported.lines["activity"], report)
 
 
 async def run_demo(engine: AsyncEngine, settings: Settings) -> int:

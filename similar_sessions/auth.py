@@ -9,9 +9,8 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from data.accounts import Principal, principal_for_key
+from data.accounts import Principal, hash_key, principal_for_key
 from data.engine import is_unavailable
-from data.load import hash_key
 from similar_sessions.errors import error, unavailable
 from similar_sessions.graphql_app import is_graphiql_page
 from similar_sessions.rate_limit import describe

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib import metadata
 from pathlib import Path
+from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -20,7 +21,10 @@ from data.migrate import migrate
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from similar_sessions.serve import PortTaken, serve
-from similar_sessions.transfer import ImportRefused, export, import_file
+from transfer.errors import ImportRefused
+from transfer.exporting import export
+from transfer.formats import FORMATS
+from transfer.importing import import_file
 
 
 def open_engine(settings: Settings) -> AsyncEngine:
@@ -54,12 +58,22 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
+    for path in args.files:
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+
     async def work(engine: AsyncEngine) -> int:
         for path in args.files:
-            counts = await import_file(
-                engine, Path(path), account_index_min_chunks=settings.exact_scan_max_chunks
+            imported = await import_file(
+                engine,
+                Path(path),
+                account_index_min_chunks=settings.exact_scan_max_chunks,
+                file_format=args.format,
+                account_id=args.account,
             )
-            print(f"{path}: " + ", ".join(f"{n} {k}" for k, n in counts.items()), file=sys.stderr)
+            counts = ", ".join(f"{n} {k}" for k, n in imported.counts.items())
+            seconds = sum(imported.seconds.values())
+            print(f"{path}: {counts} in {seconds:.1f} s", file=sys.stderr)
         return 0
 
     return asyncio.run(with_engine(settings, work))
@@ -144,7 +158,17 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         help="uvicorn worker processes (pools and rate limits are per process)",
     )
     sub.add_parser("migrate", help="bring the schema up to date")
-    imp = sub.add_parser("import", help="import JSON Lines files (all of a file, or none of it)")
+    imp = sub.add_parser("import", help="import files (all of a file, or none of it)")
+    imp.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="jsonl",
+        help="jsonl (the import format), messages (one chat session a line), "
+        "otlp (an OTLP/JSON trace export with GenAI attributes)",
+    )
+    imp.add_argument(
+        "--account", type=UUID, default=None, help="the account of sessions a line does not name"
+    )
     imp.add_argument("files", nargs="+")
     exp = sub.add_parser("export", help="write every account back in the import format")
     exp.add_argument("-o", "--output", default=None)

@@ -24,10 +24,10 @@ from data.migrate import migrate
 from data.server import async_url
 from schema import errors as schema_errors
 from similar_sessions.app import create_app
-from similar_sessions.transfer import import_file
 from tests.support.similar_helpers import bearer
 from tests.support.transfer_files import TABLES, counts, sample_world, write_file
 from tests.support.world import pair_world
+from transfer.importing import import_file
 
 
 async def test_an_exhausted_pool_answers_503_with_retry_after(database_url: str) -> None:
@@ -183,14 +183,14 @@ async def test_an_import_that_fails_mid_file_leaves_the_database_as_it_was(
 ) -> None:
     path = write_file(tmp_path, sample_world().jsonl())
     before = await counts(engine)
-    real = load.upsert_rows
+    real = load.upsert_staged
 
-    async def failing(conn: Any, table: Any, rows: Any, batch: int = 500) -> None:
-        if table.name == "session_chunks":
+    async def failing(conn: Any, kind: str) -> int:
+        if kind == "chunk":
             raise RuntimeError("the worker died here")
-        await real(conn, table, rows, batch)
+        return await real(conn, kind)
 
-    monkeypatch.setattr(load, "upsert_rows", failing)
+    monkeypatch.setattr(load, "upsert_staged", failing)
     with pytest.raises(RuntimeError, match="died"):
         await import_file(engine, path)
     assert await counts(engine) == before
@@ -201,16 +201,17 @@ async def test_an_import_cancelled_mid_file_leaves_the_database_as_it_was(
 ) -> None:
     path = write_file(tmp_path, sample_world().jsonl())
     before = await counts(engine)
-    real = load.upsert_rows
+    real = load.upsert_staged
     reached = asyncio.Event()
 
-    async def stalling(conn: Any, table: Any, rows: Any, batch: int = 500) -> None:
-        await real(conn, table, rows, batch)
-        if table.name == "runtime_sessions":
+    async def stalling(conn: Any, kind: str) -> int:
+        written = await real(conn, kind)
+        if kind == "session":
             reached.set()
             await asyncio.sleep(60)
+        return written
 
-    monkeypatch.setattr(load, "upsert_rows", stalling)
+    monkeypatch.setattr(load, "upsert_staged", stalling)
     task = asyncio.create_task(import_file(engine, path))
     await asyncio.wait_for(reached.wait(), 10)
     task.cancel()

@@ -7,22 +7,40 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
-from similar_sessions.transfer import ImportRefused, import_file
 from tests.support.transfer_files import counts, dump, sample_world, write_file
 from tests.support.world import World, blend, direction
+from transfer.errors import ImportRefused
+from transfer.importing import import_file
+
+
+async def row_versions(engine: AsyncEngine) -> list[tuple[str, str]]:
+    """(id, xmin) of every session, activity and chunk row: a rewrite changes its xmin."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.text(
+                "SELECT id::text, xmin::text FROM runtime_sessions UNION ALL "
+                "SELECT id::text, xmin::text FROM runtime_session_activity UNION ALL "
+                "SELECT id::text, xmin::text FROM session_chunks ORDER BY 1"
+            )
+        )
+        return [(row[0], row[1]) for row in rows]
 
 
 async def test_importing_twice_changes_nothing(engine: AsyncEngine, tmp_path: Path) -> None:
     path = write_file(tmp_path, sample_world().jsonl())
     await import_file(engine, path)
     first, first_counts = await dump(engine), await counts(engine)
-    await import_file(engine, path)
+    versions = await row_versions(engine)
+    again = await import_file(engine, path)
     assert await dump(engine) == first
     assert await counts(engine) == first_counts
     assert first_counts["session_chunks"] == 6 and first_counts["embedding_models"] == 1
+    assert again.changed == {"session": 0, "activity": 0, "chunk": 0}
+    assert await row_versions(engine) == versions, "an unchanged row is not rewritten"
 
 
 async def test_an_export_imports_into_an_empty_database_unchanged(

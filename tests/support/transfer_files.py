@@ -8,8 +8,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from similar_sessions.transfer import export
 from tests.support.world import World, blend, direction
+from transfer.exporting import export
 
 TABLES = (
     "accounts",

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from similar_sessions.transfer import parse_lines, write
+from transfer.importing import import_lines
 
 MODEL = "local:hash-384@384"
 DIMS = 384
@@ -166,9 +166,8 @@ class World:
         return [json.dumps(line) for line in self.lines]
 
     async def write(self, engine: AsyncEngine) -> None:
-        parsed = parse_lines("world.jsonl", self.jsonl())
         async with engine.begin() as conn:
-            await write(conn, parsed)
+            await import_lines(conn, "world.jsonl", self.jsonl())
         self.lines.clear()
 
 

@@ -1,15 +1,18 @@
-"""The import format: one JSON object a line, validated into typed records."""
+"""The import format: one JSON object a line, validated into typed records that PostgreSQL
+and pgvector can hold (transfer/values.py)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 from uuid import UUID
 
 from pydantic import (
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
+    StrictFloat,
     TypeAdapter,
     ValidationError,
     field_validator,
@@ -17,7 +20,9 @@ from pydantic import (
 )
 
 from data.model_identity import InvalidModelIdentity, ModelIdentity
+from data.model_indexes import HNSW_MAX_DIMENSIONS
 from data.tables import EMBEDDING_SCOPES, EMBEDDING_STATES, REDACTION_STATES, SOURCE_KINDS
+from transfer.values import Int4, Text, Time, vector_problem
 
 Scope = Literal[EMBEDDING_SCOPES]  # type: ignore[valid-type]
 SourceKind = Literal[SOURCE_KINDS]  # type: ignore[valid-type]
@@ -27,24 +32,41 @@ KNOWN_FEATURES = frozenset({"similarSessions"})
 KNOWN_SCOPES = frozenset({"view_runtime_sessions"})
 
 
+MAX_DAILY_CAP_USD = 99_999_999  # embedding_settings.daily_cap_usd is numeric(12, 4)
+
+
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, allow_inf_nan=False)
+
+
+def indexable(identity: ModelIdentity) -> ModelIdentity:
+    """The identity, if pgvector can index vectors of its width; else a ValueError."""
+    if identity.dimensions > HNSW_MAX_DIMENSIONS:
+        raise ValueError(
+            f"model {identity} has {identity.dimensions} dimensions; "
+            f"pgvector's HNSW index holds at most {HNSW_MAX_DIMENSIONS}"
+        )
+    return identity
+
+
+def parse_identity(text: str) -> ModelIdentity:
+    try:
+        return indexable(ModelIdentity.parse(text))
+    except InvalidModelIdentity as exc:
+        raise ValueError(str(exc)) from None
 
 
 class EmbeddingSettingRecord(_Record):
     enabled: bool
-    provider: str = Field(min_length=1)
-    model: str = Field(min_length=1)
-    dimensions: int = Field(ge=1, le=16000)
+    provider: Text = Field(min_length=1)
+    model: Text = Field(min_length=1)
+    dimensions: int = Field(ge=1)
     scope: Scope = "full"
-    daily_cap_usd: float | None = Field(default=None, ge=0)
+    daily_cap_usd: float | None = Field(default=None, ge=0, le=MAX_DAILY_CAP_USD)
 
     @model_validator(mode="after")
     def _identity(self) -> EmbeddingSettingRecord:
-        try:
-            ModelIdentity.of(self.provider, self.model, self.dimensions)
-        except InvalidModelIdentity as exc:
-            raise ValueError(str(exc)) from None
+        parse_identity(f"{self.provider}:{self.model}@{self.dimensions}")
         return self
 
     @property
@@ -53,7 +75,7 @@ class EmbeddingSettingRecord(_Record):
 
 
 class ApiKeyRecord(_Record):
-    key: str = Field(min_length=12, max_length=512)
+    key: Text = Field(min_length=12, max_length=512)
     scopes: list[str]
 
     @field_validator("scopes")
@@ -68,7 +90,7 @@ class ApiKeyRecord(_Record):
 class AccountRecord(_Record):
     type: Literal["account"]
     id: UUID
-    name: str = Field(min_length=1, max_length=200)
+    name: Text = Field(min_length=1, max_length=200)
     embedding: EmbeddingSettingRecord | None = None
     features: list[str] = Field(default_factory=list)
     api_keys: list[ApiKeyRecord] = Field(default_factory=list)
@@ -86,24 +108,24 @@ class SessionRecord(_Record):
     type: Literal["session"]
     id: UUID
     account_id: UUID
-    title: str = Field(max_length=2000)
-    source_type: str = Field(max_length=200)
-    source_id: str = Field(max_length=500)
-    reference: str = Field(max_length=2000)
-    status: str = Field(min_length=1, max_length=50)
-    started_at: AwareDatetime
-    last_activity_at: AwareDatetime
+    title: Text = Field(max_length=2000)
+    source_type: Text = Field(max_length=200)
+    source_id: Text = Field(max_length=500)
+    reference: Text = Field(max_length=2000)
+    status: Text = Field(min_length=1, max_length=50)
+    started_at: Time
+    last_activity_at: Time
 
 
 class ActivityRecord(_Record):
     type: Literal["activity"]
     id: UUID
     runtime_session_id: UUID
-    ordinal: int = Field(ge=0)
-    occurred_at: AwareDatetime
-    role: str = Field(min_length=1, max_length=50)
-    kind: str = Field(min_length=1, max_length=50)
-    content: str
+    ordinal: Int4
+    occurred_at: Time
+    role: Text = Field(min_length=1, max_length=50)
+    kind: Text = Field(min_length=1, max_length=50)
+    content: Text
     api_usage_id: UUID | None = None
 
 
@@ -113,15 +135,16 @@ class ChunkRecord(_Record):
     runtime_session_id: UUID
     source_kind: SourceKind
     source_id: UUID | None = None
-    chunk_index: int = Field(ge=0)
-    occurred_at: AwareDatetime
-    role: str | None = None
-    content: str
+    chunk_index: Int4
+    occurred_at: Time
+    role: Text | None = Field(default=None, max_length=50)
+    content: Text
     redaction_state: RedactionState = "clear"
     embedding_state: EmbeddingState | None = None
     embedding_model: str | None = None
-    embedding: list[float] | None = None
-    embedded_at: AwareDatetime | None = None
+    embedding: list[StrictFloat] | None = None  # JSON numbers only, as pgvector reads them
+    embedded_at: Time | None = None
+    _embedding_text: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _vector_fits_model(self) -> ChunkRecord:
@@ -139,15 +162,31 @@ class ChunkRecord(_Record):
                 f"embedding has {len(self.embedding)} dimensions, "
                 f"model {identity} needs {identity.dimensions}"
             )
+        problem = vector_problem(self.embedding)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
     def identity(self) -> ModelIdentity:
         assert self.embedding_model is not None
-        try:
-            return ModelIdentity.parse(self.embedding_model)
-        except InvalidModelIdentity as exc:
-            raise ValueError(str(exc)) from None
+        return parse_identity(self.embedding_model)
+
+    def keep_embedding_text(self, line: bytes) -> None:
+        """Keep the line's own text of the embedding array (pgvector reads JSON's numbers
+        as they are) when the line has exactly one: formatting floats costs more than the
+        rest of the line."""
+        if self.embedding is not None:
+            found = _EMBEDDING_TEXT.findall(line)
+            if len(found) == 1:
+                self._embedding_text = found[0].decode()
+
+    @property
+    def embedding_text(self) -> str | None:
+        """The embedding in pgvector's text form."""
+        if self.embedding is None:
+            return None
+        return self._embedding_text or "[" + ",".join(map(repr, self.embedding)) + "]"
 
     @staticmethod
     def stored_state(stated: str | None, embedding: list[float] | None) -> str:
@@ -157,21 +196,18 @@ class ChunkRecord(_Record):
         return "embedded" if embedding is not None else "pending"
 
 
+# A key "embedding" can only be the chunk's own: a JSON string cannot hold an unescaped quote
+# and a chunk line has no nested objects. Only an array of plain numbers is kept.
+_EMBEDDING_TEXT = re.compile(rb'"embedding"\s*:\s*(\[[-+0-9.eE,\s]*\])')
+
 Record = Annotated[
     AccountRecord | SessionRecord | ActivityRecord | ChunkRecord, Field(discriminator="type")
 ]
 _RECORD = TypeAdapter(Record)
+_TAGS = [("account",), ("session",), ("activity",), ("chunk",)]  # the union's own loc
 
 
-class LineError(ValueError):
-    """A line of an import file that cannot be imported."""
-
-    def __init__(self, path: str, line: int, reason: str) -> None:
-        super().__init__(f"{path}:{line}: {reason}")
-        self.path, self.line, self.reason = path, line, reason
-
-
-def parse_line(text: str) -> AccountRecord | SessionRecord | ActivityRecord | ChunkRecord:
+def parse_line(text: str | bytes) -> AccountRecord | SessionRecord | ActivityRecord | ChunkRecord:
     """Validate one JSON line; raise ValueError with a reason that names the field."""
     try:
         return _RECORD.validate_json(text)
@@ -183,7 +219,8 @@ def describe(exc: ValidationError) -> str:
     """The first few errors, each as `field: reason`."""
     parts = []
     for error in exc.errors(include_url=False)[:3]:
-        where = ".".join(str(p) for p in error["loc"])
+        loc = error["loc"][1:] if error["loc"][:1] in _TAGS else error["loc"]
+        where = ".".join(str(p) for p in loc)
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "union_tag_invalid":
             where, message = (

@@ -1,0 +1,172 @@
+"""The staging table of an import: every line of a file streamed in by one binary COPY,
+then checked as a set against itself and the database. Dropped when the transaction ends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+STAGE = "import_stage"
+OWNER = "import_owner"
+
+# (name, type) in COPY order: one column set for the three kinds of line (unused ones NULL),
+# so a file is one COPY stream whatever the order of its lines.
+STAGE_COLUMNS = (
+    ("line", "integer"),
+    ("type", "text"),
+    ("id", "uuid"),
+    ("account_id", "uuid"),
+    ("runtime_session_id", "uuid"),
+    ("title", "text"),
+    ("source_type", "text"),
+    ("session_source_id", "text"),
+    ("reference", "text"),
+    ("status", "text"),
+    ("started_at", "timestamptz"),
+    ("last_activity_at", "timestamptz"),
+    ("ordinal", "integer"),
+    ("occurred_at", "timestamptz"),
+    ("role", "text"),
+    ("kind", "text"),
+    ("content", "text"),
+    ("api_usage_id", "uuid"),
+    ("source_kind", "text"),
+    ("source_id", "uuid"),
+    ("chunk_index", "integer"),
+    ("content_hash", "bytea"),
+    ("redaction_state", "text"),
+    ("embedding_state", "text"),
+    ("embedding_model", "text"),
+    ("embedding", "text"),  # pgvector's text form: read by vector_in, no array codec
+    ("embedded_at", "timestamptz"),
+)
+STAGE_COLUMN_NAMES = tuple(name for name, _ in STAGE_COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A staged line the database or the file itself contradicts."""
+
+    line: int
+    code: str  # duplicate | unknown_account | other_account | unknown_session
+    type: str
+    id: UUID
+    account_id: UUID | None = None  # the other account (duplicate, other_account)
+    other_line: int | None = None  # the first line with the same id (duplicate)
+
+
+async def create_stage(conn: AsyncConnection) -> None:
+    columns = ", ".join(f"{name} {kind}" for name, kind in STAGE_COLUMNS)
+    await conn.execute(text(f"CREATE TEMP TABLE {STAGE} ({columns}) ON COMMIT DROP"))
+    # Staged text is read once or twice, then dropped: compressing it (pglz) made the COPY
+    # about eight times slower.
+    await conn.execute(
+        text(
+            f"ALTER TABLE {STAGE} ALTER content SET STORAGE EXTERNAL, "
+            "ALTER embedding SET STORAGE EXTERNAL"
+        )
+    )
+
+
+async def copy_into_stage(conn: AsyncConnection, rows: AsyncIterable[Sequence[object]]) -> None:
+    """Stream rows (in STAGE_COLUMNS order) into the staging table by one binary COPY, read
+    as they come: parsing the file and writing it overlap."""
+    raw = await conn.get_raw_connection()
+    driver = raw.driver_connection
+    assert driver is not None
+    await driver.copy_records_to_table(STAGE, records=rows, columns=list(STAGE_COLUMN_NAMES))
+    await conn.execute(text(f"ANALYZE {STAGE}"))
+
+
+async def resolve_owners(conn: AsyncConnection) -> None:
+    """The account of every session the file names: its own session lines first, then the
+    database's sessions its activity and chunks refer to."""
+    await conn.execute(
+        text(
+            f"CREATE TEMP TABLE {OWNER} ON COMMIT DROP AS "
+            "SELECT DISTINCT ON (id) id, account_id FROM ("
+            f" SELECT id, account_id, 0 AS rank FROM {STAGE} WHERE type = 'session'"
+            " UNION ALL"
+            " SELECT r.id, r.account_id, 1 FROM runtime_sessions r WHERE r.id IN"
+            f"  (SELECT runtime_session_id FROM {STAGE} WHERE type IN ('activity', 'chunk'))"
+            ") owners ORDER BY id, rank, account_id"
+        )
+    )
+    await conn.execute(text(f"ANALYZE {OWNER}"))
+
+
+# Each branch yields (line, code, type, id, account_id, other_line).
+_DUPLICATES = (
+    "SELECT line, 'duplicate', type, id, first_account, first_line FROM ("
+    " SELECT line, type, id, min(line) OVER w AS first_line,"
+    "  first_value(account_id) OVER (w ORDER BY line) AS first_account"
+    f" FROM {STAGE} WINDOW w AS (PARTITION BY type, id)) d WHERE line > first_line"
+)
+_UNKNOWN_ACCOUNTS = (
+    "SELECT s.line, 'unknown_account', s.type, s.account_id, NULL::uuid, NULL::int"
+    f" FROM {STAGE} s WHERE s.type = 'session'"
+    " AND s.account_id <> ALL(CAST(:file_accounts AS uuid[]))"
+    " AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = s.account_id)"
+)
+_SESSIONS_OF_OTHERS = (
+    "SELECT s.line, 'other_account', s.type, s.id, r.account_id, NULL::int"
+    f" FROM {STAGE} s JOIN runtime_sessions r ON r.id = s.id AND r.account_id <> s.account_id"
+    " WHERE s.type = 'session'"
+)
+_UNKNOWN_SESSIONS = (
+    "SELECT s.line, 'unknown_session', s.type, s.runtime_session_id, NULL::uuid, NULL::int"
+    f" FROM {STAGE} s WHERE s.type IN ('activity', 'chunk')"
+    f" AND NOT EXISTS (SELECT 1 FROM {OWNER} o WHERE o.id = s.runtime_session_id)"
+)
+
+
+def _rows_of_others(kind: str, table: str) -> str:
+    return (
+        f"SELECT s.line, 'other_account', s.type, s.id, x.account_id, NULL::int FROM {STAGE} s"
+        f" JOIN {OWNER} o ON o.id = s.runtime_session_id"
+        f" JOIN {table} x ON x.id = s.id AND x.account_id <> o.account_id"
+        f" WHERE s.type = '{kind}'"
+    )
+
+
+async def conflicts(
+    conn: AsyncConnection, file_accounts: Sequence[UUID], limit: int
+) -> tuple[int, list[Conflict]]:
+    """Every contradiction of the staged lines, in line order: the total and the first
+    `limit`. Ids are compared as sets (joins), never one bind parameter each."""
+    branches = (
+        _DUPLICATES,
+        _UNKNOWN_ACCOUNTS,
+        _SESSIONS_OF_OTHERS,
+        _UNKNOWN_SESSIONS,
+        _rows_of_others("activity", "runtime_session_activity"),
+        _rows_of_others("chunk", "session_chunks"),
+    )
+    union = " UNION ALL ".join(f"({b})" for b in branches)
+    rows = (
+        await conn.execute(
+            text(
+                "SELECT line, code, type, id, account_id, other_line, count(*) OVER () "
+                f"FROM ({union}) c(line, code, type, id, account_id, other_line) "
+                "ORDER BY line, code LIMIT :limit"
+            ),
+            {"file_accounts": list(file_accounts), "limit": limit},
+        )
+    ).all()
+    total = rows[0][6] if rows else 0
+    return total, [Conflict(*row[:6]) for row in rows]
+
+
+async def staged_chunk_accounts(conn: AsyncConnection) -> list[UUID]:
+    """The accounts the staged chunks belong to."""
+    rows = await conn.execute(
+        text(
+            f"SELECT DISTINCT o.account_id FROM {STAGE} s JOIN {OWNER} o "
+            "ON o.id = s.runtime_session_id WHERE s.type = 'chunk' ORDER BY 1"
+        )
+    )
+    return [row[0] for row in rows]

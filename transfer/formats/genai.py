@@ -1,0 +1,120 @@
+"""OpenTelemetry GenAI spans as replay turns. Read, in each span: `gen_ai.system_instructions`,
+`gen_ai.input.messages`, `gen_ai.output.messages` (current conventions), the message events
+`gen_ai.{system,user,assistant,tool}.message` and `gen_ai.choice` (conventions up to 1.36),
+and tool execution (`gen_ai.tool.name`, `gen_ai.tool.call.arguments`, `.result`).
+
+A model call re-sends the conversation so far, so a message already replayed is not replayed
+again (counted by role, kind and text; tool calls and results by their call id)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from transfer.formats.conversation import Turn, call, result, turns_of
+
+EVENT_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+    "gen_ai.choice": "assistant",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GenAISpan:
+    """A span's times (ns), `gen_ai.*` attributes and `gen_ai.*` events (time, name, attrs)."""
+
+    start: int
+    end: int
+    attributes: dict[str, Any]
+    events: list[tuple[int, str, dict[str, Any]]]
+
+
+def structured(value: Any) -> Any:
+    """An attribute recorded as a JSON string, or in structured form, as the structure."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    value = structured(value)
+    if isinstance(value, dict):
+        value = [value]
+    return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+
+
+def _instructions(value: Any) -> Iterator[Turn]:
+    value = structured(value)
+    if value:
+        yield from turns_of({"role": "system", "content": value})
+
+
+def _event_turns(name: str, attributes: dict[str, Any]) -> Iterator[Turn]:
+    body = structured(attributes.get("gen_ai.event.content", attributes))
+    if not isinstance(body, dict):
+        body = {"content": body}
+    if name == "gen_ai.choice":
+        body = structured(body.get("message", body))
+        if not isinstance(body, dict):
+            body = {"content": body}
+    role = EVENT_ROLES[name]
+    message = {"role": role, "content": structured(body.get("content"))}
+    if "tool_calls" in body:
+        message["tool_calls"] = structured(body["tool_calls"])
+    if role == "tool":
+        message["tool_call_id"] = body.get("id", body.get("tool_call_id"))
+    yield from turns_of(message)
+
+
+def _span_turns(span: GenAISpan) -> Iterator[tuple[Turn, int, bool]]:
+    """(turn, time, is_history) of one span: history is what a model call was sent again."""
+    a = span.attributes
+    for turn in _instructions(a.get("gen_ai.system_instructions")):
+        yield turn, span.start, True
+    for message in _messages(a.get("gen_ai.input.messages")):
+        for turn in turns_of(message):
+            yield turn, span.start, True
+    for time, name, attributes in sorted(span.events, key=lambda e: e[0]):
+        if name in EVENT_ROLES:
+            for turn in _event_turns(name, attributes):
+                yield turn, time or span.start, name != "gen_ai.choice"
+    for message in _messages(a.get("gen_ai.output.messages")):
+        for turn in turns_of({"role": "assistant", **message}):
+            yield turn, span.end, False
+    if a.get("gen_ai.operation.name") == "execute_tool" or "gen_ai.tool.name" in a:
+        call_id = a.get("gen_ai.tool.call.id")
+        args = structured(a.get("gen_ai.tool.call.arguments"))
+        yield call(a.get("gen_ai.tool.name"), args, call_id), span.start, False
+        if "gen_ai.tool.call.result" in a:
+            yield result(structured(a["gen_ai.tool.call.result"]), call_id), span.end, False
+
+
+def _key(turn: Turn) -> tuple[str, ...]:
+    if turn.call_id:
+        return (turn.kind, turn.call_id)
+    return (turn.role, turn.kind, turn.content)
+
+
+def replay_turns(spans: list[GenAISpan]) -> list[tuple[Turn, int]]:
+    """The trace's turns in time order, each replayed once."""
+    replayed: Counter[tuple[str, ...]] = Counter()
+    turns: list[tuple[int, int, Turn]] = []
+    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        sent: Counter[tuple[str, ...]] = Counter()
+        for turn, time, history in _span_turns(span):
+            key = _key(turn)
+            sent[key] += 1
+            if (history or turn.call_id) and sent[key] <= replayed[key]:
+                continue
+            replayed[key] += 1
+            turns.append((time, len(turns), turn))
+    return [(turn, time) for time, _, turn in sorted(turns, key=lambda t: (t[0], t[1]))]

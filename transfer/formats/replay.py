@@ -1,0 +1,88 @@
+"""A session and its replay turns as import records, for formats that carry conversations
+rather than rows: ids the source did not give are derived (uuid5), so re-import is idempotent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID, uuid5
+
+from pydantic import ValidationError
+
+from transfer.formats.conversation import Turn
+from transfer.records import ActivityRecord, Record, SessionRecord, describe
+
+# Session ids are uuid5(SESSION_NAMESPACE, "<account id>:<source's session key>") when the
+# source gives no UUID; activity ids are uuid5(session id, "activity:<ordinal>") as the demo's.
+SESSION_NAMESPACE = UUID("a3d6c1f2-6b0e-4f5e-9a51-2f8c7d4b9e03")
+TURN_SPACING = timedelta(seconds=1)  # between turns the source gave no time
+
+
+def session_uuid(account_id: UUID, key: str) -> UUID:
+    return uuid5(SESSION_NAMESPACE, f"{account_id}:{key}")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """What a conversation source says about one session."""
+
+    id: UUID
+    account_id: UUID
+    title: str
+    source_type: str
+    source_id: str
+    reference: str
+    status: str
+    started_at: datetime
+    last_activity_at: datetime | None = None
+
+
+def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) -> list[Record]:
+    """The session line and one activity line per non-empty turn, in order; a turn without a
+    time comes TURN_SPACING after the one before. A ValueError names the bad field."""
+    activity: list[Record] = []
+    clock = session.started_at - TURN_SPACING
+    for turn, at in turns:
+        clock = at if at is not None else clock + TURN_SPACING
+        if not turn.content.strip():
+            continue
+        ordinal = len(activity)
+        activity.append(
+            _valid(
+                ActivityRecord,
+                f"turn {ordinal}",
+                type="activity",
+                id=uuid5(session.id, f"activity:{ordinal}"),
+                runtime_session_id=session.id,
+                ordinal=ordinal,
+                occurred_at=clock,
+                role=turn.role[:50],
+                kind=turn.kind,
+                content=turn.content,
+            )
+        )
+    last = max([session.last_activity_at or session.started_at, clock, session.started_at])
+    head = _valid(
+        SessionRecord,
+        "session",
+        type="session",
+        id=session.id,
+        account_id=session.account_id,
+        title=session.title[:2000],
+        source_type=session.source_type[:200],
+        source_id=session.source_id[:500],
+        reference=session.reference[:2000],
+        status=session.status[:50],
+        started_at=session.started_at,
+        last_activity_at=last,
+    )
+    return [head, *activity]
+
+
+def _valid(model: type[Any], where: str, **fields: Any) -> Any:
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise ValueError(f"{where}: {describe(exc)}") from None

@@ -1,0 +1,199 @@
+"""`import`: a file streamed once into a staging table (one binary COPY, parsing and writing
+overlapped), checked as a set, then upserted set-based and indexed, all in one transaction:
+all of the file or, on any bad line, none of it. Memory stays flat whatever the file size."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+from uuid import UUID
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from tqdm import tqdm
+
+from data import load, staging
+from data import tables as t
+from data.account_indexes import ensure_large_account_indexes
+from data.model_identity import ModelIdentity
+from data.model_indexes import build_model_index, register_model
+from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
+from transfer.formats import FORMATS
+from transfer.records import AccountRecord, ChunkRecord
+from transfer.staged import account_problems, conflict_reason, stage_row
+
+log = structlog.get_logger(__name__)
+MAX_LINE_BYTES = 64 * 1024**2
+KINDS = ("session", "activity", "chunk")
+
+
+@dataclass
+class Imported:
+    """What a file held (lines by kind), what changed (rows inserted or updated by kind),
+    the indexes built, and seconds by phase."""
+
+    lines: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("account", *KINDS), 0))
+    changed: dict[str, int] = field(default_factory=dict)
+    indexes: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {
+            "accounts": self.lines["account"],
+            "sessions": self.lines["session"],
+            "activity": self.lines["activity"],
+            "chunks": self.lines["chunk"],
+        }
+
+
+def _progress(name: str, size: int) -> tqdm[Any]:
+    """Bytes read, rows and rows/s, on a terminal only (quiet in CI and tests)."""
+    return tqdm(total=size, desc=name, unit="B", unit_scale=True, disable=None)
+
+
+def numbered_lines(
+    handle: IO[bytes], errors: ErrorLog, bar: tqdm[Any] | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """The file's non-blank lines with their numbers, read in bounded pieces."""
+    number = 0
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if bar is not None:
+            bar.update(len(raw))
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            errors.add(number, f"line longer than {MAX_LINE_BYTES // 1024**2} MiB")
+            while (rest := handle.readline(MAX_LINE_BYTES)) and not rest.endswith(b"\n"):
+                pass
+            continue
+        if number == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
+        if raw.strip():
+            yield number, raw
+
+
+async def import_file(
+    engine: AsyncEngine,
+    path: Path,
+    account_index_min_chunks: int | None = None,
+    *,
+    file_format: str = "jsonl",
+    account_id: UUID | None = None,
+) -> Imported:
+    """Import one file in one transaction; ImportRefused (nothing written) names every bad
+    line as `file:line: reason`. With account_index_min_chunks, accounts grown past it get
+    their own HNSW index in the same transaction."""
+    label = str(path)
+    with path.open("rb") as handle, _progress(path.name, os.fstat(handle.fileno()).st_size) as bar:
+        errors = ErrorLog(label)
+        numbered = numbered_lines(handle, errors, bar)
+        async with engine.begin() as conn:
+            imported = await _import(
+                conn, numbered, errors, account_index_min_chunks, file_format, account_id, bar
+            )
+    log.info("imported", path=label, **imported.counts, seconds=imported.seconds)
+    return imported
+
+
+async def import_lines(
+    conn: AsyncConnection,
+    label: str,
+    lines: Iterable[str | bytes],
+    account_index_min_chunks: int | None = None,
+    *,
+    file_format: str = "jsonl",
+    account_id: UUID | None = None,
+) -> Imported:
+    """import_file over lines in memory, in the caller's transaction."""
+    errors = ErrorLog(label)
+    numbered = (
+        (n, line.encode() if isinstance(line, str) else line)
+        for n, line in enumerate(lines, start=1)
+        if line.strip()
+    )
+    return await _import(conn, numbered, errors, account_index_min_chunks, file_format, account_id)
+
+
+async def _import(
+    conn: AsyncConnection,
+    numbered: Iterable[tuple[int, bytes]],
+    errors: ErrorLog,
+    account_index_min_chunks: int | None,
+    file_format: str,
+    account_id: UUID | None,
+    bar: tqdm[Any] | None = None,
+) -> Imported:
+    imported, started = Imported(), time.perf_counter()
+    accounts: list[tuple[int, AccountRecord]] = []
+    identities: set[ModelIdentity] = set()
+
+    def phase(name: str, then: str) -> None:
+        nonlocal started
+        now = time.perf_counter()
+        imported.seconds[name] = round(now - started, 3)
+        started = now
+        if bar is not None:
+            bar.set_postfix_str(f"{sum(imported.lines.values()):,} rows; {then}")
+
+    async def rows() -> AsyncIterator[tuple[object, ...]]:
+        for count, (number, record) in enumerate(
+            FORMATS[file_format](numbered, errors, account_id), start=1
+        ):
+            imported.lines[record.type] += 1
+            if bar is not None and count % 4096 == 0:
+                rate = count / (time.perf_counter() - started)
+                bar.set_postfix_str(f"{count:,} rows, {rate:,.0f} rows/s", refresh=False)
+            if isinstance(record, AccountRecord):
+                accounts.append((number, record))
+            elif not errors.total:  # after a bad line, read on for errors, stage nothing
+                if isinstance(record, ChunkRecord) and record.embedding is not None:
+                    identities.add(record.identity)
+                yield stage_row(number, record)
+
+    await load.lift_statement_budget(conn)
+    await staging.create_stage(conn)
+    await staging.copy_into_stage(conn, rows())
+    phase("read", "checking")
+    errors.raise_if_any()
+    for number, reason in await account_problems(conn, accounts):
+        errors.add(number, reason)
+    await staging.resolve_owners(conn)
+    total, found = await staging.conflicts(conn, [a.id for _, a in accounts], MAX_REPORTED_ERRORS)
+    for conflict in found:
+        errors.add(conflict.line, conflict_reason(conflict))
+    errors.total += total - len(found)
+    errors.raise_if_any()
+    phase("check", "writing")
+    await _write_accounts(conn, accounts, identities)
+    new_models = [i for i in sorted(identities, key=str) if await register_model(conn, i)]
+    for kind in KINDS:
+        imported.changed[kind] = await load.upsert_staged(conn, kind)
+    phase("write", "building indexes")
+    for identity in new_models:
+        await build_model_index(conn, identity)
+        imported.indexes.append(str(identity))
+    if account_index_min_chunks is not None and imported.lines["chunk"]:
+        touched = await staging.staged_chunk_accounts(conn)
+        for built in await ensure_large_account_indexes(conn, account_index_min_chunks, touched):
+            imported.indexes.append(f"{built.account_id} {built.identity}")
+    phase("index", "done")
+    return imported
+
+
+async def _write_accounts(
+    conn: AsyncConnection,
+    accounts: list[tuple[int, AccountRecord]],
+    identities: set[ModelIdentity],
+) -> None:
+    for _, a in accounts:
+        await load.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
+        await load.replace_features(conn, a.id, a.features)
+        setting = None if a.embedding is None else a.embedding.model_dump()
+        await load.replace_embedding_setting(conn, a.id, setting)
+        await load.add_api_keys(conn, a.id, [(k.key, k.scopes) for k in a.api_keys])
+        if a.embedding is not None:
+            identities.add(a.embedding.identity)
