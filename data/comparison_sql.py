@@ -129,20 +129,42 @@ def _candidates(scope: str, filtered: bool) -> str:
     )
 
 
-def _exact(n: int, identity: ModelIdentity, filtered: bool) -> str:
-    """Every comparable chunk of the account against every probe taking the exact path, in
-    one pass, ranked per probe. OFFSET 0 keeps the scored rows narrow (ids and a distance):
-    without it the planner carries every vector into the window's sort."""
+def _exact_pool(n: int, identity: ModelIdentity, filtered: bool) -> str:
+    """The account's comparable chunks of the model, read once for every probe on the exact
+    path (read only when one takes it): narrow rows, the vector in the lookup's type."""
     scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
-    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    columns = (
+        "c.id, c.runtime_session_id AS session_id, c.occurred_at, "
+        f"{vector_expression(identity, 'c')} AS v"
+    )
+    if not filtered:
+        return f"pool_{n} AS MATERIALIZED (SELECT {columns} FROM session_chunks c WHERE {scope})"
     return (
-        "SELECT key, probe, chunk_id, session_id, distance FROM ("
-        "SELECT key, probe, chunk_id, session_id, distance, row_number() OVER "
-        "(PARTITION BY key, probe ORDER BY distance, chunk_id) AS rank FROM ("
-        f"SELECT p.key, p.probe, c.id AS chunk_id, c.runtime_session_id AS session_id, "
-        f"{distance} AS distance FROM probe_{n} p, {_candidates(scope, filtered)} "
-        "AND p.path = 'exact' OFFSET 0) AS scored "
-        f"WHERE {finite_and_close('distance')}) AS ranked WHERE rank <= :per_probe"
+        f"pool_{n} AS MATERIALIZED (SELECT {columns}, s.status, s.source_type "
+        "FROM session_chunks c JOIN runtime_sessions s "
+        f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id WHERE {scope})"
+    )
+
+
+def _exact(n: int, filtered: bool) -> str:
+    """Per probe on the exact path, its nearest chunks among the pool read once: a top-N
+    pass over rows in memory, where a scan of the table per probe would read every chunk as
+    many times as there are probes."""
+    where = (
+        "c.session_id IS DISTINCT FROM p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+    )
+    if filtered:
+        where += (
+            " AND (p.statuses IS NULL OR c.status = ANY(p.statuses)) "
+            "AND (p.source_types IS NULL OR c.source_type = ANY(p.source_types))"
+        )
+    return (
+        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
+        f"(c.v <=> p.v) AS distance FROM pool_{n} c WHERE {where} "
+        "ORDER BY distance, c.id LIMIT :per_probe) AS a "
+        f"WHERE p.path = 'exact' AND {finite_and_close('a.distance')}"
     )
 
 
@@ -198,7 +220,8 @@ def first_statement(
     lookups = []
     for n, identity in enumerate(models):
         ctes.append(_probe_vectors(n, identity))
-        lookups.append(_exact(n, identity, filtered))
+        ctes.append(_exact_pool(n, identity, filtered))
+        lookups.append(_exact(n, filtered))
         shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
         lookups.append(_approximate(n, identity, "index", shared, filtered))
         own = account_predicate(account_id, identity, "c")
@@ -236,9 +259,10 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
     shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c")
     lookups = [
-        _exact(0, identity, filtered),
+        _exact(0, filtered),
         _approximate(0, identity, "index", shared, filtered),
         _approximate(0, identity, "account_index", own, filtered),
     ]
     hits = "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups)
-    return f"WITH {paths},\n{probe},\n{hits})" + SEARCH_ANSWER
+    pool = _exact_pool(0, identity, filtered)
+    return f"WITH {paths},\n{probe},\n{pool},\n{hits})" + SEARCH_ANSWER

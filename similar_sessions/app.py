@@ -4,7 +4,7 @@ console; traced when the settings name a traces exporter."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 
 from opentelemetry.sdk.trace import TracerProvider
@@ -111,6 +111,30 @@ def routes(settings: Settings, graphql: GraphQLApp) -> list[BaseRoute]:
     ]
 
 
+def _lifespan(
+    settings: Settings, tracing: TracerProvider | None, *, own_engines: bool, migrate_first: bool
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Start-up and shut-down: the engines opened (unless given), migrations, the cursor key."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if own_engines:
+            app.state.services = services_of(settings, *open_engines(settings))
+            if tracing is not None:
+                trace_engines(app.state.services, tracing)
+        if migrate_first:
+            await migrate(app.state.services.engine)
+        app.state.cursors = Cursors(await deployment_secret(app.state.services.engine, "cursor"))
+        try:
+            yield
+        finally:
+            if own_engines:
+                await app.state.services.engine.dispose()
+                await app.state.services.comparison_engine.dispose()
+
+    return lifespan
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -126,28 +150,13 @@ def create_app(
     schema = make_schema(extra_extensions=schema_extensions(settings, tracing))
     graphql = GraphQLApp(schema, graphql_ide=None)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        own = engine is None
-        if own:
-            app.state.services = services_of(settings, *open_engines(settings))
-            if tracing is not None:
-                trace_engines(app.state.services, tracing)
-        if run_migrations:
-            await migrate(app.state.services.engine)
-        app.state.cursors = Cursors(await deployment_secret(app.state.services.engine, "cursor"))
-        try:
-            yield
-        finally:
-            if own:
-                await app.state.services.engine.dispose()
-                await app.state.services.comparison_engine.dispose()
-
     app = Starlette(
         routes=routes(settings, graphql),
         middleware=[Middleware(HttpMetrics), Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=lifespan,
+        lifespan=_lifespan(
+            settings, tracing, own_engines=engine is None, migrate_first=run_migrations
+        ),
     )
     if tracing is not None:
         from opentelemetry.instrumentation.starlette import StarletteInstrumentor

@@ -141,6 +141,20 @@ def positive(text: str) -> int:
     return value
 
 
+def _import_arguments(imp: argparse.ArgumentParser) -> None:
+    imp.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="jsonl",
+        help="jsonl (the import format), messages (one chat session a line), "
+        "otlp (an OTLP/JSON trace export with GenAI attributes)",
+    )
+    imp.add_argument(
+        "--account", type=UUID, default=None, help="the account of sessions a line does not name"
+    )
+    imp.add_argument("files", nargs="+")
+
+
 def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     top = argparse.ArgumentParser(
         prog="similar-sessions",
@@ -158,18 +172,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         help="uvicorn worker processes (pools and rate limits are per process)",
     )
     sub.add_parser("migrate", help="bring the schema up to date")
-    imp = sub.add_parser("import", help="import files (all of a file, or none of it)")
-    imp.add_argument(
-        "--format",
-        choices=sorted(FORMATS),
-        default="jsonl",
-        help="jsonl (the import format), messages (one chat session a line), "
-        "otlp (an OTLP/JSON trace export with GenAI attributes)",
-    )
-    imp.add_argument(
-        "--account", type=UUID, default=None, help="the account of sessions a line does not name"
-    )
-    imp.add_argument("files", nargs="+")
+    _import_arguments(sub.add_parser("import", help="import files (all of a file, or none of it)"))
     exp = sub.add_parser("export", help="write every account back in the import format")
     exp.add_argument("-o", "--output", default=None)
     sub.add_parser("revoke-key", help="revoke the API key read from standard input")

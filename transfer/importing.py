@@ -23,7 +23,7 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
-from transfer.records import AccountRecord, ChunkRecord
+from transfer.records import AccountRecord, ChunkRecord, Record
 from transfer.staged import account_problems, conflict_reason, stage_row
 
 log = structlog.get_logger(__name__)
@@ -127,61 +127,77 @@ async def _import(
     account_id: UUID | None,
     bar: tqdm[Any] | None = None,
 ) -> Imported:
-    imported, started = Imported(), time.perf_counter()
-    accounts: list[tuple[int, AccountRecord]] = []
-    identities: set[ModelIdentity] = set()
-
-    def phase(name: str, then: str) -> None:
-        nonlocal started
-        now = time.perf_counter()
-        imported.seconds[name] = round(now - started, 3)
-        started = now
-        if bar is not None:
-            bar.set_postfix_str(f"{sum(imported.lines.values()):,} rows; {then}")
-
-    async def rows() -> AsyncIterator[tuple[object, ...]]:
-        for count, (number, record) in enumerate(
-            FORMATS[file_format](numbered, errors, account_id), start=1
-        ):
-            imported.lines[record.type] += 1
-            if bar is not None and count % 4096 == 0:
-                rate = count / (time.perf_counter() - started)
-                bar.set_postfix_str(f"{count:,} rows, {rate:,.0f} rows/s", refresh=False)
-            if isinstance(record, AccountRecord):
-                accounts.append((number, record))
-            elif not errors.total:  # after a bad line, read on for errors, stage nothing
-                if isinstance(record, ChunkRecord) and record.embedding is not None:
-                    identities.add(record.identity)
-                yield stage_row(number, record)
-
+    run = _Run(errors, bar)
     await load.lift_statement_budget(conn)
     await staging.create_stage(conn)
-    await staging.copy_into_stage(conn, rows())
-    phase("read", "checking")
+    await staging.copy_into_stage(
+        conn, run.rows(FORMATS[file_format](numbered, errors, account_id))
+    )
+    run.phase("read", "checking")
     errors.raise_if_any()
-    for number, reason in await account_problems(conn, accounts):
-        errors.add(number, reason)
-    await staging.resolve_owners(conn)
-    total, found = await staging.conflicts(conn, [a.id for _, a in accounts], MAX_REPORTED_ERRORS)
-    for conflict in found:
-        errors.add(conflict.line, conflict_reason(conflict))
-    errors.total += total - len(found)
-    errors.raise_if_any()
-    phase("check", "writing")
-    await _write_accounts(conn, accounts, identities)
-    new_models = [i for i in sorted(identities, key=str) if await register_model(conn, i)]
+    await _check(conn, run)
+    run.phase("check", "writing")
+    await _write_accounts(conn, run.accounts, run.identities)
+    new_models = [i for i in sorted(run.identities, key=str) if await register_model(conn, i)]
     for kind in KINDS:
-        imported.changed[kind] = await load.upsert_staged(conn, kind)
-    phase("write", "building indexes")
+        run.imported.changed[kind] = await load.upsert_staged(conn, kind)
+    run.phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)
-        imported.indexes.append(str(identity))
-    if account_index_min_chunks is not None and imported.lines["chunk"]:
+        run.imported.indexes.append(str(identity))
+    if account_index_min_chunks is not None and run.imported.lines["chunk"]:
         touched = await staging.staged_chunk_accounts(conn)
         for built in await ensure_large_account_indexes(conn, account_index_min_chunks, touched):
-            imported.indexes.append(f"{built.account_id} {built.identity}")
-    phase("index", "done")
-    return imported
+            run.imported.indexes.append(f"{built.account_id} {built.identity}")
+    run.phase("index", "done")
+    return run.imported
+
+
+class _Run:
+    """One import's progress: what it counted, the accounts and models it met, and the time
+    of each phase."""
+
+    def __init__(self, errors: ErrorLog, bar: tqdm[Any] | None) -> None:
+        self.imported, self.started = Imported(), time.perf_counter()
+        self.errors, self.bar = errors, bar
+        self.accounts: list[tuple[int, AccountRecord]] = []
+        self.identities: set[ModelIdentity] = set()
+
+    def phase(self, name: str, then: str) -> None:
+        now = time.perf_counter()
+        self.imported.seconds[name] = round(now - self.started, 3)
+        self.started = now
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{sum(self.imported.lines.values()):,} rows; {then}")
+
+    async def rows(
+        self, records: Iterable[tuple[int, Record]]
+    ) -> AsyncIterator[tuple[object, ...]]:
+        for count, (number, record) in enumerate(records, start=1):
+            self.imported.lines[record.type] += 1
+            if self.bar is not None and count % 4096 == 0:
+                rate = count / (time.perf_counter() - self.started)
+                self.bar.set_postfix_str(f"{count:,} rows, {rate:,.0f} rows/s", refresh=False)
+            if isinstance(record, AccountRecord):
+                self.accounts.append((number, record))
+            elif not self.errors.total:  # after a bad line, read on for errors, stage nothing
+                if isinstance(record, ChunkRecord) and record.embedding is not None:
+                    self.identities.add(record.identity)
+                yield stage_row(number, record)
+
+
+async def _check(conn: AsyncConnection, run: _Run) -> None:
+    """The checks only the database can make: accounts against their stored keys, and ids
+    the file gives to another account or to two records."""
+    for number, reason in await account_problems(conn, run.accounts):
+        run.errors.add(number, reason)
+    await staging.resolve_owners(conn)
+    ids = [a.id for _, a in run.accounts]
+    total, found = await staging.conflicts(conn, ids, MAX_REPORTED_ERRORS)
+    for conflict in found:
+        run.errors.add(conflict.line, conflict_reason(conflict))
+    run.errors.total += total - len(found)
+    run.errors.raise_if_any()
 
 
 async def _write_accounts(
