@@ -82,6 +82,9 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             self.server, database, corpus, self.tuning.exact_scan_max_chunks, self.args.fresh
         )
         engine = make_engine(url, pool_size=4, statement_timeout_ms=120_000)
+        # in-process comparisons run as the server's do: on connections opened with the
+        # comparison's settings (no SET per comparison)
+        self.comparisons = make_engine(url, pool_size=2, comparison=self.tuning.comparison_settings)
         sessions = await sessions_of(engine)
         sizes = {str(a.id): a.size for a in corpus.accounts}
         chat = next(a for a in corpus.accounts if a.name.startswith("chat"))
@@ -128,6 +131,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             proc.terminate()
             proc.wait(timeout=10)
             await engine.dispose()
+            await self.comparisons.dispose()
         self.say()
         self.report_targets()
         self.say(f"Every request's path is logged (`similar_sessions` lines in {log_path.name}).")
@@ -181,7 +185,9 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
                 )
                 assert response.status_code == 200, response.text
                 fig.route_ms.append(ms)
-                fig.inproc_ms.append((await timed(lambda p=p: self.in_process(engine, p)))[0])
+                fig.inproc_ms.append(
+                    (await timed(lambda p=p: self.in_process(self.comparisons, p)))[0]
+                )
                 fig.sql_ms.append(
                     (await timed(lambda p=p: served(engine, p, path, self.tuning)))[0]
                 )
