@@ -21,6 +21,10 @@ W_SUB, W_SESSION, W_NOISE = 0.8, 0.5, 0.55
 SHARE_NOT_CLEAR = 0.04
 SHARE_PENDING = 0.02
 SMALLEST_ACCOUNT = 300
+# Beside the Zipf accounts, one account of short chat-like sessions that stays on the exact
+# path (its comparable chunks under the default exact-scan size) with more than 50 sessions:
+# what a page of 50 on the exact path is measured on.
+CHAT_CHUNKS, CHAT_LONGEST = 900, 30
 
 
 @dataclass
@@ -29,6 +33,7 @@ class Account:
     name: str
     key: str
     size: int  # chunks
+    longest: int = 400  # chunks of its longest session
     sessions: list[uuid.UUID] = field(default_factory=list)
 
 
@@ -71,15 +76,16 @@ class Corpus:
             Account(_uuid(rng), f"bench-{i:03d}", f"sk-bench-{i:03d}-{seed}", size)
             for i, size in enumerate(account_sizes(total))
         ]
-        return cls(accounts, seed, total)
+        chat = Account(_uuid(rng), "chat-000", f"sk-bench-chat-{seed}", CHAT_CHUNKS, CHAT_LONGEST)
+        return cls([*accounts, chat], seed, total)
 
 
-def session_lengths(rng: np.random.Generator, size: int) -> list[int]:
-    """Log-uniform lengths in [5, 400] summing to size."""
+def session_lengths(rng: np.random.Generator, size: int, longest: int = 400) -> list[int]:
+    """Log-uniform lengths in [5, longest] summing to size."""
     lengths: list[int] = []
     left = size
     while left > 0:
-        n = round(math.exp(rng.uniform(math.log(5), math.log(400))))
+        n = round(math.exp(rng.uniform(math.log(5), math.log(longest))))
         n = min(n, left)
         if left - n < 5:
             n = left
@@ -94,7 +100,7 @@ def generate_account(
     """(session rows, chunk rows) of one account, in COPY column order."""
     account = corpus.accounts[index]
     rng = np.random.default_rng([corpus.seed, index])
-    lengths = session_lengths(rng, account.size)
+    lengths = session_lengths(rng, account.size, account.longest)
     # each account runs a handful of workflows: topics drawn Zipf from a random subset
     own = rng.choice(TOPICS, size=min(TOPICS, 2 + len(lengths) // 10), replace=False)
     weights = 1 / np.arange(1, len(own) + 1) ** 1.1

@@ -56,6 +56,12 @@ class PlanSections(Report):
             f"forced generic: `{plan}`."
         )
         self.say()
+        ratio = p50(runs[10:]) / runs[0]
+        self.target(
+            "p50 after 10 prepared executions within 1.2x of the first",
+            f"{ratio:.2f}",
+            ratio <= 1.2,
+        )
 
     async def explain(self, conn: Any, probe: Probe, path: LookupPath) -> str:
         import json

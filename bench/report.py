@@ -16,8 +16,15 @@ class Report:
     rounds: int
     page_rounds: int
 
+    targets: list[tuple[str, str, bool]]
+
     def say(self, line: str = "") -> None:
         raise NotImplementedError
+
+    def target(self, name: str, figure: str, met: bool) -> None:
+        """A target of the performance issue, its figure in this run, and whether it is met;
+        printed together at the end of the report."""
+        self.targets.append((name, figure, met))
 
     def sample(self, sessions: list[uuid.UUID], n: int) -> list[uuid.UUID]:
         raise NotImplementedError

@@ -68,6 +68,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             comparison_timeout_ms=60_000,
         )
         self.out: list[str] = []
+        self.targets = []
         self.rng = np.random.default_rng(11)
 
     def say(self, line: str = "") -> None:
@@ -81,9 +82,13 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             self.server, database, corpus, self.tuning.exact_scan_max_chunks, self.args.fresh
         )
         engine = make_engine(url, pool_size=4, statement_timeout_ms=120_000)
+        # in-process comparisons run as the server's do: on connections opened with the
+        # comparison's settings (no SET per comparison)
+        self.comparisons = make_engine(url, pool_size=2, comparison=self.tuning.comparison_settings)
         sessions = await sessions_of(engine)
         sizes = {str(a.id): a.size for a in corpus.accounts}
-        by_size = sorted(corpus.accounts, key=lambda a: a.size)
+        chat = next(a for a in corpus.accounts if a.name.startswith("chat"))
+        by_size = sorted((a for a in corpus.accounts if a is not chat), key=lambda a: a.size)
         largest, smallest = by_size[-1], by_size[0]
         medium = min(by_size, key=lambda a: abs(np.log(a.size) - np.log(5_000)))
         picks = [("small", smallest), ("medium", medium), ("largest", largest)]
@@ -93,8 +98,9 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
         self.say()
         self.say(
             f"`{' '.join(['python -m bench.run', *sys.argv[1:]])}` on {os.cpu_count()} cores, "
-            f"PostgreSQL embedded, pgvector 0.8; {len(corpus.accounts)} accounts (Zipf, "
-            f"{smallest.size} to {largest.size} chunks), "
+            f"PostgreSQL embedded, pgvector 0.8; {len(by_size)} accounts (Zipf, "
+            f"{smallest.size} to {largest.size} chunks) and one of {chat.size} chunks in "
+            f"{len(sessions[str(chat.id)])} short sessions, "
             f"{sum(len(v) for v in sessions.values())} sessions, 384-d, "
             f"exact scan up to {self.tuning.exact_scan_max_chunks} chunks, "
             f"ef_search {self.tuning.ef_search}, over-fetch {self.tuning.overfetch}. "
@@ -114,7 +120,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
                 self.table(figures)
                 await self.crossover(engine, by_size, sessions)
                 await self.page(engine, http, largest, medium)
-                await self.exact_pages(url, engine, medium)
+                await self.exact_pages(http, chat)
                 await self.lookup_share(engine, largest, sessions[str(largest.id)])
                 await self.features(engine, http, sessions, medium, largest)
                 await self.stability(url, largest, sessions[str(largest.id)])
@@ -125,11 +131,22 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             proc.terminate()
             proc.wait(timeout=10)
             await engine.dispose()
+            await self.comparisons.dispose()
         self.say()
+        self.report_targets()
         self.say(f"Every request's path is logged (`similar_sessions` lines in {log_path.name}).")
         target = ROOT / "bench" / "results" / f"perf-{self.args.size}.md"
         target.write_text("\n".join(self.out) + "\n")
         print(f"\nwritten to {target}")
+
+    def report_targets(self) -> None:
+        self.say("## Targets")
+        self.say()
+        self.say("| target | this run | met |")
+        self.say("|---|---|---|")
+        for name, figure, met in self.targets:
+            self.say(f"| {name} | {figure} | {'yes' if met else 'no'} |")
+        self.say()
 
     def sample(self, sessions: list[uuid.UUID], n: int) -> list[uuid.UUID]:
         if len(sessions) <= n:
@@ -168,7 +185,9 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
                 )
                 assert response.status_code == 200, response.text
                 fig.route_ms.append(ms)
-                fig.inproc_ms.append((await timed(lambda p=p: self.in_process(engine, p)))[0])
+                fig.inproc_ms.append(
+                    (await timed(lambda p=p: self.in_process(self.comparisons, p)))[0]
+                )
                 fig.sql_ms.append(
                     (await timed(lambda p=p: served(engine, p, path, self.tuning)))[0]
                 )
@@ -203,6 +222,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
                 f"| {(route - p50(f.inproc_ms)) / route:.0%} |"
             )
         self.say()
+        self.table_targets(figures)
         self.say(
             "Recall is against the one-pass exact scan over "
             f"{sum(len(f.chunk_recall) for f in figures)} probes; route = REST GET through "
@@ -211,6 +231,26 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             "exact scan = all probes of the session in one pass over the account's chunks."
         )
         self.say()
+
+    def table_targets(self, figures: list[Figures]) -> None:
+        small, largest = figures[0], figures[-1]
+        route, scan = p50(small.route_ms), p50(small.exact_ms)
+        share = (route - p50(small.inproc_ms)) / route
+        self.target(
+            "small account: route p50 within 2x of its one-pass exact scan",
+            f"{route / scan:.2f} ({route:.1f} / {scan:.1f} ms)",
+            route / scan <= 2,
+        )
+        self.target("small account: HTTP share of the route under 20%", f"{share:.0%}", share < 0.2)
+        bound = 30 if self.size_name == "1m" else 10
+        ratio = p50(largest.route_ms) / p50(largest.exact_ms)
+        self.target(
+            f"largest account: route p50 within 1/{bound} of its exact scan",
+            f"{ratio:.3f} ({p50(largest.route_ms):.1f} / {p50(largest.exact_ms):.1f} ms)",
+            ratio <= 1 / bound,
+        )
+        worst = min(min(f.chunk_recall, default=1.0) for f in figures)
+        self.target("no probe below 0.8 chunk recall@25", f"worst {worst:.2f}", worst >= 0.8)
 
     async def crossover(
         self, engine: AsyncEngine, by_size: list[Any], sessions: dict[str, list[uuid.UUID]]
@@ -302,6 +342,11 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             self.say(
                 f"| {account.name} ({account.size} chunks) | {p50(pages):.0f} | {p50(rests):.0f} "
                 f"| {p50(ones):.0f} | {p50(pages) / p50(rests):.2f} |"
+            )
+            self.target(
+                f"page of 50 within 0.7x of 50 requests, approximate path ({account.name})",
+                f"{p50(pages) / p50(rests):.2f}",
+                p50(pages) / p50(rests) <= 0.7,
             )
         self.say()
 
