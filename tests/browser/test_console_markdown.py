@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import random
+from urllib.parse import quote
 
 import pytest
 from playwright.async_api import expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.console_browser import CONSOLE, Tab
+from tests.support.console_browser import CONSOLE, SAFE_HREF, Tab, assert_nothing_ran
 from tests.support.world import World, blend, direction
 
 pytestmark = pytest.mark.browser
@@ -49,8 +50,6 @@ PAYLOADS = [
     "<meta http-equiv=refresh content=0;url=javascript:window.__pwned=3>",
 ]
 HOSTILE_TITLE = "<img src=x onerror=\"window.__pwned='title'\"> **not bold**"
-FORBIDDEN = "img, script, iframe, svg, object, embed, style, link, meta, form, textarea"
-SAFE_HREF = ("http:", "https:", "mailto:")
 
 
 async def hostile_world(engine: AsyncEngine) -> tuple[str, str]:
@@ -66,21 +65,6 @@ async def hostile_world(engine: AsyncEngine) -> tuple[str, str]:
     world.chunk(other, blend(direction(1), direction(3), 0.1), content=PAYLOADS[3])
     await world.write(engine)
     return key, viewed
-
-
-async def assert_nothing_ran(tab: Tab) -> None:
-    assert await tab.page.evaluate("() => window.__pwned") is None
-    assert await tab.page.locator(f"#view :is({FORBIDDEN})").count() == 0
-    handlers = await tab.page.evaluate(
-        """() => [...document.querySelectorAll('#view *')].flatMap(
-            (el) => [...el.attributes].map((a) => a.name)).filter((n) => n.startsWith('on'))"""
-    )
-    assert handlers == []
-    hrefs = await tab.page.evaluate(
-        "() => [...document.querySelectorAll('#view a[href]')].map((a) => a.href)"
-    )
-    assert hrefs and all(h.startswith((*SAFE_HREF, tab.base)) for h in hrefs), hrefs
-    assert tab.problems == [], "a blocked script or style would show here"
 
 
 async def test_a_turn_renders_its_markdown(engine: AsyncEngine, tab: Tab) -> None:
@@ -245,3 +229,33 @@ async def test_any_text_renders_to_safe_elements_only(engine: AsyncEngine, tab: 
     assert set(found["attributes"]) <= {"class", "href", "rel", "start"}, found["attributes"]
     assert all(h.lower().startswith(SAFE_HREF) for h in found["hrefs"]), json.dumps(found["hrefs"])
     assert await tab.page.evaluate("() => window.__pwned") is None
+
+
+HOSTILE_STATUS = "<img src=x onerror=window.__pwned=9>"
+
+
+async def test_a_hostile_status_or_filter_in_the_address_stays_text(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    world = World()
+    account, key = world.account()
+    viewed = world.session(account, "the viewed session", day=2)
+    world.chunk(viewed, blend(direction(1), direction(2), 0.0))
+    other = world.session(account, HOSTILE_TITLE, day=1, status=HOSTILE_STATUS)
+    world.chunk(other, blend(direction(1), direction(3), 0.1), content=PAYLOADS[1])
+    await world.write(engine)
+    page = f"{CONSOLE}?sessionId={viewed}&similar=open"
+
+    await tab.sign_in(key, f"{page}&similarStatus={quote(HOSTILE_STATUS)}")
+    await expect(tab.page.locator(".neighbour-title")).to_have_text([HOSTILE_TITLE])
+    await expect(tab.page.locator(".neighbour .status")).to_have_text(
+        HOSTILE_STATUS.replace("_", " ")
+    )
+    await expect(tab.page.get_by_label("Neighbours' status")).to_have_value(HOSTILE_STATUS)
+    await expect(tab.page.locator("#similar-status option")).to_contain_text([HOSTILE_STATUS])
+    await assert_nothing_ran(tab)
+
+    script = "<script>window.__pwned='filter'</script>"
+    await tab.open(f"{page}&similarStatus={quote(script)}")
+    await expect(tab.page.locator("#similar-body .empty").last).to_contain_text(script)
+    await assert_nothing_ran(tab)

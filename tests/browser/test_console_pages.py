@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from limits import parse
 from playwright.async_api import Route, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from similar_sessions.auth import rate_limited
 from tests.support.console_browser import (
     CONSOLE,
     Tab,
@@ -87,5 +89,32 @@ async def test_a_page_that_fails_to_load_offers_a_retry(engine: AsyncEngine, tab
     await tab.page.reload()
     problem = tab.page.locator("#view [role=alert]")
     await expect(problem).to_contain_text("could not load this page")
+    await problem.get_by_role("button", name="Retry").click()
+    await expect(tab.page.get_by_role("heading", name="Sessions")).to_be_visible()
+
+
+async def test_a_key_past_its_rate_is_told_when_to_retry(engine: AsyncEngine, tab: Tab) -> None:
+    c = await corpus(engine)
+    await tab.sign_in(c.key)
+    # The app's own 429 (past 20/second, retry in 3 s), answered to the next request only.
+    refused = rate_limited(parse("20/second"), 3)
+    failed: list[str] = []
+
+    async def past_the_rate_once(route: Route) -> None:
+        if not failed:
+            failed.append(route.request.url)
+            await route.fulfill(
+                status=refused.status_code, headers=dict(refused.headers), body=refused.body
+            )
+            return
+        await route.continue_()
+
+    await tab.page.route("**/graphql", past_the_rate_once)
+    await tab.page.reload()
+    problem = tab.page.locator("#view [role=alert]")
+    await expect(problem.locator("p")).to_have_text(
+        "The console could not load this page. "
+        "This API key sent too many requests; try again in 3 seconds."
+    )
     await problem.get_by_role("button", name="Retry").click()
     await expect(tab.page.get_by_role("heading", name="Sessions")).to_be_visible()

@@ -40,6 +40,8 @@ async def test_landing_with_the_panel_open_is_one_request_for_everything(
     landing = tab.graphql[before:]
     assert len(landing) == 1
     assert asks_replay_and_neighbours(tab, landing[0])
+    assert "timeline(" in tab.document(landing[0]), "the timeline comes in the same request"
+    await expect(tab.page.locator(".timeline-bars .bar")).not_to_have_count(0)
     await expect(tab.page.locator(".entry")).to_have_count(4)
 
     await toggle.click()
@@ -63,6 +65,7 @@ async def test_a_collapsed_landing_asks_the_replay_then_the_neighbours_once(
     await expect(tab.page.locator(".neighbour")).to_have_count(3)
     [_, opened] = tab.graphql[before:]
     assert "similarSessions(" in tab.document(opened)
+    assert "timeline(" in tab.document(opened)
     assert "replayPage" not in tab.document(opened)
 
     await toggle.click()
@@ -146,10 +149,10 @@ async def test_neighbours_that_fail_with_the_page_leave_the_page_and_a_retry(
             await route.continue_()
             return
         failed.append(document)
-        # What the server answers when similarSessions (non-null) fails: the session is null.
+        # What the server answers when similarSessions (nullable) fails: that field is null.
         response = await route.fetch()
         body = await response.json()
-        body["data"]["runtimeSession"] = None
+        body["data"]["runtimeSession"]["similarSessions"] = None
         body["errors"] = [
             {
                 "message": "the database is unavailable",
@@ -172,4 +175,4 @@ async def test_neighbours_that_fail_with_the_page_leave_the_page_and_a_retry(
     await problem.get_by_role("button", name="Retry").click()
     await expect(tab.page.locator(".neighbour")).to_have_count(3)
     names = [tab.document(r).split("(")[0].split()[-1] for r in tab.graphql[before:]]
-    assert names == ["ConsoleSessionWithSimilar", "ConsoleSession", "ConsoleSimilarSessions"]
+    assert names == ["ConsoleSessionWithSimilar", "ConsoleSimilarSessions"]

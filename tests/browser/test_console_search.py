@@ -57,7 +57,7 @@ async def test_text_finds_titles_and_source_ids_and_the_tab_key_reaches_the_box(
 
     await search.fill("100%_of")
     await search.press("Enter")
-    await expect(tab.page.locator(".empty")).to_have_text(
+    await expect(tab.page.locator(".titles .empty")).to_have_text(
         "No session's title or source id contains this text."
     )
     await tab.page.get_by_role("link", name="Show all sessions").click()

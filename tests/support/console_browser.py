@@ -26,6 +26,9 @@ from tests.support.world import World, blend, direction
 CONSOLE = "/console/runtime-sessions"
 SIMILAR_QUERY = "ConsoleSimilarSessions"
 AXE = Path(__file__).resolve().parents[1] / "browser" / "vendor" / "axe.min.js"
+# Elements no content may become, and the only link schemes content may keep.
+FORBIDDEN = "img, script, iframe, svg, object, embed, style, link, meta, form, textarea"
+SAFE_HREF = ("http:", "https:", "mailto:")
 LONG_TOOL_RESULT = json.dumps(
     {"reservation_id": "ZFA04Y", "flights": [{"flight_number": f"HAT{i:03}"} for i in range(80)]},
     indent=2,
@@ -78,6 +81,23 @@ class Tab:
         )
         assert value is None or isinstance(value, str)
         return value
+
+
+async def assert_nothing_ran(tab: Tab) -> None:
+    """No stored payload ran or became an element, a handler or an unsafe link in the view."""
+    assert await tab.page.evaluate("() => window.__pwned") is None
+    # The one form is the console's own: the panel's status filter.
+    assert await tab.page.locator(f"#view :is({FORBIDDEN}):not(#similar-filter)").count() == 0
+    handlers = await tab.page.evaluate(
+        """() => [...document.querySelectorAll('#view *')].flatMap(
+            (el) => [...el.attributes].map((a) => a.name)).filter((n) => n.startsWith('on'))"""
+    )
+    assert handlers == []
+    hrefs = await tab.page.evaluate(
+        "() => [...document.querySelectorAll('#view a[href]')].map((a) => a.href)"
+    )
+    assert hrefs and all(h.startswith((*SAFE_HREF, tab.base)) for h in hrefs), hrefs
+    assert tab.problems == [], "a blocked script or style would show here"
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 // The one way the console talks to the server: POST /graphql with the operator's key.
 
+import { plural } from "./dom.js";
+
 const KEY_NAME = "similar-sessions.api-key";
 
 /** The API key lives in this tab's sessionStorage only: never in the URL, never logged. */
@@ -35,6 +37,8 @@ export async function graphql(query, variables = {}, key = apiKey.get()) {
 export function refusal(errors) {
   const input = errors.find((e) => e.extensions?.code === "BAD_USER_INPUT");
   if (input) return `The request was refused: ${input.message}`;
+  const limit = errors.find((e) => e.extensions?.code === "LIMIT_EXCEEDED");
+  if (limit) return `The request asked for more than the server allows (${limit.message}).`;
   if (errors.some((e) => e.extensions?.code === "UNAVAILABLE")) {
     return "The database is unavailable right now.";
   }
@@ -62,6 +66,12 @@ export async function graphqlPartial(query, variables = {}, key = apiKey.get()) 
   if (response.status === 401) throw new Unauthorized("The API key was not accepted.");
   if (response.status === 403) {
     throw new Forbidden("This API key lacks the view_runtime_sessions scope.");
+  }
+  if (response.status === 429) {
+    // Past the key's rate: Retry-After says when the next request is let through.
+    const seconds = Number.parseInt(response.headers.get("retry-after") ?? "", 10);
+    const when = Number.isFinite(seconds) ? `in ${plural(seconds, "second")}` : "shortly";
+    throw new RequestFailed(`This API key sent too many requests; try again ${when}.`);
   }
   if (response.status === 503) {
     throw new RequestFailed("The database is unavailable right now.");

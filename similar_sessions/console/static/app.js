@@ -5,6 +5,7 @@ import { h, sessionHref } from "./dom.js";
 import {
   keepScrollPosition,
   knownFeatures,
+  neighbourStatus,
   panelWanted,
   remember,
   rememberPanel,
@@ -21,10 +22,12 @@ import {
   SESSION_LIST,
   SESSION_WITH_SIMILAR,
   SIMILAR_LIMIT,
+  TITLE_SEARCH_MAX,
 } from "./queries.js";
 import { ANCHOR, replayView } from "./replay.js";
-import { renderSessionHeader, renderSessionList } from "./sessions.js";
-import { forgetSimilarSessions, similarPanel } from "./similar.js";
+import { describedSearch } from "./search.js";
+import { renderSearch, renderSessionHeader, renderSessionList } from "./sessions.js";
+import { forgetSimilarSessions, similarErrors, similarPanel } from "./similar.js";
 
 const FEATURE = "similarSessions";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -96,9 +99,32 @@ async function load(key) {
   const after = params.get("after");
   const search = params.get("q")?.trim() || null;
   searchInput.value = search ?? "";
+  if (search) return loadSearch(key, search, after);
   const data = await graphql(SESSION_LIST, { first: PAGE_SIZE, after, search }, key);
-  const list = renderSessionList(data.runtimeSessions, { isFirstPage: after === null, search });
+  const list = renderSessionList(data.runtimeSessions, { isFirstPage: after === null });
   return [data.viewer, list, restoreScrollPosition];
+}
+
+/** A search's first page asks two things at once: the titles and source ids that contain the
+ * text, and the sessions that went like it (which embeds the text, so may take longer). */
+async function loadSearch(key, search, after) {
+  const isFirstPage = after === null;
+  const describe = () =>
+    describedSearch(search, {
+      key,
+      onUnauthorized: () => showSignIn("Your API key is no longer accepted. Sign in again."),
+    });
+  // Features are known after the tab's first answer; until then the second request waits.
+  let described = isFirstPage && knownFeatures.get()?.includes(FEATURE) ? describe() : null;
+  const byTitle = search.length <= TITLE_SEARCH_MAX;
+  const data = byTitle
+    ? await graphql(SESSION_LIST, { first: PAGE_SIZE, after, search }, key)
+    : await graphql(SESSION_LIST, { first: 1, after: null, search: null }, key);
+  const featured = data.viewer.features.includes(FEATURE);
+  if (!featured) described = null;
+  else if (isFirstPage && !described) described = describe();
+  const page = renderSearch(byTitle ? data.runtimeSessions : null, { isFirstPage, search, described });
+  return [data.viewer, page, restoreScrollPosition];
 }
 
 function notFound(sentence) {
@@ -112,31 +138,35 @@ function notFound(sentence) {
 async function loadSession(key, sessionId) {
   const features = knownFeatures.get();
   const withSimilar = panelWanted() && (features === null || features.includes(FEATURE));
+  const filter = neighbourStatus();
   const variables = { id: sessionId, first: REPLAY_PAGE };
-  let { data, errors } = withSimilar
+  const { data, errors } = withSimilar
     ? await graphqlPartial(
         SESSION_WITH_SIMILAR,
-        { ...variables, limit: SIMILAR_LIMIT, maxMatches: MATCHES_PER_SESSION },
+        {
+          ...variables,
+          limit: SIMILAR_LIMIT,
+          maxMatches: MATCHES_PER_SESSION,
+          status: filter ? [filter] : null,
+        },
         key,
       )
     : await graphqlPartial(SESSION, variables, key);
-  // Only the neighbours may fail alone. Their field is non-null, so their error nulls the
-  // session too: the page is then asked again without them, and the panel offers a Retry.
-  const similarFailed = errors.filter((e) => e.path?.includes("similarSessions"));
-  if (similarFailed.length && !data.runtimeSession) {
-    ({ data, errors } = await graphqlPartial(SESSION, variables, key));
-  }
-  const failed = errors.filter((e) => !e.path?.includes("similarSessions"));
-  if (failed.length || !data.viewer) throw new RequestFailed(refusal(failed));
+  // Only the neighbours, or their timeline alone, may fail: both fields are nullable, so an
+  // error nulls that part and the rest of the page comes; the panel offers a Retry.
+  const failed = similarErrors(errors);
+  if (failed.rest.length || !data.viewer) throw new RequestFailed(refusal(failed.rest));
   const session = data.runtimeSession;
   if (!session) return [data.viewer, notFound("No session with this id in your account.")];
   return sessionPage(data.viewer, session, {
     withSimilar,
-    similarError: similarFailed.length ? refusal(similarFailed) : null,
+    filter,
+    similarError: failed.similar.length ? refusal(failed.similar) : null,
+    timelineError: failed.timeline.length ? refusal(failed.timeline) : null,
   });
 }
 
-function sessionPage(viewer, session, { withSimilar, similarError }) {
+function sessionPage(viewer, session, { withSimilar, filter, similarError, timelineError }) {
   const replay = replayView(session.replayPage, {
     pageSize: REPLAY_PAGE,
     seekSize: REPLAY_SEEK_PAGE,
@@ -160,6 +190,9 @@ function sessionPage(viewer, session, { withSimilar, similarError }) {
         open: withSimilar,
         answer: withSimilar ? session.similarSessions : null,
         error: similarError,
+        timelineError,
+        filter,
+        sessionStatus: session.status,
         onToggle: rememberPanel,
         onUnauthorized: () => showSignIn("Your API key is no longer accepted. Sign in again."),
       }),

@@ -1,10 +1,12 @@
 // What a page remembers across Back and reload: the Similar sessions panel open or closed (in
-// the address and the history entry), the scroll position and the replay steps shown (in the
-// history entry), and the operator's "always open" preference (in this browser).
+// the address and the history entry) and its status filter (in the address), the scroll
+// position and the replay steps shown (in the history entry), and the operator's "always
+// open" preference (in this browser).
 
 const ALWAYS_OPEN = "similar-sessions.similar-always-open";
 const FEATURES = "similar-sessions.viewer-features";
 const PANEL_PARAM = "similar";
+const STATUS_PARAM = "similarStatus";
 const SAVE_DELAY_MS = 250;
 
 function entry() {
@@ -58,6 +60,19 @@ export function rememberPanel(open) {
   else if (alwaysOpen.get()) url.searchParams.set(PANEL_PARAM, "closed");
   else url.searchParams.delete(PANEL_PARAM);
   remember({ similarOpen: open }, url.href);
+}
+
+/** The status the neighbours are filtered by, from the address; null for any status. */
+export function neighbourStatus() {
+  return new URLSearchParams(window.location.search).get(STATUS_PARAM)?.trim() || null;
+}
+
+/** Records the neighbours' status filter in the address (so a copied link keeps it). */
+export function rememberNeighbourStatus(status) {
+  const url = new URL(window.location.href);
+  if (status) url.searchParams.set(STATUS_PARAM, status);
+  else url.searchParams.delete(STATUS_PARAM);
+  remember({}, url.href);
 }
 
 /** The viewer's features as last seen in this tab, or null before the first answer. */

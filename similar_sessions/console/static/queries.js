@@ -5,6 +5,10 @@ export const REPLAY_PAGE = 100; // turns shown at first and per "Show more steps
 export const REPLAY_SEEK_PAGE = 500; // turns per request while looking for a linked turn
 export const SIMILAR_LIMIT = 5;
 export const MATCHES_PER_SESSION = 2;
+export const SEARCH_LIMIT = 5;
+// runtimeSessions(search:) takes at most 200 characters, searchSessions(text:) 2,000.
+export const TITLE_SEARCH_MAX = 200;
+export const DESCRIBED_SEARCH_MAX = 2000;
 
 export const SESSION_LIST = `
 query ConsoleSessionList($first: Int!, $after: String, $search: String) {
@@ -51,32 +55,77 @@ query ConsoleSession($id: UUID!, $first: Int!) {
 }
 ${REPLAY_FIELDS}`;
 
-// The session page with the panel open: header, replay and neighbours in one request.
+// How often this happened, by day: the console groups the days into weeks and months itself,
+// so choosing another grouping asks nothing.
+const TIMELINE_FIELDS = `
+fragment ConsoleTimeline on Timeline {
+  bucket perProbeBound countedFrom sessions
+  buckets { start sessions }
+  degraded { reasons detail }
+}`;
+
+// The session page with the panel open: header, replay, neighbours and timeline in one request.
 export const SESSION_WITH_SIMILAR = `
-query ConsoleSessionWithSimilar($id: UUID!, $first: Int!, $limit: Int!, $maxMatches: Int!) {
+query ConsoleSessionWithSimilar(
+  $id: UUID!, $first: Int!, $limit: Int!, $maxMatches: Int!, $status: [String!]
+) {
   viewer { name features }
   runtimeSession(id: $id) {
     id title status reference startedAt lastActivityAt
     replayPage(first: $first) { ...ConsoleReplayPage }
-    similarSessions(limit: $limit, maxMatchesPerSession: $maxMatches) {
+    similarSessions(limit: $limit, maxMatchesPerSession: $maxMatches, status: $status) {
       ...ConsoleSimilarSessions
+      timeline(bucket: DAY) { ...ConsoleTimeline }
     }
   }
 }
 ${REPLAY_FIELDS}
-${SIMILAR_FIELDS}`;
+${SIMILAR_FIELDS}
+${TIMELINE_FIELDS}`;
 
-// The panel opened later, or its next page of neighbours.
+// The panel opened later, or its status filter changed: neighbours and timeline.
 export const SIMILAR_SESSIONS = `
-query ConsoleSimilarSessions($id: UUID!, $limit: Int!, $maxMatches: Int!, $after: String) {
+query ConsoleSimilarSessions($id: UUID!, $limit: Int!, $maxMatches: Int!, $status: [String!]) {
   runtimeSession(id: $id) {
     id
-    similarSessions(limit: $limit, maxMatchesPerSession: $maxMatches, after: $after) {
+    similarSessions(limit: $limit, maxMatchesPerSession: $maxMatches, status: $status) {
       ...ConsoleSimilarSessions
+      timeline(bucket: DAY) { ...ConsoleTimeline }
     }
   }
 }
+${SIMILAR_FIELDS}
+${TIMELINE_FIELDS}`;
+
+// The next page of neighbours (the timeline came with the first).
+export const MORE_SIMILAR_SESSIONS = `
+query ConsoleMoreSimilarSessions(
+  $id: UUID!, $limit: Int!, $maxMatches: Int!, $status: [String!], $after: String
+) {
+  runtimeSession(id: $id) {
+    id
+    similarSessions(
+      limit: $limit, maxMatchesPerSession: $maxMatches, status: $status, after: $after
+    ) { ...ConsoleSimilarSessions }
+  }
+}
 ${SIMILAR_FIELDS}`;
+
+// Sessions with passages like a described text (the search box), a page at a time.
+export const SEARCH_SESSIONS = `
+query ConsoleSearchSessions($text: String!, $limit: Int!, $maxMatches: Int!, $after: String) {
+  searchSessions(text: $text, limit: $limit, maxMatchesPerSession: $maxMatches, after: $after) {
+    modelIdentity
+    degraded { reasons detail }
+    results {
+      runtimeSessionId title startedAt similarity band matchedChunkCount consoleLink
+      session { status }
+      matches { documentId sourceKind chunkIndex role redactionState text replayAnchor }
+    }
+    endCursor
+    hasNextPage
+  }
+}`;
 
 // More of the replay: "Show more steps", or looking for a linked turn.
 export const REPLAY = `

@@ -12,8 +12,8 @@ function listHref(params) {
   return `/console/runtime-sessions${query.size ? `?${query}` : ""}`;
 }
 
-export function renderSessionList(page, { isFirstPage, search = null }) {
-  const items = page.nodes.map((s) =>
+function items(page) {
+  return page.nodes.map((s) =>
     h(
       "li",
       { class: "session-item" },
@@ -32,7 +32,10 @@ export function renderSessionList(page, { isFirstPage, search = null }) {
       ),
     ),
   );
-  const pager = h(
+}
+
+function pager(page, { isFirstPage, search }) {
+  return h(
     "nav",
     { class: "pager", "aria-label": "Pages of sessions" },
     isFirstPage ? null : h("a", { href: listHref({ q: search }) }, "Newest sessions"),
@@ -40,21 +43,61 @@ export function renderSessionList(page, { isFirstPage, search = null }) {
       ? h("a", { href: listHref({ q: search, after: page.endCursor }), rel: "next" }, "Older sessions")
       : null,
   );
-  let empty = isFirstPage ? "No sessions in this account yet." : "No older sessions.";
-  if (search) empty = isFirstPage ? "No session's title or source id contains this text." : "No older matches.";
+}
+
+function list(page, empty) {
+  const shown = items(page);
+  return shown.length ? h("ul", { class: "session-list" }, shown) : h("p", { class: "empty" }, empty);
+}
+
+export function renderSessionList(page, { isFirstPage }) {
   return [
-    h("h1", { tabindex: "-1" }, search ? `Sessions matching “${search}”` : "Sessions"),
-    search
-      ? h(
-          "p",
-          { class: "lede" },
-          "Titles and source ids that contain the text, newest first. ",
-          h("a", { href: listHref({}) }, "Show all sessions"),
-          ".",
-        )
-      : h("p", { class: "lede" }, "The account's recorded agent runs, newest first."),
-    items.length ? h("ul", { class: "session-list" }, items) : h("p", { class: "empty" }, empty),
-    pager,
+    h("h1", { tabindex: "-1" }, "Sessions"),
+    h("p", { class: "lede" }, "The account's recorded agent runs, newest first."),
+    list(page, isFirstPage ? "No sessions in this account yet." : "No older sessions."),
+    pager(page, { isFirstPage, search: null }),
+  ];
+}
+
+const HEADING_CHARS = 120; // a pasted description stays whole in the search box, not the heading
+
+function shortened(text) {
+  return text.length > HEADING_CHARS ? `${text.slice(0, HEADING_CHARS - 1).trimEnd()}…` : text;
+}
+
+/**
+ * A search: the sessions whose title or source id contains the text (`page`, or null when the
+ * text is too long for that search), and beside them `described`, the section of sessions
+ * that went like it (null on later pages, or without the feature).
+ */
+export function renderSearch(page, { isFirstPage, search, described }) {
+  const titles = page
+    ? [
+        list(
+          page,
+          isFirstPage ? "No session's title or source id contains this text." : "No older matches.",
+        ),
+        pager(page, { isFirstPage, search }),
+      ]
+    : [h("p", { class: "empty" }, "Titles and source ids are searched for texts of at most 200 characters.")];
+  const lede = described
+    ? "Sessions whose title or source id contains the text, newest first, and sessions with " +
+      "passages like it. "
+    : "Titles and source ids that contain the text, newest first. ";
+  return [
+    h("h1", { tabindex: "-1" }, `Sessions matching “${shortened(search)}”`),
+    h("p", { class: "lede" }, lede, h("a", { href: listHref({}) }, "Show all sessions"), "."),
+    h(
+      "div",
+      { class: `search-layout${described ? " with-described" : ""}` },
+      h(
+        "section",
+        { class: "titles", "aria-labelledby": "titles-title" },
+        h("h2", { id: "titles-title" }, "Title or source id contains it"),
+        titles,
+      ),
+      described,
+    ),
   ];
 }
 

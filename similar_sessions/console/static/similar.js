@@ -1,11 +1,19 @@
-// The "Similar sessions" panel: collapsed unless asked for, and each session compared at most
-// once per page view (its answer may come with the page's own request).
+// The "Similar sessions" panel: collapsed unless asked for; its neighbours can be filtered by
+// status, and each session is compared at most once per filter and page view (the first answer
+// may come with the page's own request). The timeline comes with the first page of neighbours.
 
-import { Unauthorized, graphql } from "./api.js";
-import { h, plural, sessionHref, time } from "./dom.js";
-import { alwaysOpen } from "./memory.js";
-import { MATCHES_PER_SESSION, SIMILAR_LIMIT, SIMILAR_SESSIONS } from "./queries.js";
-import { status as statusBadge } from "./sessions.js";
+import { RequestFailed, Unauthorized, graphqlPartial, refusal } from "./api.js";
+import { statusFilter } from "./filter.js";
+import { h, plural } from "./dom.js";
+import { alwaysOpen, rememberNeighbourStatus } from "./memory.js";
+import { neighbourMatch, rankedSession } from "./passages.js";
+import {
+  MATCHES_PER_SESSION,
+  MORE_SIMILAR_SESSIONS,
+  SIMILAR_LIMIT,
+  SIMILAR_SESSIONS,
+} from "./queries.js";
+import { timelineRefused, timelineView } from "./timeline.js";
 
 const EMPTY = {
   similar_session_not_embedded:
@@ -14,130 +22,88 @@ const EMPTY = {
     "Nothing comparable: no other session of this account is embedded with the same model.",
   nothing_similar: "No similar sessions: no other session of this account came close to this one.",
 };
+// The status every operator asks about first (issue #17: which failed sessions went like this).
+const ASKED_FIRST = "failed";
 
-// One state per session, kept for the life of the page: reopening asks nothing more.
+// One state per session and status filter, kept for the life of the page: coming back to a
+// filter, or reopening the panel, asks nothing.
 const states = new Map();
 
-function stateOf(sessionId) {
-  if (!states.has(sessionId)) {
-    states.set(sessionId, { status: "idle", answer: null, results: [], error: null, more: "idle" });
+function stateOf(sessionId, filter) {
+  const key = `${sessionId} ${filter ?? ""}`;
+  if (!states.has(key)) {
+    states.set(key, {
+      sessionId,
+      filter,
+      status: "idle",
+      answer: null,
+      timeline: null,
+      timelineError: null,
+      results: [],
+      error: null,
+      more: "idle",
+    });
   }
-  return states.get(sessionId);
+  return states.get(key);
 }
 
-async function fetchPage(sessionId, after) {
-  const data = await graphql(SIMILAR_SESSIONS, {
+/** The statuses of every neighbour this page has shown for the session. */
+function seenStatuses(sessionId) {
+  const seen = new Set();
+  for (const state of states.values()) {
+    if (state.sessionId !== sessionId) continue;
+    for (const n of state.results) seen.add(n.session.status);
+  }
+  return seen;
+}
+
+/**
+ * A request's errors by part: `similar` (the neighbours, refused: their field is null),
+ * `timeline` (its count alone, refused: the neighbours came) and `rest` (anything else).
+ */
+export function similarErrors(errors) {
+  const parts = { similar: [], timeline: [], rest: [] };
+  for (const e of errors) {
+    const path = e.path ?? [];
+    const at = path.indexOf("similarSessions");
+    if (at < 0) parts.rest.push(e);
+    else if (path.at(-1) === "timeline" && path.length === at + 2) parts.timeline.push(e);
+    else parts.similar.push(e);
+  }
+  return parts;
+}
+
+/** One page of neighbours (the first with its timeline): `{answer, timelineError}`. */
+async function fetchPage(sessionId, filter, after) {
+  const variables = {
     id: sessionId,
     limit: SIMILAR_LIMIT,
     maxMatches: MATCHES_PER_SESSION,
-    after,
-  });
-  if (!data.runtimeSession) throw new Error("This session is no longer available.");
-  return data.runtimeSession.similarSessions;
-}
-
-function band(value, similarity) {
-  const word = String(value).toLowerCase();
-  return h(
-    "span",
-    { class: `band band-${word}`, title: `Similarity ${similarity.toFixed(2)}`, tabindex: "0" },
-    word,
-  );
-}
-
-/** "assistant message", "tool call", "operator note": what a passage was, in words. */
-function describe(sourceKind, role) {
-  if (sourceKind === "transcript_message") return role ? `${role} message` : "message";
-  return sourceKind.replaceAll("_", " ");
-}
-
-function capitalised(text) {
-  return text.charAt(0).toUpperCase() + text.slice(1);
-}
-
-function passage(text, redactionState) {
-  if (text === null || text === undefined) {
-    return h(
-      "p",
-      { class: "passage passage-withheld" },
-      redactionState && redactionState !== "clear"
-        ? `Passage withheld (${redactionState.replaceAll("_", " ")}): its text is not shown.`
-        : "Passage withheld: its text is not shown.",
-    );
+    status: filter ? [filter] : null,
+  };
+  const { data, errors } = after === null
+    ? await graphqlPartial(SIMILAR_SESSIONS, variables)
+    : await graphqlPartial(MORE_SIMILAR_SESSIONS, { ...variables, after });
+  const failed = similarErrors(errors);
+  if (failed.rest.length || failed.similar.length) {
+    throw new RequestFailed(refusal([...failed.rest, ...failed.similar]));
   }
-  return h("blockquote", { class: "passage" }, text);
-}
-
-/** One match: the other session's passage and this session's passage that found it. */
-function match(m, neighbourId) {
-  const theirs = `${capitalised(describe(m.sourceKind, m.role))} · passage #${m.chunkIndex}`;
-  const probe = m.probe;
-  const ours = `${capitalised(describe(probe.sourceKind, probe.role))} · passage #${probe.chunkIndex}`;
-  return h(
-    "li",
-    { class: "match" },
-    h(
-      "div",
-      { class: "side side-theirs" },
-      h(
-        "p",
-        { class: "match-source" },
-        "Theirs: ",
-        m.replayAnchor
-          ? h("a", { href: `${sessionHref(neighbourId)}#activity-${m.replayAnchor}` }, theirs)
-          : theirs,
-      ),
-      passage(m.text, m.redactionState),
-    ),
-    h(
-      "div",
-      { class: "side side-ours" },
-      h(
-        "p",
-        { class: "match-source probe" },
-        "This session's: ",
-        probe.replayAnchor ? h("a", { href: `#activity-${probe.replayAnchor}` }, ours) : ours,
-        " at ",
-        time(probe.occurredAt, { short: true }),
-      ),
-      passage(probe.text, "clear"),
-    ),
-  );
-}
-
-function neighbour(n) {
-  return h(
-    "li",
-    { class: "neighbour" },
-    h(
-      "div",
-      { class: "neighbour-head" },
-      h(
-        "a",
-        { class: "neighbour-title", href: n.consoleLink || sessionHref(n.runtimeSessionId) },
-        n.title || "Untitled session",
-      ),
-      band(n.band, n.similarity),
-      statusBadge(n.session.status),
-    ),
-    h(
-      "p",
-      { class: "meta" },
-      "Started ",
-      time(n.startedAt),
-      ` · ${plural(n.matchedChunkCount, "matching passage")}`,
-    ),
-    n.matches.length
-      ? h("ul", { class: "matches" }, n.matches.map((m) => match(m, n.runtimeSessionId)))
-      : null,
-  );
+  if (!data.runtimeSession) throw new Error("This session is no longer available.");
+  const timelineError = failed.timeline.length ? refusal(failed.timeline) : null;
+  return { answer: data.runtimeSession.similarSessions, timelineError };
 }
 
 // GraphQL names the reasons by the DegradedReason enum: the REST codes, upper-cased.
-function emptySentence(reasons) {
+function emptySentence(reasons, filter) {
   if (reasons.includes("SIMILAR_SESSION_NOT_EMBEDDED")) return EMPTY.similar_session_not_embedded;
-  if (reasons.includes("SIMILAR_NO_COMPARABLE_SESSIONS")) return EMPTY.similar_no_comparable_sessions;
-  return EMPTY.nothing_similar;
+  if (reasons.includes("SIMILAR_NO_COMPARABLE_SESSIONS")) {
+    return filter
+      ? `Nothing comparable: no other session with status “${filter}” is embedded with the same model.`
+      : EMPTY.similar_no_comparable_sessions;
+  }
+  return filter
+    ? `No similar sessions with status “${filter}”: none of them came close to this one.`
+    : EMPTY.nothing_similar;
 }
 
 function problem(sentence, onRetry) {
@@ -154,21 +120,38 @@ export function forgetSimilarSessions() {
   states.clear();
 }
 
-function announcement(state) {
+function announcement(state, filter) {
   if (state.status === "loading") return "Looking for similar sessions…";
   if (state.status === "error") return "Similar sessions could not be loaded.";
   if (state.status !== "ready") return "";
-  if (state.results.length === 0) return emptySentence(state.answer.degraded.reasons);
-  return `${plural(state.results.length, "similar session")} shown.`;
+  if (state.results.length === 0) return emptySentence(state.answer.degraded.reasons, filter);
+  const which = filter ? ` with status “${filter}”` : "";
+  return `${plural(state.results.length, "similar session")}${which} shown.`;
 }
 
 /**
- * The panel for one session. `answer` is the first page of neighbours when the page's own
- * request brought it (or `error`, a sentence, when that part failed); `open` shows it at once;
- * `onToggle(open)` hears the operator open or close it.
+ * The panel for one session. `answer` is the first page of neighbours (with its timeline) when
+ * the page's own request brought it, for the status filter `filter` (null: any status), or
+ * `error`, a sentence, when that part failed; `timelineError`, a sentence, when the timeline
+ * alone was refused; `open` shows it at once; `onToggle(open)` hears the operator open or close
+ * it. `sessionStatus` is offered as a filter beside the ones seen.
  */
-export function similarPanel(sessionId, { open = false, answer = null, error = null, onToggle, onUnauthorized }) {
-  const body = h("div", { id: "similar-body", class: "panel-body", tabindex: "-1" });
+export function similarPanel(
+  sessionId,
+  {
+    open = false,
+    answer = null,
+    error = null,
+    timelineError = null,
+    filter = null,
+    sessionStatus = null,
+    onToggle,
+    onUnauthorized,
+  },
+) {
+  const results = h("div", { class: "panel-results" });
+  const chooser = statusFilter({ onApply: apply });
+  const body = h("div", { id: "similar-body", class: "panel-body", tabindex: "-1" }, chooser.element, results);
   // Short news for screen readers; the list itself is not read out as it arrives.
   const status = h("p", { class: "visually-hidden", role: "status" });
   const toggle = h(
@@ -184,22 +167,32 @@ export function similarPanel(sessionId, { open = false, answer = null, error = n
     "Similar sessions",
   );
   body.hidden = !open;
-  const state = stateOf(sessionId);
-  if (state.status === "idle" && answer) {
-    Object.assign(state, { status: "ready", answer, results: answer.results });
-  } else if (state.status === "idle" && error) {
-    Object.assign(state, { status: "error", error });
+  let grouping = null; // the timeline's grouping the operator chose, for this page view
+  const current = () => stateOf(sessionId, filter);
+  const landed = current();
+  if (landed.status === "idle" && answer) {
+    Object.assign(landed, {
+      status: "ready",
+      answer,
+      timeline: answer.timeline,
+      timelineError,
+      results: answer.results,
+    });
+  } else if (landed.status === "idle" && error) {
+    Object.assign(landed, { status: "error", error });
   }
 
-  async function load(after) {
+  /** Asks one page for `state` (its first when `after` is null); shows it if still current. */
+  async function load(state, after) {
     const first = after === null;
     const shown = state.results.length;
     if (first) state.status = "loading";
     else state.more = "loading";
     render();
     try {
-      const answer = await fetchPage(sessionId, after);
+      const { answer, timelineError } = await fetchPage(sessionId, state.filter, after);
       state.answer = answer;
+      if (first) Object.assign(state, { timeline: answer.timeline, timelineError });
       state.results = first ? answer.results : [...state.results, ...answer.results];
       if (first) state.status = "ready";
       else state.more = "idle";
@@ -214,27 +207,42 @@ export function similarPanel(sessionId, { open = false, answer = null, error = n
       if (first) state.status = "error";
       else state.more = "error";
     }
-    const hadFocus = body.contains(document.activeElement) || document.activeElement === document.body;
-    render();
+    if (state !== current()) return; // the operator chose another filter meanwhile
     // A Retry or "Show more" button that was pressed is gone now: keep the reader's place.
-    if (hadFocus && !body.hidden) {
-      const next = body.querySelectorAll(".neighbour-title")[first ? 0 : shown];
-      (next ?? body.querySelector("button") ?? body).focus();
+    const lost = document.activeElement === document.body;
+    render();
+    if (lost && !body.hidden) {
+      const next = results.querySelectorAll(".neighbour-title")[first ? 0 : shown];
+      (next ?? results.querySelector("button") ?? body).focus();
     }
   }
 
-  function render() {
-    body.replaceChildren(...content());
-    body.setAttribute("aria-busy", String(state.status === "loading"));
-    status.textContent = announcement(state);
+  function apply(chosen) {
+    if (chosen === filter) return;
+    filter = chosen;
+    rememberNeighbourStatus(filter);
+    const state = current();
+    if (state.status === "idle" || state.status === "error") load(state, null);
+    else render();
   }
 
-  function content() {
+  function render() {
+    const state = current();
+    results.replaceChildren(...content(state));
+    body.setAttribute("aria-busy", String(state.status === "loading"));
+    status.textContent = announcement(state, filter);
+    const offered = new Set([ASKED_FIRST, ...seenStatuses(sessionId)]);
+    if (sessionStatus) offered.add(sessionStatus);
+    if (filter) offered.add(filter);
+    chooser.offer([...offered].sort(), filter);
+  }
+
+  function content(state) {
     if (state.status === "loading") {
       return [h("p", { class: "loading" }, "Looking for similar sessions…")];
     }
     if (state.status === "error") {
-      return [problem(`Similar sessions could not be loaded. ${state.error}`, () => load(null))];
+      return [problem(`Similar sessions could not be loaded. ${state.error}`, () => load(state, null))];
     }
     if (state.status !== "ready") return [];
     const answer = state.answer;
@@ -242,15 +250,31 @@ export function similarPanel(sessionId, { open = false, answer = null, error = n
     if (answer.degraded.detail) {
       parts.push(h("div", { class: "degraded", role: "note" }, h("p", {}, answer.degraded.detail)));
     }
+    if (state.timeline && (state.timeline.sessions > 0 || state.results.length > 0)) {
+      parts.push(timelineView(state.timeline, { grouping, onGrouping: (g) => (grouping = g) }));
+    } else if (state.timelineError) {
+      // Retry asks the first page again: the neighbours and their timeline, in one request.
+      const sentence = `The timeline could not be counted. ${state.timelineError}`;
+      parts.push(timelineRefused(problem(sentence, () => load(state, null))));
+    }
     if (state.results.length === 0) {
-      parts.push(h("p", { class: "empty" }, emptySentence(answer.degraded.reasons)));
+      parts.push(h("p", { class: "empty" }, emptySentence(answer.degraded.reasons, filter)));
     } else {
-      parts.push(h("ol", { class: "neighbours" }, state.results.map(neighbour)));
+      parts.push(
+        h("h3", { class: "neighbours-title" }, "Most similar sessions"),
+        h(
+          "ol",
+          { class: "neighbours" },
+          state.results.map((n) =>
+            rankedSession(n, "neighbour", n.matches.map((m) => neighbourMatch(m, n.runtimeSessionId))),
+          ),
+        ),
+      );
     }
     if (state.more === "error") {
       parts.push(
         problem(`More similar sessions could not be loaded. ${state.error}`, () =>
-          load(answer.endCursor),
+          load(state, answer.endCursor),
         ),
       );
     } else if (answer.hasNextPage && answer.endCursor) {
@@ -261,7 +285,7 @@ export function similarPanel(sessionId, { open = false, answer = null, error = n
             type: "button",
             class: "button-quiet",
             disabled: state.more === "loading",
-            onclick: () => load(answer.endCursor),
+            onclick: () => load(state, answer.endCursor),
           },
           state.more === "loading" ? "Loading…" : "Show more similar sessions",
         ),
@@ -299,9 +323,9 @@ export function similarPanel(sessionId, { open = false, answer = null, error = n
     toggle.setAttribute("aria-expanded", String(opening));
     body.hidden = !opening;
     onToggle?.(opening);
-    if (opening && state.status === "idle") load(null);
+    if (opening && current().status === "idle") load(current(), null);
   });
-  if (state.status !== "idle") render();
+  if (current().status !== "idle") render();
 
   return h(
     "section",
