@@ -19,7 +19,7 @@ from bench.measure import (
 )
 from bench.report import Report
 from data.account_indexes import account_predicate, valid_account_index
-from data.model_indexes import comparable_predicate
+from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M, comparable_predicate
 
 
 class LayoutSections(Report):
@@ -66,7 +66,7 @@ class LayoutSections(Report):
                 sa.text(
                     f"CREATE INDEX {half} ON session_chunks USING hnsw "
                     "((embedding::halfvec(384)) halfvec_cosine_ops) "
-                    "WITH (m = 16, ef_construction = 64) "
+                    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
                     f"WHERE {predicate}"
                 )
             )

@@ -155,6 +155,17 @@ async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -
     }
 
 
+async def index_options(engine: AsyncEngine, name: str) -> str:
+    """The build parameters of an index, as PostgreSQL stores them."""
+    async with engine.connect() as conn:
+        options = (
+            await conn.execute(
+                sa.text("SELECT reloptions FROM pg_class WHERE relname = :n"), {"n": name}
+            )
+        ).scalar()
+    return ", ".join(options or ["defaults"])
+
+
 async def sessions_of(engine: AsyncEngine) -> dict[str, list[Any]]:
     async with engine.connect() as conn:
         rows = await conn.execute(

@@ -186,6 +186,7 @@ def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.P
         "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
         "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
         "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
+        "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS": str(tuning.verify_timeout_ms),
         "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
         "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
         "SIMILAR_SESSIONS_RATE_LIMIT": "off",  # one key times the route back to back

@@ -75,6 +75,7 @@ class PlanSections(Report):
             "asks": json.dumps([Ask(0, probe.session).as_json()]),
             "branch_models": [str(IDENTITY)],
             "retry": None,
+            "exact": False,
             "cap": 0 if path.approximate else 100_000_000,
             "own_index": path is LookupPath.ACCOUNT_INDEX,
             "per_probe": PER_PROBE,

@@ -21,7 +21,9 @@ from tqdm import tqdm
 from bench.corpus import Corpus
 from bench.features import FeatureSections
 from bench.layout import LayoutSections
-from bench.load import IDENTITY, prepare, sessions_of
+from bench.load import IDENTITY, index_options, prepare, sessions_of
+from bench.loops import ensure_loop_in_table
+from bench.loopsections import LoopSections
 from bench.measure import (
     ROOT,
     SIZES,
@@ -40,7 +42,7 @@ from bench.measure import (
 from bench.plans import PlanSections
 from config.logs import configure_logging
 from config.settings import Settings
-from data.account_indexes import ensure_account_index, valid_account_index
+from data.account_indexes import account_index_name, ensure_account_index, valid_account_index
 from data.engine import make_engine
 from data.server import resolve_url
 from resolvers.arguments import SimilarArgs
@@ -54,7 +56,7 @@ ONE_QUERY = """query One($id: UUID!) { runtimeSession(id: $id) {
   similarSessions(limit: 10) { results { runtimeSessionId score } } } }"""
 
 
-class Bench(LayoutSections, PlanSections, FeatureSections):
+class Bench(LayoutSections, PlanSections, FeatureSections, LoopSections):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.size = SIZES[args.size]
@@ -66,6 +68,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             ef_search=args.ef_search,
             overfetch=args.overfetch,
             comparison_timeout_ms=60_000,
+            verify_timeout_ms=args.verify_timeout_ms,
         )
         self.out: list[str] = []
         self.targets = []
@@ -81,15 +84,18 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
         url, meta = await prepare(
             self.server, database, corpus, self.tuning.exact_scan_max_chunks, self.args.fresh
         )
+        chat = next(a for a in corpus.accounts if a.name.startswith("chat"))
+        by_size = sorted((a for a in corpus.accounts if a is not chat), key=lambda a: a.size)
+        largest, smallest = by_size[-1], by_size[0]
+        loop = await ensure_loop_in_table(url, largest.id, corpus.total)
         engine = make_engine(url, pool_size=4, statement_timeout_ms=120_000)
         # in-process comparisons run as the server's do: on connections opened with the
         # comparison's settings (no SET per comparison)
         self.comparisons = make_engine(url, pool_size=2, comparison=self.tuning.comparison_settings)
         sessions = await sessions_of(engine)
         sizes = {str(a.id): a.size for a in corpus.accounts}
-        chat = next(a for a in corpus.accounts if a.name.startswith("chat"))
-        by_size = sorted((a for a in corpus.accounts if a is not chat), key=lambda a: a.size)
-        largest, smallest = by_size[-1], by_size[0]
+        sizes[str(largest.id)] += loop["chunks"]
+        built = await index_options(engine, account_index_name(largest.id, IDENTITY))
         medium = min(by_size, key=lambda a: abs(np.log(a.size) - np.log(5_000)))
         picks = [("small", smallest), ("medium", medium), ("largest", largest)]
         log_path = ROOT / "bench" / "results" / f"server-{self.args.size}.log"
@@ -103,7 +109,9 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
             f"{len(sessions[str(chat.id)])} short sessions, "
             f"{sum(len(v) for v in sessions.values())} sessions, 384-d, "
             f"exact scan up to {self.tuning.exact_scan_max_chunks} chunks, "
-            f"ef_search {self.tuning.ef_search}, over-fetch {self.tuning.overfetch}. "
+            f"ef_search {self.tuning.ef_search}, over-fetch {self.tuning.overfetch}, exact check "
+            f"of unsure lookups within {self.tuning.verify_timeout_ms} ms, the largest account's "
+            f"HNSW index built with {built}. "
             f"Loaded by COPY in {meta['copy_s']} s; shared model index built in "
             f"{meta['shared_index_s']} s. Medians of interleaved runs; ms."
         )
@@ -118,6 +126,10 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
                         )
                     )
                 self.table(figures)
+                await self.loop_in_table(engine, largest, loop, sessions[str(largest.id)])
+                await self.loop_scenarios(self.server, self.args.builds)
+                if self.args.loops:
+                    return await self.finish(proc, engine, log_path)
                 await self.crossover(engine, by_size, sessions)
                 await self.page(engine, http, largest, medium)
                 await self.exact_pages(http, chat)
@@ -127,15 +139,23 @@ class Bench(LayoutSections, PlanSections, FeatureSections):
                 await self.ef_sweep(engine, largest, sessions[str(largest.id)])
                 await self.storage(engine, largest, sessions[str(largest.id)], meta)
                 await self.partitions(engine, [a.id for a in by_size[-1:] + by_size[:8]])
-        finally:
+        except BaseException:
             proc.terminate()
-            proc.wait(timeout=10)
             await engine.dispose()
             await self.comparisons.dispose()
+            raise
+        await self.finish(proc, engine, log_path)
+
+    async def finish(self, proc: Any, engine: AsyncEngine, log_path: Any) -> None:
+        proc.terminate()
+        proc.wait(timeout=10)
+        await engine.dispose()
+        await self.comparisons.dispose()
         self.say()
         self.report_targets()
         self.say(f"Every request's path is logged (`similar_sessions` lines in {log_path.name}).")
-        target = ROOT / "bench" / "results" / f"perf-{self.args.size}.md"
+        suffix = "-loops" if self.args.loops else ""
+        target = ROOT / "bench" / "results" / f"perf-{self.args.size}{suffix}.md"
         target.write_text("\n".join(self.out) + "\n")
         print(f"\nwritten to {target}")
 
@@ -361,6 +381,11 @@ def main() -> None:
     parser.add_argument("--exact-max", type=int, default=defaults.exact_scan_max_chunks)
     parser.add_argument("--ef-search", type=int, default=defaults.ef_search)
     parser.add_argument("--overfetch", type=int, default=defaults.overfetch)
+    parser.add_argument("--verify-timeout-ms", type=int, default=defaults.verify_timeout_ms)
+    parser.add_argument("--builds", type=int, default=3, help="index builds per loop account")
+    parser.add_argument(
+        "--loops", action="store_true", help="only the recall table and the loop sessions"
+    )
     configure_logging("WARNING")
     asyncio.run(Bench(parser.parse_args()).run())
 

@@ -114,6 +114,15 @@ class Settings(BaseSettings):
         ge=25,
         le=1000,
     )
+    verify_timeout_ms: int = setting(
+        500,
+        "approximate lookups that cannot vouch for their answer (short, or crowded by "
+        "near-duplicates) are checked by an exact pass over the account within this budget (at "
+        "most the comparison's); past it the approximate answer stands and the comparison names "
+        "`similar_approximate_unverified`; `0`: never check",
+        ge=0,
+        le=600_000,
+    )
     rate_limit: str | None = setting(
         "20/second;600/minute",
         "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "

@@ -4,7 +4,7 @@ probes, lookup paths and every probe's nearest chunks) and the settings it runs 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +31,21 @@ class HitRow:
     chunk_id: UUID
     session_id: UUID
     similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class ScanWindow:
+    """What one approximate lookup's over-fetched window looked like: the candidates the scan
+    returned and the farthest of them (cosine distance), the nearest and the last of the rows
+    it kept, the largest group of those at one distance, and how many of them are hits. The
+    distances are None when the scan returned no finite one."""
+
+    scanned: int
+    farthest: float | None
+    nearest: float | None
+    last: float | None
+    tied: int
+    hits: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +93,7 @@ class Looked:
     probes: dict[int, list[UUID]] = field(default_factory=dict)  # in probe order
     paths: dict[str, tuple[str, int]] = field(default_factory=dict)  # model -> path, comparable
     hits: list[HitRow] = field(default_factory=list)
+    windows: dict[tuple[int, int], ScanWindow] = field(default_factory=dict)  # approximate
     buckets: dict[int, list[tuple[datetime, int]]] = field(default_factory=dict)  # timeline
     bounded: set[int] = field(default_factory=set)  # keys with a probe that reached its bound
     found: set[int] = field(default_factory=set)  # the keys whose session exists (timeline)
@@ -91,11 +107,13 @@ async def look_up(
     limits: Limits,
     retry: Sequence[tuple[int, int]] | None = None,
     timeline: tuple[str, dict[str, float]] | None = None,
+    exact: bool = False,
 ) -> Looked:
     """The comparison's first statement, for every ask at once; with `retry`, only those
     (key, probe) pairs are looked up (and reported as probes); with `timeline` (a bucket:
     day, week or month, and each model's related cut point) the answer is each comparison's
-    sessions at or above that cut point, counted by that bucket."""
+    sessions at or above that cut point, counted by that bucket; with `exact`, every lookup
+    takes the exact path."""
     answer = ANSWER if timeline is None else TIMELINE_ANSWER
     statement = first_statement(models, account_id, any(a.filtered for a in asks), answer)
     rows = await conn.execute(
@@ -105,6 +123,7 @@ async def look_up(
             "asks": json.dumps([a.as_json() for a in asks]),
             "branch_models": [str(m) for m in models],
             "retry": None if retry is None else [f"{key}:{probe}" for key, probe in retry],
+            "exact": exact,
             "cap": limits.exact_scan_max_chunks,
             "own_index": limits.own_index,
             "per_probe": limits.per_probe,
@@ -120,6 +139,8 @@ async def look_up(
             looked.hits.append(HitRow(key, number, chunk_id, session_id, similarity))
         elif kind == "probe":
             probes.setdefault(key, {})[number] = chunk_id
+        elif kind == "window":
+            looked.windows[key, number] = ScanWindow(*payload)
         else:
             _take(looked, kind, key, number, payload)
     looked.probes = {key: [by[n] for n in sorted(by)] for key, by in probes.items()}
@@ -133,9 +154,11 @@ async def look_up_text(
     vector: str,
     ask: Ask,
     limits: Limits,
+    exact: bool = False,
 ) -> Looked:
     """A search text's vector as the one probe (key 0, probe 0) of the account's chunks of
-    the model: same paths and candidates as a comparison's probes, no own session."""
+    the model: same paths and candidates as a comparison's probes, no own session; with
+    `exact`, on the exact path."""
     rows = await conn.execute(
         sa.text(search_statement(identity, account_id, ask.filtered)).columns(payload=JSONB),
         {
@@ -144,6 +167,7 @@ async def look_up_text(
             "cutoff": ask.cutoff,
             "statuses": None if ask.statuses is None else list(ask.statuses),
             "source_types": None if ask.source_types is None else list(ask.source_types),
+            "exact": exact,
             "cap": limits.exact_scan_max_chunks,
             "own_index": limits.own_index,
             "per_probe": limits.per_probe,
@@ -155,6 +179,8 @@ async def look_up_text(
     for kind, key, number, chunk_id, session_id, similarity, payload in rows:
         if kind == "hit":
             looked.hits.append(HitRow(key, number, chunk_id, session_id, similarity))
+        elif kind == "window":
+            looked.windows[key, number] = ScanWindow(*payload)
         else:
             looked.paths[str(identity)] = (payload, number)
     return looked
@@ -216,6 +242,29 @@ def within_budget() -> Iterator[None]:
         if is_query_canceled(exc):
             raise ComparisonTimedOut from None
         raise
+
+
+async def within_own_budget(
+    conn: AsyncConnection, budget_ms: int, run: Callable[[], Awaitable[Looked]]
+) -> Looked | None:
+    """Run lookups in a savepoint under their own time budget; None when they ran past it
+    (or the budget is 0: they do not run). The savepoint is rolled back either way (lookups
+    only read), which also gives the comparison's transaction its own budget back, usable
+    after a cancelled statement."""
+    if budget_ms <= 0:
+        return None
+    savepoint = await conn.begin_nested()
+    try:
+        await conn.execute(
+            sa.text("SELECT set_config('statement_timeout', :ms, true)"), {"ms": str(budget_ms)}
+        )
+        return await run()
+    except DBAPIError as exc:
+        if not is_query_canceled(exc):
+            raise
+        return None
+    finally:
+        await savepoint.rollback()
 
 
 async def ensure_configured(conn: AsyncConnection, settings: ComparisonSettings) -> None:

@@ -16,8 +16,9 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
 
 # The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
-# resolvers.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts).
-PATH_CHOICE = """WHEN d.comparable <= :cap THEN 'exact'
+# resolvers.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
+# :exact forces the exact path (the check of lookups an index could not vouch for).
+PATH_CHOICE = """WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN 'exact'
               WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
                            JOIN pg_class i ON i.relname = r.index_name
                            JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
@@ -81,25 +82,6 @@ paths AS MATERIALIZED (
   FROM (SELECT m.model,
                {comparable_count} AS comparable
         FROM (SELECT DISTINCT model FROM chosen) m) d)"""
-
-ANSWER = """
-SELECT 'setting' AS kind, NULL::int AS key, NULL::int AS probe, NULL::uuid AS chunk_id,
-       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(s) AS payload
-FROM setting s
-UNION ALL SELECT 'session', f.key, NULL, NULL, f.session_id, NULL, jsonb_build_object(
-  'id', f.session_id, 'title', f.title, 'source_type', f.source_type,
-  'source_id', f.source_id, 'reference', f.reference, 'status', f.status,
-  'started_at', f.started_at, 'last_activity_at', f.last_activity_at) FROM found f
-UNION ALL SELECT 'embedded', key, n, NULL, NULL, NULL, to_jsonb(model) FROM embedded
-UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL FROM inventory i
-  WHERE i.state <> 'embedded' AND (i.source_kind = 'session_summary'
-    OR (SELECT scope FROM setting) IS DISTINCT FROM 'summaries_only')
-  GROUP BY i.key
-UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
-UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL FROM retried
-UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
-  FROM paths
-UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
 
 
 def _probe_vectors(n: int, identity: ModelIdentity) -> str:
@@ -170,15 +152,19 @@ def _exact(n: int, filtered: bool) -> str:
 
 def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtered: bool) -> str:
     """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
-    re-ranked exactly to per_probe."""
+    re-ranked exactly to per_probe, each with what the window it was cut from looked like
+    (how many candidates, the farthest, how many at its distance); floor not applied."""
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
-        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance "
-        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance FROM ("
+        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance, a.scanned, a.farthest, "
+        f"a.tied FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance, "
+        "count(*) OVER () AS scanned, "
+        "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
+        "count(*) OVER (PARTITION BY distance) AS tied FROM ("
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {_candidates(scope, filtered)} ORDER BY {distance} LIMIT :overfetch) AS near "
         "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
-        f"WHERE p.path = '{path}' AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = '{path}'"
     )
 
 
@@ -186,6 +172,62 @@ def finite_and_close(distance: str) -> str:
     """A zero vector's cosine distance is NaN, and NaN compares above every number in
     PostgreSQL (`1 - NaN >= 0.35` is true): such a distance is never a hit."""
     return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
+
+
+# Per approximate lookup, what its window looked like (resolvers.lookup_path judges whether it
+# can vouch for its answer): the candidates the scan returned and the farthest of them, the
+# nearest and the last of the rows kept, the largest group of them at one distance, and how
+# many of them are hits. A lookup that returned nothing has no row.
+WINDOWS = f"""
+UNION ALL SELECT 'window', key, probe, NULL, NULL, NULL, jsonb_build_array(
+  max(scanned), max(farthest), min(distance) FILTER (WHERE distance <> 'NaN'::float8),
+  max(distance) FILTER (WHERE distance <> 'NaN'::float8), max(tied),
+  count(*) FILTER (WHERE {finite_and_close("distance")}))
+FROM nearest GROUP BY key, probe"""
+
+
+# The comparison's answer: what the plan found, every hit, and the approximate windows.
+ANSWER = (
+    """
+SELECT 'setting' AS kind, NULL::int AS key, NULL::int AS probe, NULL::uuid AS chunk_id,
+       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(s) AS payload
+FROM setting s
+UNION ALL SELECT 'session', f.key, NULL, NULL, f.session_id, NULL, jsonb_build_object(
+  'id', f.session_id, 'title', f.title, 'source_type', f.source_type,
+  'source_id', f.source_id, 'reference', f.reference, 'status', f.status,
+  'started_at', f.started_at, 'last_activity_at', f.last_activity_at) FROM found f
+UNION ALL SELECT 'embedded', key, n, NULL, NULL, NULL, to_jsonb(model) FROM embedded
+UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL FROM inventory i
+  WHERE i.state <> 'embedded' AND (i.source_kind = 'session_summary'
+    OR (SELECT scope FROM setting) IS DISTINCT FROM 'summaries_only')
+  GROUP BY i.key
+UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
+UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL FROM retried
+UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
+  FROM paths
+UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
+    + WINDOWS
+)
+
+
+def _lookups(exact: list[str], approximate: list[str]) -> str:
+    """The CTEs `nearest` (the approximate lookups' rows, below the floor too, with their
+    windows) and `hits` (every lookup's rows above the floor)."""
+    nearest = approximate or [
+        "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8, NULL::bigint, "
+        "NULL::float8, NULL::bigint WHERE false"
+    ]
+    close = (
+        "SELECT key, probe, chunk_id, session_id, distance FROM nearest "
+        f"WHERE {finite_and_close('distance')}"
+    )
+    return (
+        "nearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied) AS ("
+        + " UNION ALL ".join(nearest)
+        + "),\nhits (key, probe, chunk_id, session_id, distance) AS ("
+        + " UNION ALL ".join([*exact, close])
+        + ")"
+    )
 
 
 # The timeline's answer: per comparison, how many sessions had a hit at or above its model's
@@ -217,22 +259,16 @@ def first_statement(
     ctes = [
         PLAN.strip().format(path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"))
     ]
-    lookups = []
+    exact, approximate = [], []
     for n, identity in enumerate(models):
         ctes.append(_probe_vectors(n, identity))
         ctes.append(_exact_pool(n, identity, filtered))
-        lookups.append(_exact(n, filtered))
+        exact.append(_exact(n, filtered))
         shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
-        lookups.append(_approximate(n, identity, "index", shared, filtered))
+        approximate.append(_approximate(n, identity, "index", shared, filtered))
         own = account_predicate(account_id, identity, "c")
-        lookups.append(_approximate(n, identity, "account_index", own, filtered))
-    if not lookups:
-        lookups.append(
-            "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8 WHERE false"
-        )
-    ctes.append(
-        "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups) + ")"
-    )
+        approximate.append(_approximate(n, identity, "account_index", own, filtered))
+    ctes.append(_lookups(exact, approximate))
     return "WITH " + ",\n".join(ctes) + answer
 
 
@@ -258,11 +294,12 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
     )
     shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c")
-    lookups = [
-        _exact(0, filtered),
-        _approximate(0, identity, "index", shared, filtered),
-        _approximate(0, identity, "account_index", own, filtered),
-    ]
-    hits = "hits (key, probe, chunk_id, session_id, distance) AS (" + " UNION ALL ".join(lookups)
+    lookups = _lookups(
+        [_exact(0, filtered)],
+        [
+            _approximate(0, identity, "index", shared, filtered),
+            _approximate(0, identity, "account_index", own, filtered),
+        ],
+    )
     pool = _exact_pool(0, identity, filtered)
-    return f"WITH {paths},\n{probe},\n{pool},\n{hits})" + SEARCH_ANSWER
+    return f"WITH {paths},\n{probe},\n{pool},\n{lookups}" + SEARCH_ANSWER + WINDOWS

@@ -48,6 +48,11 @@ SENTENCES: dict[str, str] = {
     "search_text_not_embedded": (
         "The search text could not be embedded with the account's model, so nothing was compared."
     ),
+    "similar_approximate_unverified": (
+        "Some passages were looked up in the approximate index, which could not vouch for its "
+        "answer, and the exact check ran past its time budget; the list may miss or misorder "
+        "neighbours."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
 # The sentences that name the window when one was asked for.
@@ -92,6 +97,7 @@ class Facts:
     found_hits: bool
     comparable_elsewhere: bool  # another session has a comparable chunk (inside the window)
     timed_out: bool
+    unverified: bool = False  # an approximate lookup could not vouch, and was not checked
 
 
 def reasons_for(f: Facts) -> set[str]:
@@ -116,6 +122,8 @@ def reasons_for(f: Facts) -> set[str]:
         reasons.add("similar_session_sampled")
     if f.model is not None and not f.found_hits and not f.comparable_elsewhere:
         reasons.add("similar_no_comparable_sessions")
+    if f.unverified:
+        reasons.add("similar_approximate_unverified")
     return reasons
 
 

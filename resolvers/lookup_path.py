@@ -1,8 +1,11 @@
-"""Which way an account's nearest chunks are looked up, chosen from its size."""
+"""Which way an account's nearest chunks are looked up, chosen from its size, and whether
+an approximate lookup can vouch for its answer."""
 
 from __future__ import annotations
 
 from enum import Enum
+
+from data.comparison import ScanWindow
 
 
 class LookupPath(Enum):
@@ -30,3 +33,33 @@ def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> Look
     if own_index:
         return LookupPath.ACCOUNT_INDEX
     return LookupPath.INDEX
+
+
+# pgvector keeps at most this many rows with one identical vector in one graph node. A larger
+# group of identical vectors (a session that repeats one turn) spans several nodes at distance
+# zero from each other, which prune every edge leading out of the group: a scan that enters it
+# may not leave it, nor return all of it, so ties on chunk id cannot be settled from its rows.
+HNSW_ROWS_PER_NODE = 10
+# Near-duplicates crowd a window when it ends less than NEAR_TIE_DISTANCE (cosine distance)
+# past the probe's last kept row, or lies whole within CROWDED_WINDOW_DISTANCE of its nearest
+# row: rows just past it may well belong among the kept ones, the scan's order between them
+# cannot be trusted, and a dense clump (a session repeating a turn with small changes)
+# captures scans that pass near it, hiding nearer rows. Ordinary windows are far wider.
+NEAR_TIE_DISTANCE = 1e-3
+CROWDED_WINDOW_DISTANCE = 1e-2
+
+
+def vouches_for(window: ScanWindow | None, overfetch: int, per_probe: int) -> bool:
+    """Whether an approximate lookup's window lets it vouch for its answer. It cannot when
+    the scan returned fewer candidates than the over-fetch (it stopped early, or could not
+    leave a part of the graph), fewer than per_probe of them are hits (in an account past
+    the exact-scan size the scan most likely went astray), its kept rows tie in a group of
+    identical vectors larger than one graph node holds, or near-duplicates crowd it."""
+    if window is None or window.farthest is None or window.nearest is None or window.last is None:
+        return False  # the scan returned nothing it could measure
+    short = window.scanned < overfetch or window.hits < per_probe
+    crowded = overfetch > per_probe and (
+        window.farthest - window.last < NEAR_TIE_DISTANCE
+        or window.farthest - window.nearest < CROWDED_WINDOW_DISTANCE
+    )
+    return not (short or crowded or window.tied > HNSW_ROWS_PER_NODE)

@@ -19,6 +19,7 @@ from resolvers import ranking
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.context import Context
 from resolvers.degraded import degraded
+from resolvers.lookup_path import vouches_for
 from resolvers.results import SearchResult
 from resolvers.similar_results import bands_of, neighbour_of
 
@@ -87,9 +88,28 @@ async def _look_up(
         with sql.within_budget():
             await sql.ensure_configured(conn, tuning.comparison_settings)
             looked = await sql.look_up_text(conn, account_id, identity, vector, ask, limits)
+            if not _vouched(looked, str(identity), limits):
+                exact = await sql.within_own_budget(
+                    conn,
+                    tuning.verify_budget_ms,
+                    lambda: sql.look_up_text(conn, account_id, identity, vector, ask, limits, True),
+                )
+                if exact is None:
+                    asked = asked | {"similar_approximate_unverified"}
+                else:
+                    looked.hits = exact.hits
     except ComparisonTimedOut:
         return _empty(args, str(identity), asked | {"similar_comparison_timed_out"}, started)
     return await _answer(conn, account_id, str(identity), looked, ask, args, asked, started)
+
+
+def _vouched(looked: sql.Looked, model: str, limits: sql.Limits) -> bool:
+    """Whether the text's lookup needs no exact check: it took the exact path, or its
+    approximate window vouches for its answer."""
+    if looked.paths[model][0] == "exact":
+        return True
+    window = max(limits.overfetch, limits.per_probe)
+    return vouches_for(looked.windows.get((0, 0)), window, limits.per_probe)
 
 
 async def _answer(

@@ -1,6 +1,7 @@
 """The comparison of a batch of sessions of one account, in phases: plan, look up (the first
 statement: sessions, inventories, probes, paths and every probe lookup), rank, assemble (the
-second statement: what the answers show). Two statements whatever the batch size."""
+second statement: what the answers show). Two statements whatever the batch size, unless an
+approximate lookup comes back short or cannot vouch for its answer."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from data.model_identity import ModelIdentity
 from data.sessions import sessions_by_id
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.lookup_path import LookupPath
+from resolvers.lookup_path import LookupPath, vouches_for
 from resolvers.results import SimilarResult
 from resolvers.similar_results import result_of
 from resolvers.tuning import Tuning
@@ -58,6 +59,7 @@ class Batch:
     comparisons: list[Comparison]
     looked: sql.Looked = field(default_factory=sql.Looked)
     timed_out: bool = False
+    unverified: set[int] = field(default_factory=set)  # keys whose exact check ran out of time
 
     def path(self, model: str | None) -> LookupPath | None:
         """The path the model's probes took; None when none was looked up."""
@@ -92,6 +94,7 @@ async def compare_sessions(
         comparable_chunks={model: n for model, (_, n) in batch.looked.paths.items()},
         exact_scan_max_chunks=tuning.exact_scan_max_chunks,
         timed_out=batch.timed_out,
+        unverified=len(batch.unverified),
         elapsed_ms=_elapsed_ms(started),
     )
     return results
@@ -112,7 +115,8 @@ async def look_up(
     conn: AsyncConnection, batch: Batch, tuning: Tuning, catalog: ModelCatalog
 ) -> None:
     """The first statement, within the comparison's time budget; the probes an approximate
-    lookup answered short are asked again, once, with a wider search."""
+    lookup answered short are asked again, once, with a wider search, and those whose lookup
+    still cannot vouch for its answer are checked by an exact pass."""
     try:
         with sql.within_budget():
             await sql.ensure_configured(conn, tuning.comparison_settings)
@@ -127,6 +131,9 @@ async def look_up(
                 await sql.widen_search(conn, tuning.ef_search_retry)
                 await _again(conn, batch, models, tuning, short)
                 log.info("similar_sessions_widened", probes=len(short))
+            doubtful = _doubtful_probes(batch, tuning)
+            if doubtful:
+                await _check_exactly(conn, batch, models, tuning, doubtful)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         await _after_timeout(conn, batch)
@@ -142,6 +149,7 @@ async def _first(
     models: Sequence[ModelIdentity],
     tuning: Tuning,
     retry: Sequence[tuple[int, int]] | None = None,
+    exact: bool = False,
 ) -> sql.Looked:
     limits = sql.Limits(
         per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
@@ -150,7 +158,7 @@ async def _first(
         exact_scan_max_chunks=tuning.exact_scan_max_chunks,
     )
     asks = [c.ask for c in batch.comparisons]
-    return await sql.look_up(conn, batch.account_id, asks, models, limits, retry)
+    return await sql.look_up(conn, batch.account_id, asks, models, limits, retry, exact=exact)
 
 
 async def _again(
@@ -160,12 +168,40 @@ async def _again(
     tuning: Tuning,
     pairs: list[tuple[int, int]],
 ) -> None:
-    """Look the (key, probe) pairs up again and replace their hits and paths."""
+    """Look the (key, probe) pairs up again and replace their hits, windows and paths."""
     again = await _first(conn, batch, models, tuning, pairs)
-    asked = set(pairs)
-    batch.looked.hits = [h for h in batch.looked.hits if (h.key, h.probe) not in asked]
-    batch.looked.hits += again.hits
+    _replace(batch.looked, pairs, again)
     batch.looked.paths.update(again.paths)
+
+
+async def _check_exactly(
+    conn: AsyncConnection,
+    batch: Batch,
+    models: Sequence[ModelIdentity],
+    tuning: Tuning,
+    pairs: list[tuple[int, int]],
+) -> None:
+    """Answer the (key, probe) pairs by one exact pass over the account, within its own budget
+    (never more than the comparison's); past it their approximate answer stands, and their
+    comparisons say so. The path reported stays the one the comparison took."""
+    exact = await sql.within_own_budget(
+        conn,
+        tuning.verify_budget_ms,
+        lambda: _first(conn, batch, models, tuning, pairs, exact=True),
+    )
+    log.info("similar_sessions_verified", probes=len(pairs), exact=exact is not None)
+    if exact is None:
+        batch.unverified.update(key for key, _ in pairs)
+    else:
+        _replace(batch.looked, pairs, exact)
+
+
+def _replace(looked: sql.Looked, pairs: list[tuple[int, int]], again: sql.Looked) -> None:
+    """The hits and windows of the (key, probe) pairs, as they were found again."""
+    asked = set(pairs)
+    looked.hits = [h for h in looked.hits if (h.key, h.probe) not in asked] + again.hits
+    windows = {p: w for p, w in looked.windows.items() if p not in asked}
+    looked.windows = windows | again.windows
 
 
 def _probes_of(batch: Batch, path: str) -> list[tuple[int, int]]:
@@ -184,6 +220,15 @@ def _short_probes(batch: Batch) -> list[tuple[int, int]]:
     found = Counter((h.key, h.probe) for h in batch.looked.hits)
     approximate = [p for path in ("index", "account_index") for p in _probes_of(batch, path)]
     return [p for p in approximate if found[p] < ranking.SIMILAR_NEIGHBOURS_PER_PROBE]
+
+
+def _doubtful_probes(batch: Batch, tuning: Tuning) -> list[tuple[int, int]]:
+    """Approximate probes whose lookup cannot vouch for its answer (its window, judged)."""
+    per_probe = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
+    window = max(tuning.overfetch, per_probe)
+    approximate = [p for path in ("index", "account_index") for p in _probes_of(batch, path)]
+    windows = batch.looked.windows
+    return [p for p in approximate if not vouches_for(windows.get(p), window, per_probe)]
 
 
 async def _after_timeout(conn: AsyncConnection, batch: Batch) -> None:

@@ -37,6 +37,7 @@ def result_of(
         found_hits=bool(c.hits),
         comparable_elsewhere=c.comparable_elsewhere,
         timed_out=batch.timed_out,
+        unverified=c.key in batch.unverified,
     )
     path, cuts = batch.path(c.model), bands_of(c.model)
     return SimilarResult(

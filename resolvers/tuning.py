@@ -16,11 +16,18 @@ class Tuning:
     ef_search_retry: int = default_of("hnsw_ef_search_retry")
     overfetch: int = default_of("hnsw_overfetch")
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
+    verify_timeout_ms: int = default_of("verify_timeout_ms")
 
     @property
     def comparison_settings(self) -> ComparisonSettings:
         """What a comparison's connection runs under."""
         return ComparisonSettings(self.comparison_timeout_ms, self.ef_search)
+
+    @property
+    def verify_budget_ms(self) -> int:
+        """The time an exact check of unsure approximate lookups may take: its own budget,
+        never more than the comparison's."""
+        return min(self.verify_timeout_ms, self.comparison_timeout_ms)
 
     @classmethod
     def of(cls, settings: Settings) -> Tuning:
@@ -31,4 +38,5 @@ class Tuning:
             ef_search_retry=settings.hnsw_ef_search_retry,
             overfetch=settings.hnsw_overfetch,
             comparison_timeout_ms=settings.comparison_timeout_ms,
+            verify_timeout_ms=settings.verify_timeout_ms,
         )

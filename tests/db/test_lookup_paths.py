@@ -129,6 +129,7 @@ async def _plan_after_executions(
             "asks": json.dumps([Ask(0, uuid.UUID(viewed)).as_json()]),
             "branch_models": [str(IDENTITY)],
             "retry": None,
+            "exact": False,
             "cap": 0,
             "own_index": True,
             "per_probe": 25,

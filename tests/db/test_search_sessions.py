@@ -24,6 +24,7 @@ from resolvers.context import Context, Services
 from resolvers.cursors import Cursors
 from resolvers.search import search_sessions
 from resolvers.tuning import Tuning
+from tests.support.loops import repeat_session
 from tests.support.similar_helpers import bearer, graphql
 from tests.support.world import World
 
@@ -229,3 +230,39 @@ async def test_an_account_indexed_with_its_fit_is_searched_with_that_fit(
         sessions["migration"],
         sessions["migration again"],
     }
+
+
+async def test_a_search_the_index_cannot_vouch_for_is_checked_by_an_exact_pass(
+    engine: AsyncEngine,
+) -> None:
+    """A session stuck in a loop on the very question: its 1,500 identical passages tie, and
+    which of them a search shows is settled by chunk id, which the index's window cannot do."""
+    account, _, _ = await topic_sessions(engine)
+    world = World()
+    loop = world.session(account, "stuck in a loop")
+    world.chunk(loop, vector(QUESTION), content=QUESTION, model=MODEL)
+    await world.write(engine)
+    await repeat_session(engine, loop, 1500)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    tuning = Tuning(exact_scan_max_chunks=0)
+    result = await searched(engine, account, QUESTION, tuning, limit=20, max_matches_per_session=5)
+    assert result.lookup_path == "account_index"
+    async with engine.begin() as conn:  # a full scan: the exact answer
+        await conn.execute(sa.text("SET LOCAL enable_indexscan = off"))
+        await conn.execute(sa.text("SET LOCAL enable_bitmapscan = off"))
+        rows = await conn.execute(
+            sa.text(EXACT_TEXT_SCAN),
+            {"v": str(vector(QUESTION)), "account": account, "model": MODEL},
+        )
+        hits = [ranking.Hit(0, r[0], r[1], float(r[2])) for r in rows]
+    exact = [
+        (n.session_id, round(n.score, 9), [m.chunk_id for m in n.matches])
+        for n in ranking.rank_neighbours(hits, 5)
+    ]
+    served = [
+        (n.session.id, round(n.score, 9), [m.document_id for m in n.matches])
+        for n in result.results
+    ]
+    assert served == exact
+    assert result.degraded.semantic and result.degraded.reasons == ()

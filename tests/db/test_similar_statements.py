@@ -3,16 +3,28 @@ content column read when no text is asked."""
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
+from data.account_indexes import ensure_account_index
 from data.engine import make_engine
 from resolvers.tuning import Tuning
 from similar_sessions.app import create_app
-from tests.support.similar_helpers import bearer, counted_statements, graphql, topic_world
+from tests.support.crowded import IDENTITY
+from tests.support.loops import ordinary_sessions
+from tests.support.similar_helpers import (
+    bearer,
+    compare,
+    counted_statements,
+    graphql,
+    topic_world,
+)
+from tests.support.world import World
 
 
 async def test_a_page_of_sessions_sends_all_probe_lookups_in_one_statement(
@@ -81,6 +93,40 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
                 f"/api/v1/runtime-sessions/{ids[0]}/similar", headers=bearer(key)
             )
             assert rest.status_code == 200
+    finally:
+        await comparisons.dispose()
+
+
+async def test_an_approximate_comparison_that_vouches_for_its_lookups_is_two_statements(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """Past the exact-scan size, on the account's own index: lookups whose windows vouch for
+    their answer are neither asked again nor checked by an exact pass."""
+    world = World()
+    account, key = world.account()
+    sessions = ordinary_sessions(world, account, 60)
+    await world.write(engine)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    settings = Settings.from_env({"SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": "100"})
+    comparisons = make_engine(database_url, comparison=Tuning.of(settings).comparison_settings)
+    app = create_app(settings, engine=engine, comparison_engine=comparisons, run_migrations=False)
+    path = await compare(engine, account, sessions[1], Tuning.of(settings))
+    assert path.lookup_path == "account_index"
+    query = "query($id: UUID!) { runtimeSession(id: $id) { similarSessions {"
+    query += " results { similarity } degraded { reasons } } } }"
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as client:
+            await graphql(client, key, query, id=sessions[0])  # warm: the model catalog
+            for session in sessions[1:4]:
+                with counted_statements(comparisons) as statements:
+                    body = await graphql(client, key, query, id=session)
+                similar = body["data"]["runtimeSession"]["similarSessions"]
+                assert similar["results"]
+                assert similar["degraded"]["reasons"] == []
+                assert len(statements) == 2, statements
     finally:
         await comparisons.dispose()
 

@@ -1,6 +1,8 @@
+from dataclasses import replace
+
 import pytest
 
-from resolvers.degraded import SENTENCES, degraded
+from resolvers.degraded import SENTENCES, Facts, degraded, reasons_for
 
 CONTRACT_ORDER = [
     "semantic_disabled_by_deployment",
@@ -41,3 +43,24 @@ def test_an_empty_windowed_answer_names_its_window() -> None:
     assert block.detail.count("last 14 days") == 2
     unwindowed = degraded(True, {"similar_no_comparable_sessions"})
     assert unwindowed.detail == SENTENCES["similar_no_comparable_sessions"]
+
+
+def test_an_unchecked_approximate_answer_is_named_unless_the_comparison_timed_out() -> None:
+    facts = Facts(
+        has_vectors=True,
+        pending=0,
+        account_enabled=True,
+        deployment_enabled=True,
+        model="local:m@3",
+        configured="local:m@3",
+        window_applied=False,
+        filter_applied=False,
+        sampled=False,
+        found_hits=True,
+        comparable_elsewhere=True,
+        timed_out=False,
+        unverified=True,
+    )
+    assert reasons_for(facts) == {"similar_approximate_unverified"}
+    assert reasons_for(replace(facts, unverified=False)) == set()
+    assert reasons_for(replace(facts, timed_out=True)) == {"similar_comparison_timed_out"}

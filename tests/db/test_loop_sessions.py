@@ -1,0 +1,101 @@
+"""A session that repeats one turn many times (identical vectors) on the approximate paths:
+the served lists equal the exact answer, and are never empty where it has neighbours."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from data import comparison
+from data.account_indexes import ensure_account_index
+from resolvers.results import SimilarResult
+from resolvers.tuning import Tuning
+from tests.support.crowded import IDENTITY
+from tests.support.loops import SPREAD, ordinary_sessions, repeat_session, topic
+from tests.support.similar_helpers import compare
+from tests.support.world import World, direction, unit
+
+APPROXIMATE = Tuning(exact_scan_max_chunks=100)
+EXACT = Tuning(exact_scan_max_chunks=1_000_000)
+
+
+async def loop_world(engine: AsyncEngine, copies: int) -> tuple[str, list[str]]:
+    """Twelve ordinary sessions on three topics and a loop session of `copies` identical
+    chunks on the first topic; the account gets its own index."""
+    world = World()
+    account, _ = world.account()
+    sessions = ordinary_sessions(world, account, 12)
+    loop = world.session(account, "stuck in a loop", day=20)
+    turn = unit(topic(0) + 0.5 * direction(499) / SPREAD)
+    world.chunk(loop, turn, index=0, content="Running the tests again.")
+    await world.write(engine)
+    await repeat_session(engine, loop, copies)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    return account, [*sessions, loop]
+
+
+async def _compare(
+    engine: AsyncEngine, account: str, session: str, tuning: Tuning
+) -> SimilarResult:
+    return await compare(engine, account, session, tuning, limit=20, max_matches_per_session=5)
+
+
+def _listed(result: SimilarResult) -> list[tuple[uuid.UUID, float, int]]:
+    return [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
+
+
+async def test_a_loop_near_other_sessions_leaves_their_lists_exact(engine: AsyncEngine) -> None:
+    """The loop's copies tie at one distance: which of them are a probe's 25 nearest is settled
+    by chunk id, which the approximate scan's few hundred rows cannot do alone."""
+    account, sessions = await loop_world(engine, copies=1500)
+    for session in sessions:
+        served = await _compare(engine, account, session, APPROXIMATE)
+        exact = await _compare(engine, account, session, EXACT)
+        assert (served.lookup_path, exact.lookup_path) == ("account_index", "exact")
+        assert served.results or not exact.results, f"session {session} came back empty"
+        assert _listed(served) == _listed(exact), f"session {session} differs from exact"
+        assert served.degraded.reasons == exact.degraded.reasons
+
+
+async def test_a_loop_session_is_never_left_empty(engine: AsyncEngine) -> None:
+    """A probe of the loop sees its own copies first (they are nearest of all, and filtered
+    out): thousands of identical vectors form a part of the graph with no way out, and a scan
+    that starts there finds nothing else."""
+    account, sessions = await loop_world(engine, copies=5000)
+    loop = sessions[-1]
+    served = await _compare(engine, account, loop, APPROXIMATE)
+    exact = await _compare(engine, account, loop, EXACT)
+    assert served.lookup_path == "account_index"
+    assert exact.results and served.results, "the loop session came back empty"
+    assert _listed(served) == _listed(exact)
+
+
+async def test_an_approximate_answer_it_could_not_check_says_so(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account, sessions = await loop_world(engine, copies=1500)
+    loop = sessions[-1]
+    disabled = await _compare(engine, account, loop, replace(APPROXIMATE, verify_timeout_ms=0))
+    assert disabled.degraded.reasons[-1] == "similar_approximate_unverified"
+    assert disabled.degraded.semantic is True
+
+    real = comparison.look_up
+
+    async def slow_exact_pass(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exact"):
+            await conn.execute(sa.text("SELECT pg_sleep(1)"))  # spends the pass's real budget
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "look_up", slow_exact_pass)
+    budget = replace(APPROXIMATE, verify_timeout_ms=50)
+    cut_short = await _compare(engine, account, sessions[0], budget)
+    assert cut_short.degraded.reasons[-1] == "similar_approximate_unverified"
+    assert cut_short.degraded.semantic is True
+    # the comparison went on after the cut-short pass: its list and details are there
+    assert cut_short.results and cut_short.results[0].matches[0].text is not None
