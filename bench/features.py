@@ -77,9 +77,11 @@ class FeatureSections(Report):
             )
         self.say()
         self.say(
-            "REST routes over HTTP, limit 5; an eighth of the sessions marked failed; the "
-            "search embeds its text with the account's model (the bench's vectors are "
-            "synthetic, so only its latency means something)."
+            "REST routes over HTTP, limit 5; an eighth of the sessions marked failed. The "
+            "bench's vectors are synthetic (`local:hash-384@384`, a model no embedder serves), "
+            "so the search is answered `search_text_not_embedded` before any lookup: its "
+            "column measures that refusal, not a search (a search's lookup is one probe of "
+            "the comparison's first statement, `data/comparison_sql.py`)."
         )
         self.say()
 
