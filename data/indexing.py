@@ -53,6 +53,7 @@ class StoredChunk:
     id: UUID
     chunk_index: int
     content_hash: bytes | None
+    embedding_model: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,7 @@ async def stored_chunks(
 ) -> list[StoredChunk]:
     c = t.session_chunks.c
     rows = await conn.execute(
-        sa.select(c.id, c.chunk_index, c.content_hash).where(
+        sa.select(c.id, c.chunk_index, c.content_hash, c.embedding_model).where(
             c.account_id == account_id, c.runtime_session_id == session_id
         )
     )

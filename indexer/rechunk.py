@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data import indexing as sql
 from data.load import content_hash
+from data.model_identity import ModelIdentity
 from data.sessions import activity_by_session
+from indexer import lexical
 from indexer.chunking import ChunkPolicy, Turn, chunk_id, chunk_session
 from indexer.embedders import Embedder
 
@@ -63,11 +65,7 @@ async def rechunk_session(
                 "content": chunk.content,
                 "content_hash": content_hash(chunk.content),
             }
-        changed = [
-            row
-            for cid, row in wanted.items()
-            if cid not in stored or stored[cid].content_hash != row["content_hash"]
-        ]
+        changed = _to_write(wanted, stored, embedder.identity)
         ours = [c.id for c in stored.values() if c.id == chunk_id(session.id, c.chunk_index)]
         await sql.upsert_chunks(conn, changed)
         await sql.delete_chunks(conn, account_id, [cid for cid in ours if cid not in wanted])
@@ -75,3 +73,29 @@ async def rechunk_session(
             conn, account_id, session, fingerprint(policy, embedder), len(chunks)
         )
     return len(changed)
+
+
+def _to_write(
+    wanted: dict[UUID, dict[str, Any]], stored: dict[UUID, sql.StoredChunk], identity: ModelIdentity
+) -> list[dict[str, Any]]:
+    """The chunks to write: new ones, those whose text changed, and those another model
+    embedded."""
+    return [
+        row
+        for cid, row in wanted.items()
+        if cid not in stored
+        or stored[cid].content_hash != row["content_hash"]
+        or not _embedded_by(stored[cid], identity)
+    ]
+
+
+def _embedded_by(chunk: sql.StoredChunk, identity: ModelIdentity) -> bool:
+    """Whether the chunk's vector (if any) is of the model the account now uses: a chunk
+    embedded by another model (the account switched models) is written again, to be
+    embedded by this one. The lexical family's fits are one model here: a refit re-embeds
+    the account itself (indexer/fitting.py)."""
+    if chunk.embedding_model is None:
+        return True
+    if lexical.is_lexical(identity):
+        return lexical.is_lexical(ModelIdentity.parse(chunk.embedding_model))
+    return chunk.embedding_model == str(identity)

@@ -157,6 +157,35 @@ async def test_a_second_pass_changes_nothing_and_new_activity_is_picked_up(
     assert await states(engine) == {"embedded": later.chunks_embedded + 3}
 
 
+async def test_an_account_switching_models_has_every_chunk_embedded_again(
+    engine: AsyncEngine,
+) -> None:
+    """The same text under a new model: the chunks the old model embedded are written again
+    and embedded by the new one, not left holding vectors no comparison of the new model
+    can use."""
+    other = ModelIdentity.parse("local:other-384@384")
+
+    class Other(Words):
+        def __init__(self) -> None:
+            super().__init__()
+            self.identity = other
+
+    registry = Registry({**WORDS_ONLY, str(other): Other})
+    account, _ = await world_with(engine)
+    first = await index_once(engine, registry, CONFIG)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE embedding_settings SET model = 'other-384' WHERE account_id = :a"),
+            {"a": account},
+        )
+    switched = await index_once(engine, registry, CONFIG)
+    assert switched.chunks_written == switched.chunks_embedded == first.chunks_written
+    models = await rows(engine, "SELECT DISTINCT embedding_model FROM session_chunks")
+    assert [m.embedding_model for m in models] == [str(other)]
+    again = await index_once(engine, registry, CONFIG)
+    assert (again.chunks_written, again.chunks_embedded) == (0, 0)
+
+
 async def test_imported_chunks_are_left_alone(engine: AsyncEngine) -> None:
     world = World()
     account, _ = world.account(model=str(WORDS))
