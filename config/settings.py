@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     comparison_pool_size: int = setting(
         5,
         "connections per process of the comparisons' own pool, opened with the comparison's "
-        "settings (its time budget, iterative HNSW scans, custom plans)",
+        "settings (its time budget, iterative HNSW scans, generic plans)",
         ge=1,
         le=200,
     )

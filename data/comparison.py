@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import EmbeddingSetting, setting_of
 from data.comparison_sql import ANSWER, TIMELINE_ANSWER, first_statement, search_statement
-from data.engine import ComparisonSettings, is_query_canceled
+from data.engine import ComparisonSettings, is_out_of_resources, is_query_canceled
 from data.errors import ComparisonTimedOut
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
@@ -247,10 +247,11 @@ def within_budget() -> Iterator[None]:
 async def within_own_budget(
     conn: AsyncConnection, budget_ms: int, run: Callable[[], Awaitable[Looked]]
 ) -> Looked | None:
-    """Run lookups in a savepoint under their own time budget; None when they ran past it
-    (or the budget is 0: they do not run). The savepoint is rolled back either way (lookups
-    only read), which also gives the comparison's transaction its own budget back, usable
-    after a cancelled statement."""
+    """Run lookups in a savepoint under their own time budget; None when they ran past it,
+    or the server lacked the resources for them (an exact pass spilling past
+    `temp_file_limit`, say), or the budget is 0 (they do not run). The savepoint is rolled
+    back either way (lookups only read), which also gives the comparison's transaction its
+    own budget back, usable after a cancelled statement."""
     if budget_ms <= 0:
         return None
     savepoint = await conn.begin_nested()
@@ -260,7 +261,7 @@ async def within_own_budget(
         )
         return await run()
     except DBAPIError as exc:
-        if not is_query_canceled(exc):
+        if not (is_query_canceled(exc) or is_out_of_resources(exc)):
             raise
         return None
     finally:

@@ -107,6 +107,13 @@ def is_query_canceled(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == QUERY_CANCELED
 
 
+def is_out_of_resources(exc: BaseException) -> bool:
+    """A statement the server could not give what it needed (SQLSTATE class 53: disk full,
+    out of memory, temp_file_limit, too many connections)."""
+    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return isinstance(exc, DBAPIError) and isinstance(code, str) and code.startswith("53")
+
+
 def unavailable_cause(exc: BaseException) -> str:
     """Why the database could not answer, as a metric label."""
     if isinstance(exc, PoolTimeout):

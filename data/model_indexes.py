@@ -71,8 +71,16 @@ async def prepare_build(conn: AsyncConnection, rows: int, dimensions: int) -> No
     )
 
 
+async def lift_build_budget(conn: AsyncConnection) -> None:
+    """No statement timeout for the rest of the transaction: what an index build reads
+    (counting an account's chunks included) is maintenance, not a request."""
+    await conn.execute(text("SELECT set_config('statement_timeout', '0', true)"))
+
+
 async def comparable_count(conn: AsyncConnection, predicate: str) -> int:
-    """How many chunks an index with this predicate holds."""
+    """How many chunks an index with this predicate holds (counted without the request
+    budget: a build follows)."""
+    await lift_build_budget(conn)
     return int(
         (
             await conn.execute(text(f"SELECT count(*) FROM session_chunks WHERE {predicate}"))

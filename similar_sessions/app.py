@@ -122,10 +122,11 @@ def _lifespan(
             app.state.services = services_of(settings, *open_engines(settings))
             if tracing is not None:
                 trace_engines(app.state.services, tracing)
-        if migrate_first:
-            await migrate(app.state.services.engine)
-        app.state.cursors = Cursors(await deployment_secret(app.state.services.engine, "cursor"))
-        try:
+        try:  # the engines are disposed of even when start-up fails
+            if migrate_first:
+                await migrate(app.state.services.engine)
+            secret = await deployment_secret(app.state.services.engine, "cursor")
+            app.state.cursors = Cursors(secret)
             yield
         finally:
             if own_engines:

@@ -99,3 +99,34 @@ async def test_an_approximate_answer_it_could_not_check_says_so(
     assert cut_short.degraded.semantic is True
     # the comparison went on after the cut-short pass: its list and details are there
     assert cut_short.results and cut_short.results[0].matches[0].text is not None
+
+
+async def test_an_exact_pass_the_server_lacks_resources_for_says_so(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that runs out of server resources (its pool spilling past `temp_file_limit`:
+    SQLSTATE 53400) is an unverified answer, not an error: the comparison goes on."""
+    account, sessions = await loop_world(engine, copies=1500)
+    real = comparison.look_up
+    refused: list[bool] = []
+
+    async def starved_exact_pass(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exact"):
+            await conn.execute(
+                sa.text(
+                    "SELECT set_config('work_mem', '64kB', true), "
+                    "set_config('temp_file_limit', '64kB', true)"
+                )
+            )
+            try:
+                return await real(conn, *args, **kwargs)
+            except Exception:
+                refused.append(True)
+                raise
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "look_up", starved_exact_pass)
+    starved = await _compare(engine, account, sessions[0], APPROXIMATE)
+    assert refused, "the exact pass ran and the server refused it"
+    assert starved.degraded.reasons[-1] == "similar_approximate_unverified"
+    assert starved.results and starved.results[0].matches[0].text is not None
