@@ -115,7 +115,8 @@ async def look_up(
     sessions at or above that cut point, counted by that bucket; with `exact`, every lookup
     takes the exact path."""
     answer = ANSWER if timeline is None else TIMELINE_ANSWER
-    statement = first_statement(models, account_id, any(a.filtered for a in asks), answer)
+    filtered = any(a.filtered for a in asks)
+    statement = first_statement(models, account_id, filtered, answer, pooled=not exact)
     rows = await conn.execute(
         sa.text(statement).columns(payload=JSONB),
         {

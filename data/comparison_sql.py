@@ -150,6 +150,23 @@ def _exact(n: int, filtered: bool) -> str:
     )
 
 
+def _exact_scan(n: int, identity: ModelIdentity, filtered: bool) -> str:
+    """Per probe on the exact path, its nearest chunks by a scan of the account's chunks:
+    for the exact check of a few probes on an account of any size, where reading the whole
+    account into a pool first would write it all to temporary files. `+ 0` keeps the HNSW
+    index from serving the ORDER BY: this path must not be approximate."""
+    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
+        f"c.runtime_session_id AS session_id, {distance} AS distance "
+        f"FROM {_candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
+        "LIMIT :per_probe) AS a "
+        f"WHERE p.path = 'exact' AND {finite_and_close('a.distance')}"
+    )
+
+
 def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtered: bool) -> str:
     """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
     re-ranked exactly to per_probe, each with what the window it was cut from looked like
@@ -251,19 +268,28 @@ UNION ALL SELECT 'bounded', key, probe, NULL, NULL, NULL, NULL FROM hits
 
 
 def first_statement(
-    models: Sequence[ModelIdentity], account_id: UUID, filtered: bool, answer: str = ANSWER
+    models: Sequence[ModelIdentity],
+    account_id: UUID,
+    filtered: bool,
+    answer: str = ANSWER,
+    pooled: bool = True,
 ) -> str:
     """The comparison's first statement, with lookup branches for these models (a probe of
     another model is answered with the path 'unserved'). The account's own index is named by
-    its literal predicate, so the text is per account."""
+    its literal predicate, so the text is per account. `pooled`: exact lookups rank a pool
+    of the account's chunks read once (a page of probes on a small account); otherwise each
+    scans the account (the exact check of a few probes, on an account of any size)."""
     ctes = [
         PLAN.strip().format(path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"))
     ]
     exact, approximate = [], []
     for n, identity in enumerate(models):
         ctes.append(_probe_vectors(n, identity))
-        ctes.append(_exact_pool(n, identity, filtered))
-        exact.append(_exact(n, filtered))
+        if pooled:
+            ctes.append(_exact_pool(n, identity, filtered))
+            exact.append(_exact(n, filtered))
+        else:
+            exact.append(_exact_scan(n, identity, filtered))
         shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
         approximate.append(_approximate(n, identity, "index", shared, filtered))
         own = account_predicate(account_id, identity, "c")
@@ -280,7 +306,8 @@ UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FRO
 
 def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) -> str:
     """One probe, a vector given by the caller (an embedded search text), looked up as the
-    comparison looks up its probes: same paths, same candidates, no own session."""
+    comparison looks up its probes: same paths, same candidates, no own session. One probe
+    gains nothing from a pool: its exact lookup scans the account."""
     model = identity.sql_literal()
     paths = (
         f"paths AS MATERIALIZED (SELECT d.comparable, CASE {PATH_CHOICE} END AS path "
@@ -295,11 +322,10 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
     shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c")
     lookups = _lookups(
-        [_exact(0, filtered)],
+        [_exact_scan(0, identity, filtered)],
         [
             _approximate(0, identity, "index", shared, filtered),
             _approximate(0, identity, "account_index", own, filtered),
         ],
     )
-    pool = _exact_pool(0, identity, filtered)
-    return f"WITH {paths},\n{probe},\n{pool},\n{lookups}" + SEARCH_ANSWER + WINDOWS
+    return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER + WINDOWS
