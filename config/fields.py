@@ -1,0 +1,19 @@
+"""What every settings group shares: where the repository is, the variables' prefix, the
+README's groups, and `setting()`, one field's default, bounds and description."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ENV_PREFIX = "SIMILAR_SESSIONS_"
+Group = Literal["server", "indexer", "providers", "observability"]
+GROUPS: tuple[Group, ...] = ("server", "indexer", "providers", "observability")
+
+
+def setting(default: Any, description: str, group: Group = "server", **bounds: Any) -> Any:
+    """A field with its default, bounds and the description the README's tables show."""
+    return Field(default, description=description, json_schema_extra={"group": group}, **bounds)

@@ -1,0 +1,129 @@
+"""The server's settings: the database, pools and budgets, the comparison's lookup paths,
+request limits, GraphiQL and introspection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from limits import parse_many
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings
+
+from config.fields import ENV_PREFIX, REPO_ROOT, setting
+
+
+class ServerSettings(BaseSettings):
+    database_url: str | None = Field(
+        None,
+        validation_alias="DATABASE_URL",
+        description="`postgresql://…` (TCP, or Unix socket as "
+        "`postgresql://user:@/db?host=/dir`); unset: the embedded server",
+        json_schema_extra={"group": "server", "shown_default": "unset"},
+    )
+    data_dir: Path = Field(
+        REPO_ROOT / ".pgdata",
+        description="where the embedded server keeps its data",
+        json_schema_extra={"group": "server", "shown_default": "<repo>/.pgdata"},
+    )
+    log_level: str = setting(
+        "WARNING",
+        "structured JSON logs on stderr; `INFO` logs one line per comparison with its lookup path",
+    )
+    pool_size: int = setting(5, "database connections per process (no overflow)", ge=1, le=200)
+    comparison_pool_size: int = setting(
+        5,
+        "connections per process of the comparisons' own pool, opened with the comparison's "
+        "settings (its time budget, iterative HNSW scans, generic plans)",
+        ge=1,
+        le=200,
+    )
+    pool_timeout_s: int = setting(
+        5,
+        "wait for a connection (and for a connect) before answering 503 with `Retry-After`",
+        ge=1,
+        le=300,
+    )
+    statement_timeout_ms: int = setting(
+        5000,
+        "bound on every statement of a request (an import and the HNSW builds run without it)",
+        ge=10,
+        le=600_000,
+    )
+    comparison_timeout_ms: int = setting(
+        3000,
+        "bound on each statement of a comparison; when the probe lookup runs past it the answer "
+        "is empty with `similar_comparison_timed_out`",
+        ge=10,
+        le=600_000,
+    )
+    embeddings_enabled: bool = Field(
+        True,
+        validation_alias=ENV_PREFIX + "EMBEDDINGS",
+        description="`false`: the deployment turned embeddings off",
+        json_schema_extra={"group": "server"},
+    )
+    exact_scan_max_chunks: int = setting(
+        1_000,
+        "accounts with at most this many comparable chunks are compared by an exact scan; "
+        "larger ones get their own HNSW index",
+        ge=0,
+        le=100_000_000,
+    )
+    hnsw_ef_search: int = setting(
+        400, "`hnsw.ef_search` for the approximate paths (set per transaction)", ge=10, le=1000
+    )
+    hnsw_ef_search_retry: int = setting(
+        1000,
+        "probes an approximate lookup answered with fewer than 25 rows are asked once more with "
+        "this `hnsw.ef_search`",
+        ge=10,
+        le=1000,
+    )
+    hnsw_overfetch: int = setting(
+        100,
+        "candidates read from the index per probe before the exact re-rank to 25",
+        ge=25,
+        le=1000,
+    )
+    verify_timeout_ms: int = setting(
+        500,
+        "approximate lookups that cannot vouch for their answer (short, or crowded by "
+        "near-duplicates) are checked by an exact pass over the account within this budget (at "
+        "most the comparison's); past it the approximate answer stands and the comparison names "
+        "`similar_approximate_unverified`; `0`: never check",
+        ge=0,
+        le=600_000,
+    )
+    rate_limit: str | None = setting(
+        "20/second;600/minute",
+        "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "
+        "several joined by `;`; `off`: none); past it, 429 with `Retry-After`",
+    )
+    replay_content_chars: int = setting(
+        2_000_000,
+        "characters of replay content one request may return, across all its aliases and "
+        "sessions (the largest session of either corpus has 0.23 M); a turn past it comes back "
+        "cut, with `contentTruncated: true`",
+        ge=1_000,
+        le=1_000_000_000,
+    )
+    graphiql: bool = setting(True, "serve the GraphiQL page at `GET /graphql`")
+    introspection: bool = setting(True, "allow GraphQL introspection")
+
+    @field_validator("log_level")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rates(cls, value: str | None) -> str | None:
+        if value is None or value.strip().lower() in {"", "off", "none", "0"}:
+            return None
+        parse_many(value)  # a ValueError naming the string it could not read
+        return value.strip()
