@@ -1,106 +1,33 @@
-"""The indexing worker on a real database: chunks, vectors, scope, cap, redaction,
-repeated content, crash safety of a batch, and two workers at once."""
+"""The indexing worker on a real database, what a pass writes: chunks, vectors, a model
+switch, scope, cap, redaction, repeated content, an account's own index."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import uuid
-from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import numpy as np
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.model_identity import ModelIdentity
 from indexer import budget
-from indexer.chunking import ChunkPolicy, chunk_id
-from indexer.embedders import Embedder, Registry
-from indexer.lexical import LexicalEmbedder
+from indexer.chunking import chunk_id
+from indexer.embedders import Registry
 from indexer.worker import IndexerConfig, index_once
-from tests.support.world import T0, World
-
-WORDS = ModelIdentity.parse("local:words-384@384")
-
-
-class Words(LexicalEmbedder):
-    """The lexical embedder without a fit (every feature weighs 1) under an identity of its
-    own: these tests watch the worker's mechanics, tests/test_lexical_fit.py the fit."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.identity = WORDS
-
-
-WORDS_ONLY: dict[str, Callable[[], Embedder]] = {str(WORDS): Words}
-CONFIG = IndexerConfig(
-    ChunkPolicy(window_tokens=40), repeat_min_sessions=5, batch_size=4, progress=False
+from tests.support.indexing import (
+    CONFIG,
+    WORDS,
+    WORDS_ONLY,
+    Words,
+    add_activity,
+    rows,
+    states,
+    talk,
+    usage,
+    world_with,
 )
-
-
-def add_activity(
-    world: World, session_id: str, contents: Sequence[tuple[str, str]], kind: str = "message"
-) -> None:
-    for ordinal, (role, content) in enumerate(contents):
-        world.lines.append(
-            {
-                "type": "activity",
-                "id": str(uuid.uuid4()),
-                "runtime_session_id": session_id,
-                "ordinal": ordinal,
-                "occurred_at": (T0 + timedelta(seconds=ordinal)).isoformat(),
-                "role": role,
-                "kind": kind,
-                "content": content,
-                "api_usage_id": None,
-            }
-        )
-
-
-def talk(topic: str, turns: int = 6) -> list[tuple[str, str]]:
-    """Turns of 20 distinct words each about a topic: a session of several 40-token windows."""
-    return [
-        ("user" if i % 2 else "assistant", " ".join(f"{topic}{i}x{j}" for j in range(20)))
-        for i in range(turns)
-    ]
-
-
-async def world_with(
-    engine: AsyncEngine,
-    sessions: int = 2,
-    *,
-    scope: str = "full",
-    cap: float | None = 5.0,
-    model: str = str(WORDS),
-) -> tuple[uuid.UUID, list[uuid.UUID]]:
-    world = World()
-    account, _ = world.account(scope=scope, daily_cap_usd=cap, model=model)
-    ids = []
-    for n in range(sessions):
-        sid = world.session(account, f"session {n}", day=n)
-        add_activity(world, sid, [("system", "You are a helpful agent."), *talk(f"s{n}t")])
-        ids.append(uuid.UUID(sid))
-    await world.write(engine)
-    return uuid.UUID(account), ids
-
-
-async def rows(engine: AsyncEngine, query: str, **params: Any) -> list[Any]:
-    async with engine.connect() as conn:
-        return list((await conn.execute(sa.text(query), params)).all())
-
-
-async def states(engine: AsyncEngine) -> dict[str, int]:
-    found = await rows(engine, "SELECT embedding_state, count(*) FROM session_chunks GROUP BY 1")
-    return {state: n for state, n in found}
-
-
-async def usage(engine: AsyncEngine) -> list[Any]:
-    return await rows(
-        engine, "SELECT units, cost_usd, provider, model FROM api_usage WHERE kind = 'embedding'"
-    )
+from tests.support.world import T0, World
 
 
 async def test_a_pass_chunks_and_embeds_every_session(engine: AsyncEngine) -> None:
@@ -296,116 +223,6 @@ async def test_content_repeated_across_many_sessions_is_skipped(engine: AsyncEng
     report = await index_once(engine, Registry(WORDS_ONLY), config)
     assert report.chunks_skipped == 3 and report.chunks_embedded == 1
     assert await states(engine) == {"skipped": 3, "embedded": 1}
-
-
-async def test_an_account_without_an_embedder_is_marked_and_left_pending(
-    engine: AsyncEngine,
-) -> None:
-    account, _ = await world_with(engine, sessions=1, model="remote:unknown-model@8")
-    report = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
-    assert report.degraded == {account: budget.EMBEDDER_UNAVAILABLE}
-    assert await states(engine) == {}  # nothing chunked: windows are sized for the embedder
-    (setting,) = await rows(engine, "SELECT degraded_reason FROM embedding_settings")
-    assert setting.degraded_reason == "embedder_unavailable"
-
-
-class FailsOnSecondBatch(Words):
-    calls = 0
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        FailsOnSecondBatch.calls += 1
-        if FailsOnSecondBatch.calls == 2:
-            raise RuntimeError("model server went away")
-        return super().embed(texts)
-
-
-async def test_an_embedder_failing_mid_batch_leaves_that_batch_untouched(
-    engine: AsyncEngine,
-) -> None:
-    await world_with(engine, sessions=2)  # 6 chunks: a batch of 4 is written, the next fails
-    registry = Registry({str(WORDS): FailsOnSecondBatch})
-    with pytest.raises(RuntimeError, match="went away"):
-        await index_once(engine, registry, CONFIG)
-    assert await states(engine) == {"embedded": 4, "pending": 2}
-    assert len(await usage(engine)) == 1
-    half = await rows(
-        engine,
-        "SELECT id FROM session_chunks "
-        "WHERE (embedding IS NULL) <> (embedding_state <> 'embedded') "
-        "OR (embedded_at IS NULL) <> (embedding IS NULL)",
-    )
-    assert half == []
-    retry = await index_once(engine, registry, CONFIG)
-    assert retry.chunks_embedded == 2 and await states(engine) == {"embedded": 6}
-
-
-class Blocks(Words):
-    """Blocks inside embed until released, so a test can cancel the worker mid-batch."""
-
-    entered = threading.Event()
-    release = threading.Event()
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        Blocks.entered.set()
-        Blocks.release.wait(timeout=60)
-        return super().embed(texts)
-
-
-async def test_cancelling_the_worker_mid_batch_leaves_nothing_half_written(
-    engine: AsyncEngine,
-) -> None:
-    await world_with(engine, sessions=1)
-    task = asyncio.create_task(index_once(engine, Registry({str(WORDS): Blocks}), CONFIG))
-    await asyncio.to_thread(Blocks.entered.wait, 60)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    Blocks.release.set()
-    assert await states(engine) == {"pending": 3}
-    assert await usage(engine) == []
-    finish = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
-    assert finish.chunks_embedded == 3
-
-
-def meeting_embedder(barrier: threading.Barrier, seen: list[str]) -> type[Words]:
-    class Meets(Words):
-        """Each worker's first batch waits for the other's: both hold their locks at once."""
-
-        met = False
-
-        def embed(self, texts: Sequence[str]) -> np.ndarray:
-            if not self.met:
-                self.met = True
-                barrier.wait(timeout=60)
-            seen.extend(texts)
-            return super().embed(texts)
-
-    return Meets
-
-
-async def test_two_workers_at_once_embed_every_chunk_exactly_once(engine: AsyncEngine) -> None:
-    await world_with(engine, sessions=4)  # 12 chunks, batches of 4
-    barrier, seen_a, seen_b = threading.Barrier(2), [], []
-    a = Registry({str(WORDS): meeting_embedder(barrier, seen_a)})
-    b = Registry({str(WORDS): meeting_embedder(barrier, seen_b)})
-    first, second = await asyncio.gather(
-        index_once(engine, a, CONFIG), index_once(engine, b, CONFIG)
-    )
-    assert seen_a and seen_b and not set(seen_a) & set(seen_b)
-    assert first.chunks_embedded + second.chunks_embedded == 12
-    assert await states(engine) == {"embedded": 12}
-    assert len(await usage(engine)) == first.batches + second.batches
-
-
-def test_budget_arithmetic() -> None:
-    now = datetime(2026, 3, 1, 23, 59, tzinfo=UTC)
-    assert budget.day_start(now) == datetime(2026, 3, 1, tzinfo=UTC)
-    assert budget.next_day(now) == datetime(2026, 3, 2, tzinfo=UTC)
-    assert budget.affordable([0.4, 0.4, 0.4], 1.0) == 2
-    assert budget.affordable([0.4, 0.4], None) == 2
-    assert budget.affordable([0.4], 0.0) == 0
-    assert budget.affordable([0.0, 0.0], 0.0) == 2
-    assert ModelIdentity.parse(str(WORDS)) == WORDS
 
 
 async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
