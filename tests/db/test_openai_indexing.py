@@ -18,7 +18,6 @@ from indexer import budget
 from indexer.embedders import Registry
 from indexer.providers import providers_for
 from indexer.worker import IndexerConfig, index_once
-from tests.db.test_indexer import CONFIG, rows, states, usage, world_with
 from tests.support.embedders import WordsEmbedder
 from tests.support.fake_openai import (
     HANG,
@@ -28,6 +27,7 @@ from tests.support.fake_openai import (
     rate_limited,
     server_error,
 )
+from tests.support.indexing import CONFIG, rows, states, usage, world_with
 
 MODEL = "openai:text-embedding-3-small@256"
 KEY = "sk-test-indexer-key-0001"

@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from config.settings import Settings
 from indexer.worker import index_once
 from similar_sessions.app import create_app
-from tests.db.test_indexer import CONFIG, world_with
 from tests.db.test_openai_indexing import registry
 from tests.support.fake_openai import fake_openai, server_error
+from tests.support.indexing import CONFIG, world_with
 from tests.support.similar_helpers import bearer
 from tests.support.world import World, blend, direction
 
