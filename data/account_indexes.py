@@ -14,12 +14,12 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import (
     comparable_count,
     comparable_predicate,
     hnsw_index_ddl,
-    lift_build_budget,
     prepare_build,
 )
 
@@ -106,7 +106,7 @@ async def ensure_large_account_indexes(
 ) -> list[BuiltIndex]:
     """Build an index for every (account, model) with more than min_chunks comparable chunks
     that has none yet; limited to account_ids when given."""
-    await lift_build_budget(conn)
+    await lift_statement_budget(conn)
     rows = await conn.execute(
         text(
             "SELECT c.account_id, c.embedding_model FROM session_chunks c "

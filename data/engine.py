@@ -13,7 +13,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import ExceptionContext
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
 
 from observability.metrics import POOL_WAIT, STATEMENT_TIMEOUTS
@@ -100,6 +100,13 @@ async def ping(engine: AsyncEngine) -> None:
     """One trivial statement: raises when the database cannot answer."""
     async with engine.connect() as conn:
         await conn.execute(text("SELECT 1"))
+
+
+async def lift_statement_budget(conn: AsyncConnection) -> None:
+    """No statement timeout until the transaction ends: for maintenance, not requests (an
+    import's COPY of gigabytes and upserts of millions of rows, an index build and the count
+    before it)."""
+    await conn.execute(text("SELECT set_config('statement_timeout', '0', true)"))
 
 
 def is_query_canceled(exc: BaseException) -> bool:

@@ -21,12 +21,6 @@ def content_hash(content: str) -> bytes:
     return hashlib.sha256(" ".join(content.split()).lower().encode()).digest()
 
 
-async def lift_statement_budget(conn: AsyncConnection) -> None:
-    """An import is a batch job, not a request: its statements (a COPY of gigabytes, an
-    upsert of millions of rows) run without the request budget, until the transaction ends."""
-    await conn.execute(sa.text("SELECT set_config('statement_timeout', '0', true)"))
-
-
 def _upsert(table: sa.Table, rows: Sequence[dict[str, Any]], keys: list[str]) -> sa.Insert:
     stmt = insert(table).values(list(rows))
     updatable = [c.name for c in table.columns if c.name not in keys and not c.computed]

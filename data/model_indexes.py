@@ -7,6 +7,7 @@ import hashlib
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 
 HNSW_M = 16
@@ -71,16 +72,10 @@ async def prepare_build(conn: AsyncConnection, rows: int, dimensions: int) -> No
     )
 
 
-async def lift_build_budget(conn: AsyncConnection) -> None:
-    """No statement timeout for the rest of the transaction: what an index build reads
-    (counting an account's chunks included) is maintenance, not a request."""
-    await conn.execute(text("SELECT set_config('statement_timeout', '0', true)"))
-
-
 async def comparable_count(conn: AsyncConnection, predicate: str) -> int:
     """How many chunks an index with this predicate holds (counted without the request
     budget: a build follows)."""
-    await lift_build_budget(conn)
+    await lift_statement_budget(conn)
     return int(
         (
             await conn.execute(text(f"SELECT count(*) FROM session_chunks WHERE {predicate}"))

@@ -19,6 +19,7 @@ from tqdm import tqdm
 from data import load, staging
 from data import tables as t
 from data.account_indexes import ensure_large_account_indexes
+from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
@@ -128,7 +129,7 @@ async def _import(
     bar: tqdm[Any] | None = None,
 ) -> Imported:
     run = _Run(errors, bar)
-    await load.lift_statement_budget(conn)
+    await lift_statement_budget(conn)
     await staging.create_stage(conn)
     await staging.copy_into_stage(
         conn, run.rows(FORMATS[file_format](numbered, errors, account_id))
