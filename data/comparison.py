@@ -124,12 +124,7 @@ async def look_up(
             "asks": json.dumps([a.as_json() for a in asks]),
             "branch_models": [str(m) for m in models],
             "retry": None if retry is None else [f"{key}:{probe}" for key, probe in retry],
-            "exact": exact,
-            "cap": limits.exact_scan_max_chunks,
-            "own_index": limits.own_index,
-            "per_probe": limits.per_probe,
-            "floor": limits.floor,
-            "overfetch": max(limits.overfetch, limits.per_probe),
+            **_limit_params(limits, exact),
             **({} if timeline is None else _timeline_params(*timeline)),
         },
     )
@@ -168,12 +163,7 @@ async def look_up_text(
             "cutoff": ask.cutoff,
             "statuses": None if ask.statuses is None else list(ask.statuses),
             "source_types": None if ask.source_types is None else list(ask.source_types),
-            "exact": exact,
-            "cap": limits.exact_scan_max_chunks,
-            "own_index": limits.own_index,
-            "per_probe": limits.per_probe,
-            "floor": limits.floor,
-            "overfetch": max(limits.overfetch, limits.per_probe),
+            **_limit_params(limits, exact),
         },
     )
     looked = Looked()
@@ -185,6 +175,18 @@ async def look_up_text(
         else:
             looked.paths[str(identity)] = (payload, number)
     return looked
+
+
+def _limit_params(limits: Limits, exact: bool) -> dict[str, Any]:
+    """The lookups' bounds and path, as both statements take them."""
+    return {
+        "exact": exact,
+        "cap": limits.exact_scan_max_chunks,
+        "own_index": limits.own_index,
+        "per_probe": limits.per_probe,
+        "floor": limits.floor,
+        "overfetch": max(limits.overfetch, limits.per_probe),
+    }
 
 
 def _timeline_params(bucket: str, related: dict[str, float]) -> dict[str, str]:
