@@ -80,6 +80,12 @@ class Limits:
     exact_scan_max_chunks: int
     own_index: bool = True  # False: the shared index even where the account has its own
 
+    @property
+    def window(self) -> int:
+        """Candidates an approximate lookup reads before its exact re-rank (never fewer
+        than it keeps)."""
+        return max(self.overfetch, self.per_probe)
+
 
 @dataclass
 class Looked:
@@ -185,7 +191,7 @@ def _limit_params(limits: Limits, exact: bool) -> dict[str, Any]:
         "own_index": limits.own_index,
         "per_probe": limits.per_probe,
         "floor": limits.floor,
-        "overfetch": max(limits.overfetch, limits.per_probe),
+        "overfetch": limits.window,
     }
 
 

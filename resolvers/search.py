@@ -78,12 +78,7 @@ async def _look_up(
         context.principal.account_id,
         setting.identity,
     )
-    limits = sql.Limits(
-        ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
-        ranking.MIN_SIMILAR_SIMILARITY,
-        tuning.overfetch,
-        tuning.exact_scan_max_chunks,
-    )
+    limits = tuning.limits
     try:
         with sql.within_budget():
             await sql.ensure_configured(conn, tuning.comparison_settings)
@@ -108,8 +103,7 @@ def _vouched(looked: sql.Looked, model: str, limits: sql.Limits) -> bool:
     approximate window vouches for its answer."""
     if looked.paths[model][0] == "exact":
         return True
-    window = max(limits.overfetch, limits.per_probe)
-    return vouches_for(looked.windows.get((0, 0)), window, limits.per_probe)
+    return vouches_for(looked.windows.get((0, 0)), limits.window, limits.per_probe)
 
 
 async def _answer(

@@ -151,14 +151,10 @@ async def _first(
     retry: Sequence[tuple[int, int]] | None = None,
     exact: bool = False,
 ) -> sql.Looked:
-    limits = sql.Limits(
-        per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
-        floor=ranking.MIN_SIMILAR_SIMILARITY,
-        overfetch=tuning.overfetch,
-        exact_scan_max_chunks=tuning.exact_scan_max_chunks,
-    )
     asks = [c.ask for c in batch.comparisons]
-    return await sql.look_up(conn, batch.account_id, asks, models, limits, retry, exact=exact)
+    return await sql.look_up(
+        conn, batch.account_id, asks, models, tuning.limits, retry, exact=exact
+    )
 
 
 async def _again(
@@ -224,11 +220,12 @@ def _short_probes(batch: Batch) -> list[tuple[int, int]]:
 
 def _doubtful_probes(batch: Batch, tuning: Tuning) -> list[tuple[int, int]]:
     """Approximate probes whose lookup cannot vouch for its answer (its window, judged)."""
-    per_probe = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
-    window = max(tuning.overfetch, per_probe)
+    limits = tuning.limits
     approximate = [p for path in ("index", "account_index") for p in _probes_of(batch, path)]
     windows = batch.looked.windows
-    return [p for p in approximate if not vouches_for(windows.get(p), window, per_probe)]
+    return [
+        p for p in approximate if not vouches_for(windows.get(p), limits.window, limits.per_probe)
+    ]
 
 
 async def _after_timeout(conn: AsyncConnection, batch: Batch) -> None:

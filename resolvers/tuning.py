@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from config.settings import Settings, default_of
+from data.comparison import Limits
 from data.engine import ComparisonSettings
+from resolvers import ranking
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +19,16 @@ class Tuning:
     overfetch: int = default_of("hnsw_overfetch")
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
     verify_timeout_ms: int = default_of("verify_timeout_ms")
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds of a comparison's or a search text's lookups."""
+        return Limits(
+            per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
+            floor=ranking.MIN_SIMILAR_SIMILARITY,
+            overfetch=self.overfetch,
+            exact_scan_max_chunks=self.exact_scan_max_chunks,
+        )
 
     @property
     def comparison_settings(self) -> ComparisonSettings:
