@@ -17,6 +17,7 @@ from data.sessions import ActivityRow, ReplayPageKey, SessionRow
 from indexer.embedders import Registry
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
+from resolvers.check_costs import CheckCosts
 from resolvers.cursors import Cursors
 from resolvers.errors import LimitExceeded
 from resolvers.results import SimilarResult
@@ -61,13 +62,14 @@ class ContentBudget:
 @dataclass(frozen=True)
 class Services:
     """What every request of a process shares: the engines, the tuning, the catalog of
-    models in use, and the embedders of search texts."""
+    models in use, what exact checks cost per account, and the embedders of search texts."""
 
     engine: AsyncEngine
     tuning: Tuning
     comparisons: AsyncEngine | None = None  # the comparisons' own pool; else `engine`
     models: ModelCatalog = field(default_factory=ModelCatalog)
     embedders: Registry = field(default_factory=Registry)
+    checks: CheckCosts = field(default_factory=CheckCosts)
 
     @property
     def comparison_engine(self) -> AsyncEngine:

@@ -51,7 +51,7 @@ def similar_loader(
             # Read-only: the transaction (and any SET LOCAL setting) ends with the connection.
             async with services.comparison_engine.connect() as conn:
                 results = await compare_sessions(
-                    conn, account_id, keys, services.tuning, services.models
+                    conn, account_id, keys, services.tuning, services.models, services.checks
                 )
             report_comparisons(results, started, time.time_ns())
             return results

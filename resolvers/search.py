@@ -17,6 +17,7 @@ from data.errors import ComparisonTimedOut
 from indexer.query import QueryNotEmbedded, embed_query
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs, plain_text
+from resolvers.check_costs import check_exactly
 from resolvers.context import Context
 from resolvers.degraded import degraded
 from resolvers.lookup_path import vouches_for
@@ -84,8 +85,11 @@ async def _look_up(
             await sql.ensure_configured(conn, tuning.comparison_settings)
             looked = await sql.look_up_text(conn, account_id, identity, vector, ask, limits)
             if not _vouched(looked, str(identity), limits):
-                exact = await sql.within_own_budget(
+                exact = await check_exactly(
                     conn,
+                    context.services.checks,
+                    account_id,
+                    1,
                     tuning.verify_budget_ms,
                     lambda: sql.look_up_text(conn, account_id, identity, vector, ask, limits, True),
                 )

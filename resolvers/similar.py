@@ -23,6 +23,7 @@ from data.model_identity import ModelIdentity
 from data.sessions import sessions_by_id
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
+from resolvers.check_costs import CheckCosts, check_exactly
 from resolvers.lookup_path import LookupPath, vouches_for
 from resolvers.results import SimilarResult
 from resolvers.similar_results import result_of
@@ -77,11 +78,13 @@ async def compare_sessions(
     keys: Sequence[tuple[UUID, SimilarArgs]],
     tuning: Tuning,
     catalog: ModelCatalog | None = None,
+    checks: CheckCosts | None = None,
 ) -> list[SimilarResult | None]:
-    """One result per key, in key order; None for a session this account does not have."""
+    """One result per key, in key order; None for a session this account does not have.
+    `catalog` and `checks` are the process's (a fresh one each when not given)."""
     started = time.perf_counter()
     batch = plan(account_id, keys, datetime.now(UTC))
-    await look_up(conn, batch, tuning, catalog or ModelCatalog())
+    await look_up(conn, batch, tuning, catalog or ModelCatalog(), checks or CheckCosts())
     rank(batch)
     results = await assemble(conn, batch, tuning, started)
     log.info(
@@ -112,7 +115,7 @@ def plan(account_id: UUID, keys: Sequence[tuple[UUID, SimilarArgs]], now: dateti
 
 
 async def look_up(
-    conn: AsyncConnection, batch: Batch, tuning: Tuning, catalog: ModelCatalog
+    conn: AsyncConnection, batch: Batch, tuning: Tuning, catalog: ModelCatalog, checks: CheckCosts
 ) -> None:
     """The first statement, within the comparison's time budget; the probes an approximate
     lookup answered short are asked again, once, with a wider search, and those whose lookup
@@ -133,7 +136,7 @@ async def look_up(
                 log.info("similar_sessions_widened", probes=len(short))
             doubtful = _doubtful_probes(batch, tuning)
             if doubtful:
-                await _check_exactly(conn, batch, models, tuning, doubtful)
+                await _check_exactly(conn, batch, models, tuning, doubtful, checks)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         await _after_timeout(conn, batch)
@@ -176,12 +179,17 @@ async def _check_exactly(
     models: Sequence[ModelIdentity],
     tuning: Tuning,
     pairs: list[tuple[int, int]],
+    checks: CheckCosts,
 ) -> None:
     """Answer the (key, probe) pairs by one exact pass over the account, within its own budget
     (never more than the comparison's); past it their approximate answer stands, and their
-    comparisons say so. The path reported stays the one the comparison took."""
-    exact = await sql.within_own_budget(
+    comparisons say so. A check the account's last ones predict to reach its budget is not
+    started. The path reported stays the one the comparison took."""
+    exact = await check_exactly(
         conn,
+        checks,
+        batch.account_id,
+        len(pairs),
         tuning.verify_budget_ms,
         lambda: _first(conn, batch, models, tuning, pairs, exact=True),
     )

@@ -13,7 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
 from data.account_indexes import ensure_account_index
+from resolvers.arguments import SimilarArgs
+from resolvers.check_costs import CheckCosts
 from resolvers.results import SimilarResult
+from resolvers.similar import compare_sessions
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY
 from tests.support.loops import SPREAD, ordinary_sessions, repeat_session, topic
@@ -136,3 +139,72 @@ async def test_an_exact_pass_the_server_lacks_resources_for_says_so(
     assert refused, "the exact pass ran and the server refused it"
     assert starved.degraded.reasons[-1] == "similar_approximate_unverified"
     assert starved.results and starved.results[0].matches[0].text is not None
+
+
+async def test_a_check_its_account_cannot_afford_is_not_started(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that ran out of its budget on an account predicts that one of as many lookups
+    would again: the next comparison says unverified at once instead of spending the budget;
+    once what was learned expires, the check is tried again."""
+    account, sessions = await loop_world(engine, copies=1500)
+    real = comparison.look_up
+    passes: list[int] = []
+
+    async def slow_exact_pass(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exact"):
+            passes.append(1)
+            await conn.execute(sa.text("SELECT pg_sleep(1)"))  # spends the pass's real budget
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "look_up", slow_exact_pass)
+    budget = replace(APPROXIMATE, verify_timeout_ms=50)
+
+    async def reasons(checks: CheckCosts) -> list[str]:
+        async with engine.connect() as conn:
+            [result] = await compare_sessions(
+                conn,
+                uuid.UUID(account),
+                [(uuid.UUID(sessions[0]), SimilarArgs())],
+                budget,
+                checks=checks,
+            )
+        assert result is not None and result.results
+        return result.degraded.reasons
+
+    checks = CheckCosts()
+    assert (await reasons(checks))[-1] == "similar_approximate_unverified"
+    assert len(passes) == 1, "the first comparison's check was started"
+    assert (await reasons(checks))[-1] == "similar_approximate_unverified"
+    assert len(passes) == 1, "a check predicted to run out of budget was started"
+    forgetful = CheckCosts(ttl_s=0)
+    await reasons(forgetful)
+    await reasons(forgetful)
+    assert len(passes) == 3, "a check was skipped on what had expired"
+
+
+async def test_checks_that_finish_keep_being_started(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account, sessions = await loop_world(engine, copies=1500)
+    real = comparison.look_up
+    passes: list[int] = []
+
+    async def counted(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+        passes.extend([1] if kwargs.get("exact") else [])
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "look_up", counted)
+    checks = CheckCosts()
+    for _ in range(3):
+        async with engine.connect() as conn:
+            [served] = await compare_sessions(
+                conn,
+                uuid.UUID(account),
+                [(uuid.UUID(sessions[0]), SimilarArgs())],
+                APPROXIMATE,
+                checks=checks,
+            )
+        assert served is not None
+        assert "similar_approximate_unverified" not in served.degraded.reasons
+    assert len(passes) == 3, "every comparison's check was started"

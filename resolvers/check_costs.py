@@ -1,0 +1,73 @@
+"""What the exact check of unsure approximate lookups costs on each account, learned from the
+checks that ran and kept for a while (process-wide, per account).
+
+An exact check scans the account once per lookup it checks, so its cost is about linear in
+the lookups. On an account too large for the check's budget, starting one only spends the
+budget and ends with the approximate answer anyway: a check predicted to reach its budget is
+not started, and the answer says `similar_approximate_unverified` at once. A check that ran
+out of budget teaches a lower bound (budget / lookups); one that finished, its cost. What was
+learned is forgotten after `ttl_s`, so an account that shrank, or a faster server, is tried
+again."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from uuid import UUID
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data.comparison import Looked, within_own_budget
+
+log = structlog.get_logger(__name__)
+
+CHECK_COSTS_TTL_S = 300.0
+CHECK_COSTS_ACCOUNTS = 10_000  # accounts kept, least recently used first out
+
+
+class CheckCosts:
+    def __init__(self, ttl_s: float = CHECK_COSTS_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._per_lookup_ms: OrderedDict[UUID, tuple[float, float]] = OrderedDict()
+
+    def affordable(self, account_id: UUID, lookups: int, budget_ms: int) -> bool:
+        """Whether a check of `lookups` lookups is expected to finish within `budget_ms`
+        (yes when nothing recent is known about the account)."""
+        known = self._per_lookup_ms.get(account_id)
+        if known is None or time.monotonic() - known[0] >= self.ttl_s:
+            return True
+        self._per_lookup_ms.move_to_end(account_id)
+        return lookups * known[1] < budget_ms
+
+    def learn(self, account_id: UUID, lookups: int, cost_ms: float) -> None:
+        """A check of `lookups` lookups cost `cost_ms` (its whole budget when it could not
+        finish)."""
+        if lookups <= 0:
+            return
+        self._per_lookup_ms[account_id] = (time.monotonic(), cost_ms / lookups)
+        self._per_lookup_ms.move_to_end(account_id)
+        while len(self._per_lookup_ms) > CHECK_COSTS_ACCOUNTS:
+            self._per_lookup_ms.popitem(last=False)
+
+
+async def check_exactly(
+    conn: AsyncConnection,
+    checks: CheckCosts,
+    account_id: UUID,
+    lookups: int,
+    budget_ms: int,
+    run: Callable[[], Awaitable[Looked]],
+) -> Looked | None:
+    """The exact check `run` of `lookups` lookups, within its own budget; None when it ran
+    past it, or was not started because the account's last checks predict it would."""
+    if not checks.affordable(account_id, lookups, budget_ms):
+        log.info("exact_check", lookups=lookups, started=False, finished=False)
+        return None
+    started = time.perf_counter()
+    exact = await within_own_budget(conn, budget_ms, run)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    checks.learn(account_id, lookups, budget_ms if exact is None else elapsed_ms)
+    log.info("exact_check", lookups=lookups, started=True, finished=exact is not None)
+    return exact
