@@ -12,13 +12,17 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import EmbeddingSetting, setting_of
 from data.comparison_sql import ANSWER, TIMELINE_ANSWER, first_statement, search_statement
-from data.engine import ComparisonSettings, is_out_of_resources, is_query_canceled
+from data.engine import (
+    ComparisonSettings,
+    is_out_of_resources,
+    is_query_canceled,
+    json_statement,
+)
 from data.errors import ComparisonTimedOut
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
@@ -124,7 +128,7 @@ async def look_up(
     filtered = any(a.filtered for a in asks)
     statement = first_statement(models, account_id, filtered, answer, pooled=not exact)
     rows = await conn.execute(
-        sa.text(statement).columns(payload=JSONB),
+        json_statement(statement, "payload"),
         {
             "account_id": account_id,
             "asks": json.dumps([a.as_json() for a in asks]),
@@ -162,7 +166,7 @@ async def look_up_text(
     the model: same paths and candidates as a comparison's probes, no own session; with
     `exact`, on the exact path."""
     rows = await conn.execute(
-        sa.text(search_statement(identity, account_id, ask.filtered)).columns(payload=JSONB),
+        json_statement(search_statement(identity, account_id, ask.filtered), "payload"),
         {
             "account_id": account_id,
             "vector": vector,

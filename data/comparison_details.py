@@ -11,11 +11,10 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.comparison import Ask, session_of
+from data.engine import json_statement
 from data.sessions import SessionRow
 
 
@@ -119,7 +118,7 @@ async def show(
     }
     if text_ids:
         params["text_ids"] = sorted(set(text_ids))
-    rows = await conn.execute(sa.text(SHOW.format(text=text)).columns(session=JSONB), params)
+    rows = await conn.execute(json_statement(SHOW.format(text=text), "session"), params)
     for row in rows:
         kind, key, session = row[0], row[1], row[-1]
         if kind == "chunk":

@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import ExceptionContext
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
+from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.sql.selectable import TextualSelect
 
 from observability.metrics import POOL_WAIT, STATEMENT_TIMEOUTS
 
 QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
+STATEMENTS_KEPT = 1024  # built statements kept (the comparison's first is per account)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,13 @@ class ComparisonSettings:
             "hnsw.ef_search": str(self.ef_search),
             "plan_cache_mode": "force_generic_plan",
         }
+
+
+@lru_cache(maxsize=STATEMENTS_KEPT)
+def json_statement(sql: str, column: str) -> TextualSelect:
+    """A textual statement whose `column` comes back as JSONB, built once per text: building
+    one parses its bind parameters (0.4 ms for the comparison's first statement)."""
+    return text(sql).columns(**{column: JSONB})
 
 
 class TimedPool(AsyncAdaptedQueuePool):
@@ -78,7 +89,9 @@ def make_engine(
         pool_size=pool_size,
         max_overflow=0,
         pool_timeout=pool_timeout_s,
-        pool_pre_ping=True,
+        # No ping per checkout (a round trip): a connection the server closed is replaced at
+        # checkout by `_closed_by_server` below, which asks asyncpg what the socket said.
+        pool_pre_ping=False,
         # An error's message never quotes a statement's parameters (they hold content).
         hide_parameters=True,
         connect_args={
@@ -93,7 +106,19 @@ def make_engine(
 
         event.listen(engine.sync_engine, "connect", mark)
     event.listen(engine.sync_engine, "handle_error", _count_statement_timeouts)
+    event.listen(engine.sync_engine, "checkout", _closed_by_server)
     return engine
+
+
+def _closed_by_server(_: Any, record: ConnectionPoolEntry, proxy: PoolProxiedConnection) -> None:
+    """A pooled connection whose server went away (a restart, a terminated backend) is known
+    closed to asyncpg as soon as the event loop reads the socket's end: raising here makes the
+    pool discard it and check out another, without the round trip a ping would cost. A
+    connection lost without the socket saying so fails its statement, is invalidated with the
+    pool's older connections, and the request answers 503 with Retry-After."""
+    driver = proxy.driver_connection
+    if driver is not None and driver.is_closed():
+        raise DisconnectionError("the server closed this connection")
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -268,3 +268,22 @@ async def test_a_statement_past_its_budget_outside_the_lookup_is_unavailable_not
         assert after == before + 1, api
     after = REGISTRY.get_sample_value("similar_sessions_db_statement_timeouts_total")
     assert after == timeouts + 2
+
+
+async def test_a_connection_the_server_closed_is_replaced_at_checkout(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """A pooled connection whose backend went away (here terminated) is not handed out:
+    the next checkout gets a working one, with no ping sent per checkout."""
+    pooled = make_engine(database_url, pool_size=1)
+    try:
+        async with pooled.connect() as conn:
+            pid = (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
+        async with engine.connect() as other:
+            await other.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await asyncio.sleep(0.2)  # the event loop reads the socket's end
+        async with pooled.connect() as conn:
+            again = (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
+        assert again != pid
+    finally:
+        await pooled.dispose()
