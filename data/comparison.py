@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -28,8 +28,9 @@ from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
 
 
-@dataclass(frozen=True, slots=True)
-class HitRow:
+class HitRow(NamedTuple):
+    """One row a lookup kept (a tuple: a page's first statement returns thousands)."""
+
     key: int
     probe: int
     chunk_id: UUID
@@ -140,9 +141,10 @@ async def look_up(
     )
     looked = Looked()
     probes: dict[int, dict[int, UUID]] = {}
-    for kind, key, number, chunk_id, session_id, similarity, payload in rows:
+    hits = looked.hits
+    for kind, key, number, chunk_id, session_id, similarity, payload in rows.all():
         if kind == "hit":
-            looked.hits.append(HitRow(key, number, chunk_id, session_id, similarity))
+            hits.append(HitRow(key, number, chunk_id, session_id, similarity))
         elif kind == "probe":
             probes.setdefault(key, {})[number] = chunk_id
         elif kind == "window":

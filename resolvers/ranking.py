@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 from uuid import UUID
 
 SIMILAR_PROBE_CHUNKS = 8
@@ -56,6 +57,19 @@ def comparison_model(configured: str | None, embedded_by_model: dict[str, int]) 
     return min(candidates)[1] if candidates else None
 
 
+class Found(Protocol):
+    """What ranking reads of a hit: a `Hit`, or a row of the lookup as the data layer gives it."""
+
+    @property
+    def probe(self) -> int: ...
+    @property
+    def chunk_id(self) -> UUID: ...
+    @property
+    def session_id(self) -> UUID: ...
+    @property
+    def similarity(self) -> float: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One row of a per-probe lookup: probe number `probe` found `chunk_id`."""
@@ -86,33 +100,51 @@ class Neighbour:
         return (-self.score, -self.similarity, self.session_id)
 
 
-def rank_neighbours(hits: Iterable[Hit], max_matches: int) -> list[Neighbour]:
-    """Group hits by session and order them by score, similarity, then session id."""
-    best: dict[UUID, Hit] = {}
+def rank_neighbours(hits: Iterable[Found], max_matches: int) -> list[Neighbour]:
+    """Group hits by session and order them by score, similarity, then session id. A chunk
+    found by several probes counts once, at its best similarity (ties: the lowest probe)."""
+    best: dict[UUID, Found] = {}
     for hit in hits:
         seen = best.get(hit.chunk_id)
-        if seen is None or (hit.similarity, -hit.probe) > (seen.similarity, -seen.probe):
+        if (
+            seen is None
+            or hit.similarity > seen.similarity
+            or (hit.similarity == seen.similarity and hit.probe < seen.probe)
+        ):
             best[hit.chunk_id] = hit
-    by_session: dict[UUID, list[Hit]] = {}
+    by_session: dict[UUID, list[Found]] = {}
     for hit in best.values():
-        by_session.setdefault(hit.session_id, []).append(hit)
-    neighbours = []
-    for session_id, chunk_hits in by_session.items():
-        chunk_hits.sort(key=lambda h: (-h.similarity, h.chunk_id))
-        top = chunk_hits[0].similarity
-        neighbours.append(
-            Neighbour(
-                session_id=session_id,
-                score=top + SIMILAR_BREADTH_WEIGHT * math.log(len(chunk_hits)),
-                similarity=top,
-                matched_chunk_count=len(chunk_hits),
-                matches=tuple(
-                    Match(h.chunk_id, h.similarity, h.probe) for h in chunk_hits[:max_matches]
-                ),
-            )
-        )
-    neighbours.sort(key=lambda n: n.sort_key)
+        found = by_session.get(hit.session_id)
+        if found is None:
+            by_session[hit.session_id] = [hit]
+        else:
+            found.append(hit)
+    neighbours = [
+        _neighbour(session_id, found, max_matches) for session_id, found in by_session.items()
+    ]
+    neighbours.sort(key=_neighbour_order)
     return neighbours
+
+
+def _neighbour(session_id: UUID, found: list[Found], max_matches: int) -> Neighbour:
+    if len(found) > 1:
+        found.sort(key=_match_order)
+    top = found[0].similarity
+    return Neighbour(
+        session_id,
+        top + SIMILAR_BREADTH_WEIGHT * math.log(len(found)) if len(found) > 1 else top,
+        top,
+        len(found),
+        tuple(Match(h.chunk_id, h.similarity, h.probe) for h in found[:max_matches]),
+    )
+
+
+def _match_order(hit: Found) -> tuple[float, UUID]:
+    return (-hit.similarity, hit.chunk_id)
+
+
+def _neighbour_order(n: Neighbour) -> tuple[float, float, UUID]:
+    return (-n.score, -n.similarity, n.session_id)
 
 
 def page_after(

@@ -122,7 +122,7 @@ async def _answer(
 ) -> SearchResult:
     """Rank the text's hits and read what the page shows (the comparison's second
     statement, which also says whether anything of the model was comparable)."""
-    hits = [ranking.Hit(0, h.chunk_id, h.session_id, h.similarity) for h in looked.hits]
+    hits = looked.hits  # one probe: probe 0
     neighbours = ranking.rank_neighbours(hits, args.max_matches_per_session)
     page, more = ranking.page_after(neighbours, args.after, args.limit)
     chunk_ids = [m.chunk_id for n in page for m in n.matches]

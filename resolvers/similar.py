@@ -42,7 +42,7 @@ class Comparison:
     model: str | None = None  # the comparison model
     embedded: int = 0  # its embedded clear chunks of that model
     probes: list[UUID] = field(default_factory=list)
-    hits: list[ranking.Hit] = field(default_factory=list)
+    hits: list[ranking.Found] = field(default_factory=list)
     page: list[ranking.Neighbour] = field(default_factory=list)
     more: bool = False
     comparable_elsewhere: bool = False
@@ -249,11 +249,9 @@ async def _after_timeout(conn: AsyncConnection, batch: Batch) -> None:
 
 def rank(batch: Batch) -> None:
     """Group each comparison's hits into its ordered neighbours and cut its page (pure)."""
-    by_key = {c.key: c for c in batch.comparisons}
+    by_key = {c.key: c.hits for c in batch.comparisons}
     for row in batch.looked.hits:
-        by_key[row.key].hits.append(
-            ranking.Hit(row.probe, row.chunk_id, row.session_id, row.similarity)
-        )
+        by_key[row.key].append(row)
     for c in batch.comparisons:
         neighbours = ranking.rank_neighbours(c.hits, c.args.max_matches_per_session)
         c.page, c.more = ranking.page_after(neighbours, c.args.after, c.args.limit)

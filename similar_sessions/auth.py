@@ -40,7 +40,9 @@ async def authenticate(engine: AsyncEngine, connection: HTTPConnection) -> Princ
     if key is None or len(key) > 512:
         raise Unauthorized
     async with engine.connect() as conn:
-        principal = await principal_for_key(conn, key)
+        # one read: no transaction to begin and roll back around it (two round trips)
+        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        principal = await principal_for_key(autocommit, key)
     if principal is None:
         raise Unauthorized
     if REQUIRED_SCOPE not in principal.scopes:
