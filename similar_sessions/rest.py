@@ -126,12 +126,9 @@ def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:
 
 def to_json(value: Any) -> Any:
     """A GraphQL type instance as JSON, by its snake_case field names."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: to_json(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if f.init and f.name not in GRAPHQL_ONLY
-        }
+    names = _json_fields(type(value))
+    if names is not None:
+        return {name: to_json(getattr(value, name)) for name in names}
     if isinstance(value, list | tuple):
         return [to_json(v) for v in value]
     if isinstance(value, Enum):
@@ -141,3 +138,18 @@ def to_json(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
+
+
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _json_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields of a GraphQL type the REST body carries (None for any other type), read
+    once per type."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = (
+            tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name not in GRAPHQL_ONLY)
+            if dataclasses.is_dataclass(cls)
+            else None
+        )
+    return _FIELDS[cls]
