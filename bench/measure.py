@@ -28,6 +28,7 @@ from data.model_catalog import ModelCatalog
 from data.model_indexes import comparable_predicate
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
+from resolvers.check_costs import CheckCosts
 from resolvers.lookup_path import LookupPath
 from resolvers.similar import Batch, look_up, plan
 from resolvers.tuning import Tuning
@@ -111,7 +112,7 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
     forced = dataclasses.replace(tuning, exact_scan_max_chunks=cap)
     batch = plan(probe.account, [(probe.session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
-        await look_up(conn, batch, forced, ModelCatalog())
+        await look_up(conn, batch, forced, ModelCatalog(), CheckCosts())
     return batch
 
 
@@ -165,7 +166,7 @@ async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> Lo
         ).scalar_one()
     batch = plan(account, [(session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
-        await look_up(conn, batch, tuning, ModelCatalog())
+        await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(str(IDENTITY))
     assert path is not None
     return path

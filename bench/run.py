@@ -44,6 +44,7 @@ from config.logs import configure_logging
 from config.settings import Settings
 from data.account_indexes import account_index_name, ensure_account_index, valid_account_index
 from data.engine import make_engine
+from data.model_catalog import ModelCatalog
 from data.server import resolve_url
 from resolvers.arguments import SimilarArgs
 from resolvers.lookup_path import LookupPath
@@ -92,6 +93,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections, LoopSections):
         # in-process comparisons run as the server's do: on connections opened with the
         # comparison's settings (no SET per comparison)
         self.comparisons = make_engine(url, pool_size=2, comparison=self.tuning.comparison_settings)
+        self.catalog = ModelCatalog()  # process-wide, as the server's
         sessions = await sessions_of(engine)
         sizes = {str(a.id): a.size for a in corpus.accounts}
         sizes[str(largest.id)] += loop["chunks"]
@@ -217,7 +219,7 @@ class Bench(LayoutSections, PlanSections, FeatureSections, LoopSections):
     async def in_process(self, engine: AsyncEngine, p: Probe) -> None:
         async with engine.begin() as conn:
             await compare_sessions(
-                conn, p.account, [(p.session, SimilarArgs(limit=10))], self.tuning
+                conn, p.account, [(p.session, SimilarArgs(limit=10))], self.tuning, self.catalog
             )
 
     def table(self, figures: list[Figures]) -> None:

@@ -132,7 +132,7 @@ def _neighbour(session_id: UUID, found: list[Found], max_matches: int) -> Neighb
     top = found[0].similarity
     return Neighbour(
         session_id,
-        top + SIMILAR_BREADTH_WEIGHT * math.log(len(found)) if len(found) > 1 else top,
+        top + SIMILAR_BREADTH_WEIGHT * math.log(len(found)),
         top,
         len(found),
         tuple(Match(h.chunk_id, h.similarity, h.probe) for h in found[:max_matches]),
