@@ -151,7 +151,9 @@ api_usage = sa.Table(
 
 # The session search documents ("chunks"). embedding holds vectors of several
 # dimensions; each model identity gets its own partial HNSW index on the column cast
-# to its width (data/model_indexes.py), created when the model first appears.
+# to its width (data/model_indexes.py), created when the model first appears. The vector
+# is stored MAIN (migration 0007): in the row, where exact scans read it, with the content
+# moved out of line first when a row passes the TOAST threshold.
 session_chunks = sa.Table(
     "session_chunks",
     metadata,

@@ -161,15 +161,8 @@ async def test_a_check_its_account_cannot_afford_is_not_started(
     budget = replace(APPROXIMATE, verify_timeout_ms=50)
 
     async def reasons(checks: CheckCosts) -> list[str]:
-        async with engine.connect() as conn:
-            [result] = await compare_sessions(
-                conn,
-                uuid.UUID(account),
-                [(uuid.UUID(sessions[0]), SimilarArgs())],
-                budget,
-                checks=checks,
-            )
-        assert result is not None and result.results
+        result = await _compare_remembering(engine, account, sessions[0], budget, checks)
+        assert result.results
         return result.degraded.reasons
 
     checks = CheckCosts()
@@ -197,14 +190,18 @@ async def test_checks_that_finish_keep_being_started(
     monkeypatch.setattr(comparison, "look_up", counted)
     checks = CheckCosts()
     for _ in range(3):
-        async with engine.connect() as conn:
-            [served] = await compare_sessions(
-                conn,
-                uuid.UUID(account),
-                [(uuid.UUID(sessions[0]), SimilarArgs())],
-                APPROXIMATE,
-                checks=checks,
-            )
-        assert served is not None
+        served = await _compare_remembering(engine, account, sessions[0], APPROXIMATE, checks)
         assert "similar_approximate_unverified" not in served.degraded.reasons
     assert len(passes) == 3, "every comparison's check was started"
+
+
+async def _compare_remembering(
+    engine: AsyncEngine, account: str, session: str, tuning: Tuning, checks: CheckCosts
+) -> SimilarResult:
+    """One comparison with `checks` as the process's memory of what checks cost."""
+    async with engine.connect() as conn:
+        [result] = await compare_sessions(
+            conn, uuid.UUID(account), [(uuid.UUID(session), SimilarArgs())], tuning, checks=checks
+        )
+    assert result is not None
+    return result

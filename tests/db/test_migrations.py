@@ -1,6 +1,10 @@
-"""Migrations: a database stamped with a renamed revision keeps migrating."""
+"""Migrations: a database stamped with a renamed revision keeps migrating; what the schema's
+storage settings keep where."""
 
 from __future__ import annotations
+
+import random
+import string
 
 import sqlalchemy as sa
 from alembic import command
@@ -8,6 +12,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.migrate import alembic_config, migrate
+from tests.support.world import World, direction, unit
 
 
 async def test_a_database_stamped_before_the_renumbering_is_restamped(engine: AsyncEngine) -> None:
@@ -20,3 +25,28 @@ async def test_a_database_stamped_before_the_renumbering_is_restamped(engine: As
         version = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).scalar()
         registry = await conn.execute(sa.text("SELECT to_regclass('account_model_indexes')"))
         assert version == head and registry.scalar() is not None
+
+
+async def test_a_vector_stays_in_its_row_beside_a_long_passage(engine: AsyncEngine) -> None:
+    """pgvector stores vectors EXTERNAL: a row past the TOAST threshold moves its largest
+    attribute out first, the vector beside a passage of 1 kB, and every exact scan would read
+    it through the TOAST table. Stored MAIN, the passage moves out instead."""
+    world = World()
+    account, _ = world.account()
+    session = world.session(account, "a long passage")
+    passage = "".join(random.Random(7).choices(string.ascii_letters, k=1000))
+    world.chunk(session, unit(direction(3)), index=0, content=passage)  # 1 kB, shorter than the vector
+    await world.write(engine)
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                sa.text(
+                    "SELECT pg_column_toast_chunk_id(embedding) AS vector_out, "
+                    "pg_column_toast_chunk_id(content) AS content_out FROM session_chunks "
+                    "WHERE account_id = :a"
+                ),
+                {"a": account},
+            )
+        ).one()
+    assert row.vector_out is None, "the vector was moved out of its row"
+    assert row.content_out is not None, "the passage was meant to pass the threshold"
