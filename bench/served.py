@@ -19,6 +19,9 @@ from config.settings import Settings
 from indexer.commands import config_from
 from indexer.embedders import Registry
 from indexer.worker import PassReport, index_once
+from resolvers.arguments import SimilarArgs
+from resolvers.similar import compare_sessions
+from resolvers.tuning import Tuning
 from similar_sessions.app import create_app
 from transfer.importing import import_lines
 
@@ -107,3 +110,29 @@ async def centroids(engine: AsyncEngine, corpus: Corpus, identity: str) -> np.nd
     return np.stack(
         [np.mean(by_session.get(s.id, [np.zeros(dims)]), axis=0) for s in corpus.sessions]
     )
+
+
+async def exact_agreement(
+    engine: AsyncEngine, settings: Settings, corpus: Corpus
+) -> tuple[int, str]:
+    """How many sessions' served lists (limit 20, 5 matches each) equal those of the exact
+    path, and the paths the served ones took."""
+    served = Tuning.of(settings)
+    exact = Tuning.of(settings.model_copy(update={"exact_scan_max_chunks": 10**8}))
+    equal, paths = 0, set()
+    for session in corpus.sessions:
+        got = await _listed(engine, corpus, session.id, served)
+        equal += got[1] == (await _listed(engine, corpus, session.id, exact))[1]
+        paths.add(got[0])
+    return equal, "/".join(sorted(paths))
+
+
+async def _listed(
+    engine: AsyncEngine, corpus: Corpus, session: UUID, tuning: Tuning
+) -> tuple[str, list[tuple[UUID, float, int]]]:
+    args = SimilarArgs(limit=20, max_matches_per_session=5)
+    async with engine.connect() as conn:
+        [result] = await compare_sessions(conn, corpus.account_id, [(session, args)], tuning)
+    assert result is not None
+    listed = [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
+    return str(result.lookup_path), listed
