@@ -49,31 +49,15 @@ NEAR_TIE_DISTANCE = 1e-3
 CROWDED_WINDOW_DISTANCE = 1e-2
 
 
-def reached_floor(window: ScanWindow | None, overfetch: int, floor: float) -> bool:
-    """Whether the scan returned its whole over-fetch and went past the similarity floor:
-    every chunk that could be a hit lies within its window then, so fewer hits than a probe
-    keeps mean a sparse neighbourhood (usual with lexical vectors on real sessions), not a
-    scan gone astray, and a wider search would find no more."""
-    return (
-        window is not None
-        and window.farthest is not None
-        and window.scanned >= overfetch
-        and 1 - window.farthest < floor
-    )
-
-
-def vouches_for(window: ScanWindow | None, overfetch: int, per_probe: int, floor: float) -> bool:
+def vouches_for(window: ScanWindow | None, overfetch: int, per_probe: int) -> bool:
     """Whether an approximate lookup's window lets it vouch for its answer. It cannot when
     the scan returned fewer candidates than the over-fetch (it stopped early, or could not
-    leave a part of the graph), fewer than per_probe of them are hits while the window ends
-    above the floor (in an account past the exact-scan size the scan most likely went
-    astray), its kept rows tie in a group of identical vectors larger than one graph node
-    holds, or near-duplicates crowd it."""
+    leave a part of the graph), fewer than per_probe of them are hits (in an account past
+    the exact-scan size the scan most likely went astray), its kept rows tie in a group of
+    identical vectors larger than one graph node holds, or near-duplicates crowd it."""
     if window is None or window.farthest is None or window.nearest is None or window.last is None:
         return False  # the scan returned nothing it could measure
-    short = window.scanned < overfetch or (
-        window.hits < per_probe and not reached_floor(window, overfetch, floor)
-    )
+    short = window.scanned < overfetch or window.hits < per_probe
     crowded = overfetch > per_probe and (
         window.farthest - window.last < NEAR_TIE_DISTANCE
         or window.farthest - window.nearest < CROWDED_WINDOW_DISTANCE

@@ -107,7 +107,7 @@ def _vouched(looked: sql.Looked, model: str, limits: sql.Limits) -> bool:
     approximate window vouches for its answer."""
     if looked.paths[model][0] == "exact":
         return True
-    return vouches_for(looked.windows.get((0, 0)), limits.window, limits.per_probe, limits.floor)
+    return vouches_for(looked.windows.get((0, 0)), limits.window, limits.per_probe)
 
 
 async def _answer(

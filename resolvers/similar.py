@@ -24,7 +24,7 @@ from data.sessions import sessions_by_id
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.check_costs import CheckCosts, check_exactly
-from resolvers.lookup_path import LookupPath, reached_floor, vouches_for
+from resolvers.lookup_path import LookupPath, vouches_for
 from resolvers.results import SimilarResult
 from resolvers.similar_results import result_of
 from resolvers.tuning import Tuning
@@ -129,7 +129,7 @@ async def look_up(
                 catalog.forget(batch.account_id)  # a model appeared since it was read
                 models = await catalog.models(conn, batch.account_id)
                 await _again(conn, batch, models, tuning, _probes_of(batch, "unserved"))
-            short = _short_probes(batch, tuning.limits)
+            short = _short_probes(batch)
             if short and tuning.ef_search_retry > tuning.ef_search:
                 await sql.widen_search(conn, tuning.ef_search_retry)
                 await _again(conn, batch, models, tuning, short)
@@ -218,19 +218,12 @@ def _probes_of(batch: Batch, path: str) -> list[tuple[int, int]]:
     ]
 
 
-def _short_probes(batch: Batch, limits: sql.Limits) -> list[tuple[int, int]]:
-    """Approximate probes answered with fewer than the per-probe number of rows whose window
-    did not reach the floor: the HNSW scan can end inside a tight cluster of the probe's own
-    session, and a wider one may find more."""
+def _short_probes(batch: Batch) -> list[tuple[int, int]]:
+    """Approximate probes answered with fewer than the per-probe number of rows: the HNSW
+    scan can end inside a tight cluster of the probe's own session."""
     found = Counter((h.key, h.probe) for h in batch.looked.hits)
     approximate = [p for path in ("index", "account_index") for p in _probes_of(batch, path)]
-    windows = batch.looked.windows
-    return [
-        p
-        for p in approximate
-        if found[p] < limits.per_probe
-        and not reached_floor(windows.get(p), limits.window, limits.floor)
-    ]
+    return [p for p in approximate if found[p] < ranking.SIMILAR_NEIGHBOURS_PER_PROBE]
 
 
 def _doubtful_probes(batch: Batch, tuning: Tuning) -> list[tuple[int, int]]:
@@ -239,9 +232,7 @@ def _doubtful_probes(batch: Batch, tuning: Tuning) -> list[tuple[int, int]]:
     approximate = [p for path in ("index", "account_index") for p in _probes_of(batch, path)]
     windows = batch.looked.windows
     return [
-        p
-        for p in approximate
-        if not vouches_for(windows.get(p), limits.window, limits.per_probe, limits.floor)
+        p for p in approximate if not vouches_for(windows.get(p), limits.window, limits.per_probe)
     ]
 
 
