@@ -28,6 +28,9 @@ CHECK_COSTS_ACCOUNTS = 10_000  # accounts kept, least recently used first out
 
 
 class CheckCosts:
+    """Per account, the last check's cost per lookup and when it was learned (process-wide,
+    like the model catalog; a worker process learns on its own)."""
+
     def __init__(self, ttl_s: float = CHECK_COSTS_TTL_S) -> None:
         self.ttl_s = ttl_s
         self._per_lookup_ms: OrderedDict[UUID, tuple[float, float]] = OrderedDict()

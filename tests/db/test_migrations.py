@@ -34,8 +34,8 @@ async def test_a_vector_stays_in_its_row_beside_a_long_passage(engine: AsyncEngi
     world = World()
     account, _ = world.account()
     session = world.session(account, "a long passage")
-    passage = "".join(random.Random(7).choices(string.ascii_letters, k=1000))
-    world.chunk(session, unit(direction(3)), index=0, content=passage)  # 1 kB, shorter than the vector
+    passage = "".join(random.Random(7).choices(string.ascii_letters, k=1000))  # < the vector
+    world.chunk(session, unit(direction(3)), index=0, content=passage)
     await world.write(engine)
     async with engine.connect() as conn:
         row = (
