@@ -49,6 +49,18 @@ NEAR_TIE_DISTANCE = 1e-3
 CROWDED_WINDOW_DISTANCE = 1e-2
 
 
+def reached_floor(window: ScanWindow | None, overfetch: int, floor: float) -> bool:
+    """Whether the scan returned its whole over-fetch and went past the similarity floor: a
+    wider search of the same graph then adds no hit unless the scan went astray (a clump of
+    similar turns can capture one), which only an exact pass can tell."""
+    return (
+        window is not None
+        and window.farthest is not None
+        and window.scanned >= overfetch
+        and 1 - window.farthest < floor
+    )
+
+
 def vouches_for(window: ScanWindow | None, overfetch: int, per_probe: int) -> bool:
     """Whether an approximate lookup's window lets it vouch for its answer. It cannot when
     the scan returned fewer candidates than the over-fetch (it stopped early, or could not

@@ -24,7 +24,7 @@ from data.sessions import sessions_by_id
 from resolvers import ranking
 from resolvers.arguments import SimilarArgs
 from resolvers.check_costs import CheckCosts, check_exactly
-from resolvers.lookup_path import LookupPath, vouches_for
+from resolvers.lookup_path import LookupPath, reached_floor, vouches_for
 from resolvers.results import SimilarResult
 from resolvers.similar_results import result_of
 from resolvers.tuning import Tuning
@@ -129,7 +129,7 @@ async def look_up(
                 catalog.forget(batch.account_id)  # a model appeared since it was read
                 models = await catalog.models(conn, batch.account_id)
                 await _again(conn, batch, models, tuning, _probes_of(batch, "unserved"))
-            short = _short_probes(batch)
+            short = _worth_widening(batch, tuning, checks, _short_probes(batch))
             if short and tuning.ef_search_retry > tuning.ef_search:
                 await sql.widen_search(conn, tuning.ef_search_retry)
                 await _again(conn, batch, models, tuning, short)
@@ -224,6 +224,23 @@ def _short_probes(batch: Batch) -> list[tuple[int, int]]:
     found = Counter((h.key, h.probe) for h in batch.looked.hits)
     approximate = [p for path in ("index", "account_index") for p in _probes_of(batch, path)]
     return [p for p in approximate if found[p] < ranking.SIMILAR_NEIGHBOURS_PER_PROBE]
+
+
+def _worth_widening(
+    batch: Batch, tuning: Tuning, checks: CheckCosts, short: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The short probes a wider search may help. One whose full window went past the floor
+    found every hit it could unless its scan went astray, and the exact check that follows
+    settles that either way: it is widened only when the account cannot afford that check
+    (sparse neighbourhoods, the usual case for lexical vectors on real sessions, then cost
+    one statement less)."""
+    limits = tuning.limits
+    windows = batch.looked.windows
+    past = {p for p in short if reached_floor(windows.get(p), limits.window, limits.floor)}
+    budget_ms = tuning.verify_budget_ms
+    if not past or budget_ms <= 0 or not checks.affordable(batch.account_id, len(past), budget_ms):
+        return short
+    return [p for p in short if p not in past]
 
 
 def _doubtful_probes(batch: Batch, tuning: Tuning) -> list[tuple[int, int]]:
