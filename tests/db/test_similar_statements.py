@@ -4,6 +4,7 @@ content column read when no text is asked."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -24,7 +25,7 @@ from tests.support.similar_helpers import (
     graphql,
     topic_world,
 )
-from tests.support.world import World
+from tests.support.world import World, direction, unit
 
 
 async def test_a_page_of_sessions_sends_all_probe_lookups_in_one_statement(
@@ -198,3 +199,28 @@ async def test_include_match_text_false_reads_no_content_column(engine: AsyncEng
             assert body["data"]["runtimeSession"]["similarSessions"]["results"]
     finally:
         await restricted.dispose()
+
+
+async def test_a_sparse_lookup_past_the_floor_is_checked_without_a_wider_search(
+    engine: AsyncEngine,
+) -> None:
+    """Chunks in unrelated directions (cosine near 0): every probe's full window goes past
+    the 0.35 floor with fewer than 25 hits. A wider search could not add one, so the exact
+    check answers it at once; without a check to make (budget 0) it is widened as before."""
+    world = World()
+    account, _ = world.account()
+    sessions = [world.session(account, f"unrelated {s}", day=s) for s in range(40)]
+    for s, session in enumerate(sessions):
+        for i in range(4):
+            world.chunk(session, unit(direction(1000 + 10 * s + i)), index=i)
+    await world.write(engine)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    checked = Tuning(exact_scan_max_chunks=100)
+    for tuning, widened in ((checked, False), (replace(checked, verify_timeout_ms=0), True)):
+        with counted_statements(engine) as statements:
+            result = await compare(engine, account, sessions[0], tuning)
+        assert result.lookup_path == "account_index"
+        widening = [s for s in statements if s.startswith("SELECT set_config('hnsw.ef_search'")]
+        assert bool(widening) is widened, statements
+        assert any("SAVEPOINT" in s for s in statements) is not widened, statements
