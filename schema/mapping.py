@@ -11,13 +11,13 @@ T = TypeVar("T")
 def from_result(cls: type[T], result: object, **nested: Any) -> T:
     """An instance of the strawberry type `cls` whose fields are read, by name, from the
     result object; `nested` gives the fields that are types of their own."""
-    return cls(**{n: nested[n] if n in nested else getattr(result, n) for n in _fields(cls)})
+    return cls(**{n: nested[n] if n in nested else getattr(result, n) for n in init_fields(cls)})
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _fields(cls: type) -> tuple[str, ...]:
+def init_fields(cls: type) -> tuple[str, ...]:
     """The fields a strawberry type is built from, read once per type."""
     names = _FIELDS.get(cls)
     if names is None:

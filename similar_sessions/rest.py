@@ -20,6 +20,7 @@ from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
 from resolvers.search import checked_text
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
+from schema.mapping import init_fields
 from schema.similar import SessionSearch, SimilarSessions
 from similar_sessions.context import request_context
 from similar_sessions.errors import not_found
@@ -126,9 +127,9 @@ def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:
 
 def to_json(value: Any) -> Any:
     """A GraphQL type instance as JSON, by its snake_case field names."""
-    names = _json_fields(type(value))
-    if names is not None:
-        return {name: to_json(getattr(value, name)) for name in names}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = init_fields(type(value))
+        return {n: to_json(getattr(value, n)) for n in names if n not in GRAPHQL_ONLY}
     if isinstance(value, list | tuple):
         return [to_json(v) for v in value]
     if isinstance(value, Enum):
@@ -138,18 +139,3 @@ def to_json(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.isoformat()
     return value
-
-
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
-
-
-def _json_fields(cls: type) -> tuple[str, ...] | None:
-    """The fields of a GraphQL type the REST body carries (None for any other type), read
-    once per type."""
-    if cls not in _FIELDS:
-        _FIELDS[cls] = (
-            tuple(f.name for f in dataclasses.fields(cls) if f.init and f.name not in GRAPHQL_ONLY)
-            if dataclasses.is_dataclass(cls)
-            else None
-        )
-    return _FIELDS[cls]
