@@ -102,6 +102,8 @@ class Looked:
     pending: dict[int, int] = field(default_factory=dict)
     models: dict[int, tuple[str, int]] = field(default_factory=dict)  # comparison model, chunks
     probes: dict[int, list[UUID]] = field(default_factory=dict)  # in probe order
+    # (key, probe) -> the probe whose lookup answered it, where that is another (same vector)
+    shared: dict[tuple[int, int], int] = field(default_factory=dict)
     paths: dict[str, tuple[str, int]] = field(default_factory=dict)  # model -> path, comparable
     hits: list[HitRow] = field(default_factory=list)
     windows: dict[tuple[int, int], ScanWindow] = field(default_factory=dict)  # approximate
@@ -216,6 +218,8 @@ def _take(looked: Looked, kind: str, key: int, number: int, payload: Any) -> Non
         looked.embedded.setdefault(key, {})[payload] = number
     elif kind == "pending":
         looked.pending[key] = number
+    elif kind == "shared":
+        looked.shared[key, number] = payload
     elif kind == "chosen":
         looked.models[key] = (payload, number)
     elif kind == "path":

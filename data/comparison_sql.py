@@ -85,12 +85,18 @@ paths AS MATERIALIZED (
 
 
 def _probe_vectors(n: int, identity: ModelIdentity) -> str:
+    """The probes of the model with their vectors; `lookup` is the first probe of the same
+    comparison with the same vector (a session repeating one turn has eight identical probes)
+    and `sharers` all of them: only that one is looked up, and its rows are given to each."""
     return (
-        f"probe_{n} AS MATERIALIZED (SELECT p.key, p.probe, f.session_id, f.cutoff, "
+        f"probe_{n} AS MATERIALIZED (SELECT q.*, "
+        "min(q.probe) OVER (PARTITION BY q.key, q.v) AS lookup, "
+        "array_agg(q.probe) OVER (PARTITION BY q.key, q.v) AS sharers FROM ("
+        "SELECT p.key, p.probe, f.session_id, f.cutoff, "
         f"f.statuses, f.source_types, pa.path, {vector_expression(identity, 'c')} AS v "
         "FROM retried p JOIN found f ON f.key = p.key JOIN paths pa ON pa.model = p.model "
         "JOIN session_chunks c ON c.account_id = :account_id AND c.id = p.chunk_id "
-        f"WHERE p.model = {identity.sql_literal()})"
+        f"WHERE p.model = {identity.sql_literal()}) AS q)"
     )
 
 
@@ -142,11 +148,11 @@ def _exact(n: int, filtered: bool) -> str:
             "AND (p.source_types IS NULL OR c.source_type = ANY(p.source_types))"
         )
     return (
-        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance "
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
         f"(c.v <=> p.v) AS distance FROM pool_{n} c WHERE {where} "
         "ORDER BY distance, c.id LIMIT :per_probe) AS a "
-        f"WHERE p.path = 'exact' AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = 'exact' AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
     )
 
 
@@ -158,12 +164,12 @@ def _exact_scan(n: int, identity: ModelIdentity, filtered: bool) -> str:
     scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
-        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance "
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
         f"c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {_candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
         "LIMIT :per_probe) AS a "
-        f"WHERE p.path = 'exact' AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = 'exact' AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
     )
 
 
@@ -173,7 +179,8 @@ def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtere
     (how many candidates, the farthest, how many at its distance); floor not applied."""
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
-        "SELECT p.key, p.probe, a.chunk_id, a.session_id, a.distance, a.scanned, a.farthest, "
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance, "
+        "a.scanned, a.farthest, "
         f"a.tied FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance, "
         "count(*) OVER () AS scanned, "
         "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
@@ -181,7 +188,7 @@ def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtere
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {_candidates(scope, filtered)} ORDER BY {distance} LIMIT :overfetch) AS near "
         "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
-        f"WHERE p.path = '{path}'"
+        f"WHERE p.path = '{path}' AND p.probe = p.lookup"
     )
 
 
@@ -220,6 +227,7 @@ UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL FROM in
   GROUP BY i.key
 UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
 UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL FROM retried
+UNION ALL SELECT 'shared', key, probe, NULL, NULL, NULL, to_jsonb(lookup) FROM looked
 UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
   FROM paths
 UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
@@ -227,9 +235,13 @@ UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FRO
 )
 
 
-def _lookups(exact: list[str], approximate: list[str]) -> str:
-    """The CTEs `nearest` (the approximate lookups' rows, below the floor too, with their
-    windows) and `hits` (every lookup's rows above the floor)."""
+def _lookups(models: int, exact: list[str], approximate: list[str]) -> str:
+    """The CTEs `looked` (the probes, among those of the `models` probe CTEs, that another
+    probe's lookup answers), `nearest` (the approximate lookups' rows, below the floor too,
+    with their windows) and `hits` (every lookup's rows above the floor)."""
+    looked = " UNION ALL ".join(
+        f"SELECT key, probe, lookup FROM probe_{n} WHERE probe <> lookup" for n in range(models)
+    )
     nearest = approximate or [
         "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8, NULL::bigint, "
         "NULL::float8, NULL::bigint WHERE false"
@@ -239,7 +251,9 @@ def _lookups(exact: list[str], approximate: list[str]) -> str:
         f"WHERE {finite_and_close('distance')}"
     )
     return (
-        "nearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied) AS ("
+        "looked (key, probe, lookup) AS ("
+        + (looked or "SELECT NULL::int, NULL::int, NULL::int WHERE false")
+        + "),\nnearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied) AS ("
         + " UNION ALL ".join(nearest)
         + "),\nhits (key, probe, chunk_id, session_id, distance) AS ("
         + " UNION ALL ".join([*exact, close])
@@ -294,7 +308,7 @@ def first_statement(
         approximate.append(_approximate(n, identity, "index", shared, filtered))
         own = account_predicate(account_id, identity, "c")
         approximate.append(_approximate(n, identity, "account_index", own, filtered))
-    ctes.append(_lookups(exact, approximate))
+    ctes.append(_lookups(len(models), exact, approximate))
     return "WITH " + ",\n".join(ctes) + answer
 
 
@@ -317,11 +331,13 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
         "probe_0 AS MATERIALIZED (SELECT 0 AS key, 0 AS probe, NULL::uuid AS session_id, "
         "CAST(:cutoff AS timestamptz) AS cutoff, CAST(:statuses AS text[]) AS statuses, "
         "CAST(:source_types AS text[]) AS source_types, pa.path, "
-        f"CAST(:vector AS vector({identity.dimensions})) AS v FROM paths pa)"
+        f"CAST(:vector AS vector({identity.dimensions})) AS v, "
+        "0 AS lookup, ARRAY[0] AS sharers FROM paths pa)"
     )
     shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c")
     lookups = _lookups(
+        1,
         [_exact_scan(0, identity, filtered)],
         [
             _approximate(0, identity, "index", shared, filtered),

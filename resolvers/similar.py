@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -189,7 +189,7 @@ async def _check_exactly(
         conn,
         checks,
         batch.account_id,
-        len(pairs),
+        _lookup_count(batch, pairs),
         tuning.verify_budget_ms,
         lambda: _first(conn, batch, models, tuning, pairs, exact=True),
     )
@@ -238,9 +238,19 @@ def _worth_widening(
     windows = batch.looked.windows
     past = {p for p in short if reached_floor(windows.get(p), limits.window, limits.floor)}
     budget_ms = tuning.verify_budget_ms
-    if not past or budget_ms <= 0 or not checks.affordable(batch.account_id, len(past), budget_ms):
+    if (
+        not past
+        or budget_ms <= 0
+        or not checks.affordable(batch.account_id, _lookup_count(batch, past), budget_ms)
+    ):
         return short
     return [p for p in short if p not in past]
+
+
+def _lookup_count(batch: Batch, pairs: Iterable[tuple[int, int]]) -> int:
+    """The lookups that answer these (key, probe) pairs: probes with one vector share one."""
+    shared = batch.looked.shared
+    return len({(key, shared.get((key, probe), probe)) for key, probe in pairs})
 
 
 def _doubtful_probes(batch: Batch, tuning: Tuning) -> list[tuple[int, int]]:

@@ -205,3 +205,48 @@ async def _compare_remembering(
         )
     assert result is not None
     return result
+
+
+class _RecordedChecks(CheckCosts):
+    """CheckCosts that keeps how many lookups each check that ran covered."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked: list[int] = []
+
+    def learn(self, account_id: uuid.UUID, lookups: int, cost_ms: float) -> None:
+        self.checked.append(lookups)
+        super().learn(account_id, lookups, cost_ms)
+
+
+async def test_a_loops_identical_probes_are_looked_up_once(engine: AsyncEngine) -> None:
+    """The loop's eight probes have one vector: one lookup answers all of them (its exact
+    check too, which an account of any size can then afford eight times more often), and each
+    probe gets the rows it would have found on its own."""
+    account, sessions = await loop_world(engine, copies=1500)
+    loop = sessions[-1]
+    ask = comparison.Ask(0, uuid.UUID(loop))
+    limits = comparison.Limits(25, 0.35, 100, 1_000_000)
+    async with engine.connect() as conn:
+        looked = await comparison.look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
+    assert len(looked.probes[0]) == 8
+    assert looked.shared == {(0, n): 0 for n in range(1, 8)}
+    by_probe = [
+        sorted((h.chunk_id, h.similarity) for h in looked.hits if h.probe == n) for n in range(8)
+    ]
+    assert by_probe[0] and all(rows == by_probe[0] for rows in by_probe)
+
+    checks = _RecordedChecks()
+    served = await _compare_remembering(engine, account, loop, APPROXIMATE, checks)
+    exact = await _compare(engine, account, loop, EXACT)
+    assert checks.checked == [1], "the check covered one lookup per distinct vector"
+    assert _listed(served) == _listed(exact)
+
+
+async def test_probes_with_different_vectors_keep_their_own_lookups(engine: AsyncEngine) -> None:
+    account, sessions = await loop_world(engine, copies=200)
+    ask = comparison.Ask(0, uuid.UUID(sessions[0]))
+    limits = comparison.Limits(25, 0.35, 100, 1_000_000)
+    async with engine.connect() as conn:
+        looked = await comparison.look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
+    assert looked.probes[0] and looked.shared == {}
