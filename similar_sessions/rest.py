@@ -125,8 +125,13 @@ def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:
     return body
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any) -> Any:
     """A GraphQL type instance as JSON, by its snake_case field names."""
+    if type(value) in _PLAIN:  # most of a body: tested first
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = init_fields(type(value))
         return {n: to_json(getattr(value, n)) for n in names if n not in GRAPHQL_ONLY}
