@@ -139,7 +139,7 @@ class FeatureSections(Report):
             async with engine.connect() as conn:
                 await comparison.ensure_configured(conn, self.tuning.comparison_settings)
                 models = await ModelCatalog().models(conn, account.id)
-                limits = comparison.Limits(25, 0.35, self.tuning.overfetch, 0)
+                limits = self.tuning.limits  # the statement the comparison runs first
                 asks = [c.ask for c in batch.comparisons]
                 ms, _ = await clocked(comparison.look_up(conn, account.id, asks, models, limits))
                 first.append(ms)

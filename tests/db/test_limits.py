@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 import httpx
+import pytest
+import strawberry.schema.schema as strawberry_schema
 from graphql import get_introspection_query
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -180,3 +185,28 @@ async def test_replay_content_is_bounded_per_request_across_aliases(engine: Asyn
             id=session,
         )
     assert [t["contentTruncated"] for t in one["data"]["runtimeSession"]["replay"]] == [False] * 4
+
+
+async def test_a_query_sent_again_is_not_validated_again(
+    client: httpx.AsyncClient, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parse and validation are kept per query text (1.6 ms of a request); the limits still
+    refuse a query each time it is sent."""
+    _, key, _ = await topic_world(engine, sessions=1)
+    validations: list[int] = []
+    real = strawberry_schema.validate
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        validations.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(strawberry_schema, "validate", counted)
+    query = f"{{ v{uuid.uuid4().hex}: viewer {{ name }} }}"  # a text no other test sent
+    for _ in range(3):
+        body = await graphql(client, key, query)
+        assert "errors" not in body and body["data"]
+    assert len(validations) == 1
+    fields = " ".join(f"a{i}: viewer {{ name }}" for i in range(MAX_ALIASES + 1))
+    for _ in range(2):
+        body = await graphql(client, key, f"{{ {fields} }}")
+        assert f"Allowed: {MAX_ALIASES}" in body["errors"][0]["message"]
