@@ -235,13 +235,9 @@ UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FRO
 )
 
 
-def _lookups(models: int, exact: list[str], approximate: list[str]) -> str:
-    """The CTEs `looked` (the probes, among those of the `models` probe CTEs, that another
-    probe's lookup answers), `nearest` (the approximate lookups' rows, below the floor too,
-    with their windows) and `hits` (every lookup's rows above the floor)."""
-    looked = " UNION ALL ".join(
-        f"SELECT key, probe, lookup FROM probe_{n} WHERE probe <> lookup" for n in range(models)
-    )
+def _lookups(exact: list[str], approximate: list[str]) -> str:
+    """The CTEs `nearest` (the approximate lookups' rows, below the floor too, with their
+    windows) and `hits` (every lookup's rows above the floor)."""
     nearest = approximate or [
         "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8, NULL::bigint, "
         "NULL::float8, NULL::bigint WHERE false"
@@ -251,12 +247,23 @@ def _lookups(models: int, exact: list[str], approximate: list[str]) -> str:
         f"WHERE {finite_and_close('distance')}"
     )
     return (
-        "looked (key, probe, lookup) AS ("
-        + (looked or "SELECT NULL::int, NULL::int, NULL::int WHERE false")
-        + "),\nnearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied) AS ("
+        "nearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied) AS ("
         + " UNION ALL ".join(nearest)
         + "),\nhits (key, probe, chunk_id, session_id, distance) AS ("
         + " UNION ALL ".join([*exact, close])
+        + ")"
+    )
+
+
+def _looked(models: int) -> str:
+    """The CTE `looked`: the probes, among those of the `models` probe CTEs, that another
+    probe's lookup answers (same comparison, same vector)."""
+    looked = " UNION ALL ".join(
+        f"SELECT key, probe, lookup FROM probe_{n} WHERE probe <> lookup" for n in range(models)
+    )
+    return (
+        "looked (key, probe, lookup) AS ("
+        + (looked or "SELECT NULL::int, NULL::int, NULL::int WHERE false")
         + ")"
     )
 
@@ -308,7 +315,8 @@ def first_statement(
         approximate.append(_approximate(n, identity, "index", shared, filtered))
         own = account_predicate(account_id, identity, "c")
         approximate.append(_approximate(n, identity, "account_index", own, filtered))
-    ctes.append(_lookups(len(models), exact, approximate))
+    ctes.append(_lookups(exact, approximate))
+    ctes.append(_looked(len(models)))
     return "WITH " + ",\n".join(ctes) + answer
 
 
@@ -337,7 +345,6 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
     shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c")
     lookups = _lookups(
-        1,
         [_exact_scan(0, identity, filtered)],
         [
             _approximate(0, identity, "index", shared, filtered),
