@@ -35,14 +35,20 @@ class CheckCosts:
         self.ttl_s = ttl_s
         self._per_lookup_ms: OrderedDict[UUID, tuple[float, float]] = OrderedDict()
 
+    def per_lookup_ms(self, account_id: UUID) -> float | None:
+        """What a lookup of the account's last check cost, or None when nothing recent is
+        known."""
+        known = self._per_lookup_ms.get(account_id)
+        if known is None or time.monotonic() - known[0] >= self.ttl_s:
+            return None
+        self._per_lookup_ms.move_to_end(account_id)
+        return known[1]
+
     def affordable(self, account_id: UUID, lookups: int, budget_ms: int) -> bool:
         """Whether a check of `lookups` lookups is expected to finish within `budget_ms`
         (yes when nothing recent is known about the account)."""
-        known = self._per_lookup_ms.get(account_id)
-        if known is None or time.monotonic() - known[0] >= self.ttl_s:
-            return True
-        self._per_lookup_ms.move_to_end(account_id)
-        return lookups * known[1] < budget_ms
+        cost = self.per_lookup_ms(account_id)
+        return cost is None or lookups * cost < budget_ms
 
     def learn(self, account_id: UUID, lookups: int, cost_ms: float) -> None:
         """A check of `lookups` lookups cost `cost_ms` (its whole budget when it could not

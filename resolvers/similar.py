@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from uuid import UUID
 
 import structlog
@@ -181,23 +182,65 @@ async def _check_exactly(
     pairs: list[tuple[int, int]],
     checks: CheckCosts,
 ) -> None:
-    """Answer the (key, probe) pairs by one exact pass over the account, within its own budget
+    """Answer the (key, probe) pairs by exact passes over the account, within one budget
     (never more than the comparison's); past it their approximate answer stands, and their
-    comparisons say so. A check the account's last ones predict to reach its budget is not
-    started. The path reported stays the one the comparison took."""
-    exact = await check_exactly(
-        conn,
-        checks,
-        batch.account_id,
-        _lookup_count(batch, pairs),
-        tuning.verify_budget_ms,
-        lambda: _first(conn, batch, models, tuning, pairs, exact=True),
+    comparisons say so. The path reported stays the one the comparison took.
+
+    A comparison's pairs are checked together or not at all, the comparisons with the fewest
+    lookups first: on a page, one whose check the account cannot afford (a session beside a
+    clump of identical chunks) leaves the others' checks alone instead of taking them past the
+    budget with it. While nothing is known of what a check costs on the account, the first
+    comparison is checked alone; then as many of the rest as that cost predicts to fit what
+    is left, in one pass. A check predicted to reach its budget is not started."""
+    waiting = sorted(
+        _by_comparison(pairs).items(), key=lambda item: (_lookup_count(batch, item[1]), item[0])
     )
-    log.info("similar_sessions_verified", probes=len(pairs), exact=exact is not None)
-    if exact is None:
-        batch.unverified.update(key for key, _ in pairs)
-    else:
-        _replace(batch.looked, pairs, exact)
+    started = time.perf_counter()
+    while waiting:
+        left_ms = tuning.verify_budget_ms - int((time.perf_counter() - started) * 1000)
+        if left_ms <= 0:
+            break
+        taken = _fitting(batch, checks, [group for _, group in waiting], left_ms)
+        chosen = [pair for _, group in waiting[:taken] for pair in group]
+        exact = await check_exactly(
+            conn,
+            checks,
+            batch.account_id,
+            _lookup_count(batch, chosen),
+            left_ms,
+            partial(_first, conn, batch, models, tuning, chosen, exact=True),
+        )
+        log.info("similar_sessions_verified", probes=len(chosen), exact=exact is not None)
+        if exact is None:
+            break
+        _replace(batch.looked, chosen, exact)
+        waiting = waiting[taken:]
+    batch.unverified.update(key for key, _ in waiting)
+
+
+def _by_comparison(pairs: Iterable[tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
+    grouped: dict[int, list[tuple[int, int]]] = {}
+    for key, probe in pairs:
+        grouped.setdefault(key, []).append((key, probe))
+    return grouped
+
+
+def _fitting(
+    batch: Batch, checks: CheckCosts, groups: list[list[tuple[int, int]]], left_ms: int
+) -> int:
+    """How many of the groups (fewest lookups first) one pass checks: the first alone while
+    the account's check cost is unknown, else as many as it predicts to fit `left_ms` (at
+    least one: check_exactly then decides whether it is started)."""
+    per_lookup_ms = checks.per_lookup_ms(batch.account_id)
+    if per_lookup_ms is None:
+        return 1
+    taken, lookups = 1, _lookup_count(batch, groups[0])
+    for group in groups[1:]:
+        lookups += _lookup_count(batch, group)
+        if lookups * per_lookup_ms >= left_ms:
+            break
+        taken += 1
+    return taken
 
 
 def _replace(looked: sql.Looked, pairs: list[tuple[int, int]], again: sql.Looked) -> None:

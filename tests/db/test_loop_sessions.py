@@ -195,6 +195,43 @@ async def test_checks_that_finish_keep_being_started(
     assert len(passes) == 3, "every comparison's check was started"
 
 
+async def test_a_check_past_its_budget_leaves_the_other_comparisons_checked(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's unsure lookups are checked comparison by comparison, fewest lookups first:
+    one whose check runs past the budget leaves the checks of the others done, where a single
+    pass for all of them ran past the budget together and left each one unverified."""
+    account, sessions = await loop_world(engine, copies=1500)
+    loop, beside = sessions[-1], sessions[0]
+    real = comparison.look_up
+    checked: list[set[int]] = []
+
+    async def slow_beside_the_loop(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exact"):
+            keys = {key for key, _ in args[4]}
+            checked.append(keys)
+            if 1 in keys:  # the second comparison's check spends the budget's real time
+                await conn.execute(sa.text("SELECT pg_sleep(2)"))
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "look_up", slow_beside_the_loop)
+    args = SimilarArgs(limit=20, max_matches_per_session=5)
+    async with engine.connect() as conn:
+        first, second = await compare_sessions(
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(loop), args), (uuid.UUID(beside), args)],
+            replace(APPROXIMATE, verify_timeout_ms=500),
+            checks=CheckCosts(),
+        )
+    assert first is not None and second is not None
+    assert checked == [{0}, {1}], "the loop's one lookup checked alone, then the rest"
+    assert "similar_approximate_unverified" not in first.degraded.reasons
+    assert _listed(first) == _listed(await _compare(engine, account, loop, EXACT))
+    assert second.degraded.reasons[-1] == "similar_approximate_unverified"
+    assert second.results, "the unverified comparison keeps its approximate list"
+
+
 async def _compare_remembering(
     engine: AsyncEngine, account: str, session: str, tuning: Tuning, checks: CheckCosts
 ) -> SimilarResult:
