@@ -9,11 +9,10 @@ from collections.abc import Awaitable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import httpx
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.measure import p50
+from bench.measure import LeanClient, p50
 from bench.report import Report
 from data import comparison
 from data.model_catalog import ModelCatalog
@@ -40,7 +39,7 @@ class FeatureSections(Report):
     async def features(
         self,
         engine: AsyncEngine,
-        http: httpx.AsyncClient,
+        http: LeanClient,
         sessions: dict[str, list[uuid.UUID]],
         *accounts: Any,
     ) -> None:
@@ -85,7 +84,7 @@ class FeatureSections(Report):
         )
         self.say()
 
-    async def exact_pages(self, http: httpx.AsyncClient, account: Any) -> None:
+    async def exact_pages(self, http: LeanClient, account: Any) -> None:
         """A page of 50 against 50 requests on an account the product puts on the exact
         path (its comparable chunks under the exact-scan size)."""
         # a round costs under a second here: more of them than --page-rounds, whose medians of
@@ -104,7 +103,7 @@ class FeatureSections(Report):
         )
 
     async def page_against_requests(
-        self, http: httpx.AsyncClient, account: Any, rounds: int
+        self, http: LeanClient, account: Any, rounds: int
     ) -> tuple[float, float]:
         headers = {"authorization": f"Bearer {account.key}"}
         pages, rests = [], []
