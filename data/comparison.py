@@ -143,16 +143,16 @@ async def look_up(
     )
     looked = Looked()
     probes: dict[int, dict[int, UUID]] = {}
-    hits = looked.hits
-    for kind, key, number, chunk_id, session_id, similarity, payload in rows.all():
-        if kind == "hit":
-            hits.append(HitRow(key, number, chunk_id, session_id, similarity))
+    for row in rows.all():
+        kind, key, number, chunk_id = row[:4]
+        if kind == "hits":
+            _take_hits(looked, row)
         elif kind == "probe":
             probes.setdefault(key, {})[number] = chunk_id
         elif kind == "window":
-            looked.windows[key, number] = ScanWindow(*payload)
+            looked.windows[key, number] = ScanWindow(*row.payload)
         else:
-            _take(looked, kind, key, number, payload)
+            _take(looked, kind, key, number, row.payload)
     looked.probes = {key: [by[n] for n in sorted(by)] for key, by in probes.items()}
     return looked
 
@@ -181,14 +181,26 @@ async def look_up_text(
         },
     )
     looked = Looked()
-    for kind, key, number, chunk_id, session_id, similarity, payload in rows:
-        if kind == "hit":
-            looked.hits.append(HitRow(key, number, chunk_id, session_id, similarity))
+    for row in rows:
+        kind, key, number = row[:3]
+        if kind == "hits":
+            _take_hits(looked, row)
         elif kind == "window":
-            looked.windows[key, number] = ScanWindow(*payload)
+            looked.windows[key, number] = ScanWindow(*row.payload)
         else:
-            looked.paths[str(identity)] = (payload, number)
+            looked.paths[str(identity)] = (row.payload, number)
     return looked
+
+
+def _take_hits(looked: Looked, row: Any) -> None:
+    """One lookup's hits, given as three aligned arrays."""
+    key, probe = row.key, row.probe
+    looked.hits.extend(
+        HitRow(key, probe, chunk_id, session_id, similarity)
+        for chunk_id, session_id, similarity in zip(
+            row.chunk_ids, row.session_ids, row.similarities, strict=True
+        )
+    )
 
 
 def _limit_params(limits: Limits, exact: bool) -> dict[str, Any]:

@@ -206,31 +206,43 @@ WINDOWS = f"""
 UNION ALL SELECT 'window', key, probe, NULL, NULL, NULL, jsonb_build_array(
   max(scanned), max(farthest), min(distance) FILTER (WHERE distance <> 'NaN'::float8),
   max(distance) FILTER (WHERE distance <> 'NaN'::float8), max(tied),
-  count(*) FILTER (WHERE {finite_and_close("distance")}))
+  count(*) FILTER (WHERE {finite_and_close("distance")})), NULL, NULL, NULL
 FROM nearest GROUP BY key, probe"""
+
+# Every probe's hits in one row of three aligned arrays (the aggregates of one group read its
+# rows in one order): a page's thousands of hits come back as a few hundred rows, which the
+# driver decodes natively where each row of its own cost more to read than to find.
+HITS = """
+UNION ALL SELECT 'hits', key, probe, NULL, NULL, NULL, NULL, array_agg(chunk_id),
+  array_agg(session_id), array_agg(1 - distance) FROM hits GROUP BY key, probe"""
 
 
 # The comparison's answer: what the plan found, every hit, and the approximate windows.
 ANSWER = (
     """
 SELECT 'setting' AS kind, NULL::int AS key, NULL::int AS probe, NULL::uuid AS chunk_id,
-       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(s) AS payload
+       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(s) AS payload,
+       NULL::uuid[] AS chunk_ids, NULL::uuid[] AS session_ids, NULL::float8[] AS similarities
 FROM setting s
 UNION ALL SELECT 'session', f.key, NULL, NULL, f.session_id, NULL, jsonb_build_object(
   'id', f.session_id, 'title', f.title, 'source_type', f.source_type,
   'source_id', f.source_id, 'reference', f.reference, 'status', f.status,
-  'started_at', f.started_at, 'last_activity_at', f.last_activity_at) FROM found f
-UNION ALL SELECT 'embedded', key, n, NULL, NULL, NULL, to_jsonb(model) FROM embedded
-UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL FROM inventory i
-  WHERE i.state <> 'embedded' AND (i.source_kind = 'session_summary'
+  'started_at', f.started_at, 'last_activity_at', f.last_activity_at), NULL, NULL, NULL
+FROM found f
+UNION ALL SELECT 'embedded', key, n, NULL, NULL, NULL, to_jsonb(model), NULL, NULL, NULL
+FROM embedded
+UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM inventory i WHERE i.state <> 'embedded' AND (i.source_kind = 'session_summary'
     OR (SELECT scope FROM setting) IS DISTINCT FROM 'summaries_only')
   GROUP BY i.key
-UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
-UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL FROM retried
-UNION ALL SELECT 'shared', key, probe, NULL, NULL, NULL, to_jsonb(lookup) FROM looked
-UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
-  FROM paths
-UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
+UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model), NULL, NULL, NULL
+FROM chosen
+UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL, NULL, NULL, NULL FROM retried
+UNION ALL SELECT 'shared', key, probe, NULL, NULL, NULL, to_jsonb(lookup), NULL, NULL, NULL
+FROM looked
+UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path),
+  NULL, NULL, NULL FROM paths"""
+    + HITS
     + WINDOWS
 )
 
@@ -320,10 +332,14 @@ def first_statement(
     return "WITH " + ",\n".join(ctes) + answer
 
 
-SEARCH_ANSWER = """
+SEARCH_ANSWER = (
+    """
 SELECT 'path' AS kind, NULL::int AS key, comparable AS probe, NULL::uuid AS chunk_id,
-       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(path) AS payload FROM paths
-UNION ALL SELECT 'hit', key, probe, chunk_id, session_id, 1 - distance, NULL FROM hits"""
+       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(path) AS payload,
+       NULL::uuid[] AS chunk_ids, NULL::uuid[] AS session_ids, NULL::float8[] AS similarities
+FROM paths"""
+    + HITS
+)
 
 
 def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) -> str:
