@@ -87,7 +87,7 @@ async def measure(corpus: Corpus, models: list[str], settings: Settings) -> dict
             index_s = time.perf_counter() - started
             identity = await served.configured(engine, corpus)
             ranking, route_ms = await served.ask_every_session(engine, settings, corpus)
-            equal, path = await served.exact_agreement(engine, settings, corpus)
+            equal, path, differing = await served.exact_agreement(engine, settings, corpus)
             ids = [s.id for s in corpus.sessions]
             vectors = await served.centroids(engine, corpus, identity)
             out["rows"].append({"model": identity, "method": "served", "ranking": as_json(ranking)})
@@ -100,7 +100,7 @@ async def measure(corpus: Corpus, models: list[str], settings: Settings) -> dict
                 f"{report.chunks_embedded} embedded; indexed in {index_s:.0f} s; "
                 f"REST route median {route_ms:.0f} ms; lists equal to the exact path's "
                 f"(limit 20, 5 matches each): {equal} of {len(corpus.sessions)} (served on the "
-                f"{path} path)"
+                f"{path} path)" + "".join(f"; differs: {d}" for d in differing)
             )
             print(f"{corpus.name}: {out['notes'][-1]}", file=sys.stderr)
     finally:

@@ -114,25 +114,33 @@ async def centroids(engine: AsyncEngine, corpus: Corpus, identity: str) -> np.nd
 
 async def exact_agreement(
     engine: AsyncEngine, settings: Settings, corpus: Corpus
-) -> tuple[int, str]:
+) -> tuple[int, str, list[str]]:
     """How many sessions' served lists (limit 20, 5 matches each) equal those of the exact
-    path, and the paths the served ones took."""
+    path, the paths the served ones took, and each differing session named with what its
+    served answer said (its reasons, and how many neighbours each list has)."""
     served = Tuning.of(settings)
     exact = Tuning.of(settings.model_copy(update={"exact_scan_max_chunks": 10**8}))
-    equal, paths = 0, set()
+    equal, paths, differing = 0, set(), []
     for session in corpus.sessions:
         got = await _listed(engine, corpus, session.id, served)
-        equal += got[1] == (await _listed(engine, corpus, session.id, exact))[1]
+        want = await _listed(engine, corpus, session.id, exact)
         paths.add(got[0])
-    return equal, "/".join(sorted(paths))
+        if got[1] == want[1]:
+            equal += 1
+        else:
+            differing.append(
+                f"{session.name}: served {len(got[1])} neighbours, exact {len(want[1])}; "
+                f"served reasons {got[2] or 'none'}"
+            )
+    return equal, "/".join(sorted(paths)), differing
 
 
 async def _listed(
     engine: AsyncEngine, corpus: Corpus, session: UUID, tuning: Tuning
-) -> tuple[str, list[tuple[UUID, float, int]]]:
+) -> tuple[str, list[tuple[UUID, float, int]], list[str]]:
     args = SimilarArgs(limit=20, max_matches_per_session=5)
     async with engine.connect() as conn:
         [result] = await compare_sessions(conn, corpus.account_id, [(session, args)], tuning)
     assert result is not None
     listed = [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
-    return str(result.lookup_path), listed
+    return str(result.lookup_path), listed, list(result.degraded.reasons)
