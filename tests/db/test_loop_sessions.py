@@ -232,6 +232,41 @@ async def test_a_check_past_its_budget_leaves_the_other_comparisons_checked(
     assert second.results, "the unverified comparison keeps its approximate list"
 
 
+async def test_a_known_check_cost_checks_as_many_comparisons_as_fit_in_one_pass(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once what a lookup's check costs on the account is known, the comparisons that fit the
+    budget by it (fewest lookups first) are checked in one pass, and the rest after it by
+    what that pass cost."""
+    account, sessions = await loop_world(engine, copies=1500)
+    loop, beside = sessions[-1], sessions[0]
+    real = comparison.look_up
+    checked: list[set[int]] = []
+
+    async def recorded(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("exact"):
+            checked.append({key for key, _ in args[4]})
+        return await real(conn, *args, **kwargs)
+
+    monkeypatch.setattr(comparison, "look_up", recorded)
+    checks = CheckCosts()
+    checks.learn(uuid.UUID(account), 1, 400)  # two lookups fit 1,000 ms, three do not
+    args = SimilarArgs(limit=20, max_matches_per_session=5)
+    asked = [(uuid.UUID(s), args) for s in (loop, beside, loop)]  # the loop's check: 1 lookup
+    async with engine.connect() as conn:
+        results = await compare_sessions(
+            conn,
+            uuid.UUID(account),
+            asked,
+            replace(APPROXIMATE, verify_timeout_ms=1000),
+            checks=checks,
+        )
+    assert checked == [{0, 2}, {1}], "the two that fit in one pass, the rest by its cost"
+    for result in results:
+        assert result is not None
+        assert "similar_approximate_unverified" not in result.degraded.reasons
+
+
 async def _compare_remembering(
     engine: AsyncEngine, account: str, session: str, tuning: Tuning, checks: CheckCosts
 ) -> SimilarResult:
