@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import numpy as np
@@ -39,6 +39,7 @@ from resolvers.tuning import Tuning
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = {"100k": 100_000, "1m": 1_000_000, "20k": 20_000}
 PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
+T = TypeVar("T")
 FLOOR = ranking.MIN_SIMILAR_SIMILARITY
 
 # The one-pass exact scan, written independently of the product's SQL: every probe's
@@ -93,6 +94,13 @@ class Figures:
 async def timed(work: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = await work()
+    return (time.perf_counter() - t0) * 1000, out
+
+
+async def clocked(work: Awaitable[T]) -> tuple[float, T]:
+    """Milliseconds the awaited work took, and its result."""
+    t0 = time.perf_counter()
+    out = await work
     return (time.perf_counter() - t0) * 1000, out
 
 
@@ -221,20 +229,18 @@ class LeanClient:
         return self.send("POST", path, _encoded(json), headers)
 
     def send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Reply:
-        # uvicorn closes a connection idle for 5 s (between sections): reconnect, once
-        for attempt in (1, 2):
-            try:
-                self.conn.request(method, path, body=body, headers=headers)
-                response = self.conn.getresponse()
-                return Reply(response.status, response.read())
-            except self.RETRIED:
-                self.conn.close()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return self._exchange(method, path, body, headers)
+        except self.RETRIED:  # uvicorn closes a connection idle for 5 s (between sections)
+            self.conn.close()
+            return self._exchange(method, path, body, headers)
 
-    def close(self) -> None:
-        self.conn.close()
+    def _exchange(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> Reply:
+        self.conn.request(method, path, body=body, headers=headers)
+        response = self.conn.getresponse()
+        return Reply(response.status, response.read())
 
 
 def free_port() -> int:
