@@ -192,21 +192,23 @@ async def _check_exactly(
     budget with it. While nothing is known of what a check costs on the account, the first
     comparison is checked alone; then as many of the rest as that cost predicts to fit what
     is left, in one pass. A check predicted to reach its budget is not started."""
-    waiting = sorted(
-        _by_comparison(pairs).items(), key=lambda item: (_lookup_count(batch, item[1]), item[0])
+    waiting = sorted(  # (lookups, key, pairs) per comparison
+        (_lookup_count(batch, group), key, group) for key, group in _by_comparison(pairs).items()
     )
     started = time.perf_counter()
     while waiting:
         left_ms = tuning.verify_budget_ms - int((time.perf_counter() - started) * 1000)
         if left_ms <= 0:
             break
-        taken = _fitting(batch, checks, [group for _, group in waiting], left_ms)
-        chosen = [pair for _, group in waiting[:taken] for pair in group]
+        taken = _fitting(
+            checks.per_lookup_ms(batch.account_id), [n for n, _, _ in waiting], left_ms
+        )
+        chosen = [pair for _, _, group in waiting[:taken] for pair in group]
         exact = await check_exactly(
             conn,
             checks,
             batch.account_id,
-            _lookup_count(batch, chosen),
+            sum(n for n, _, _ in waiting[:taken]),  # comparisons share no lookup
             left_ms,
             partial(_first, conn, batch, models, tuning, chosen, exact=True),
         )
@@ -215,7 +217,7 @@ async def _check_exactly(
             break
         _replace(batch.looked, chosen, exact)
         waiting = waiting[taken:]
-    batch.unverified.update(key for key, _ in waiting)
+    batch.unverified.update(key for _, key, _ in waiting)
 
 
 def _by_comparison(pairs: Iterable[tuple[int, int]]) -> dict[int, list[tuple[int, int]]]:
@@ -225,19 +227,17 @@ def _by_comparison(pairs: Iterable[tuple[int, int]]) -> dict[int, list[tuple[int
     return grouped
 
 
-def _fitting(
-    batch: Batch, checks: CheckCosts, groups: list[list[tuple[int, int]]], left_ms: int
-) -> int:
-    """How many of the groups (fewest lookups first) one pass checks: the first alone while
-    the account's check cost is unknown, else as many as it predicts to fit `left_ms` (at
-    least one: check_exactly then decides whether it is started)."""
-    per_lookup_ms = checks.per_lookup_ms(batch.account_id)
+def _fitting(per_lookup_ms: float | None, lookups: list[int], left_ms: int) -> int:
+    """How many comparisons, of these lookup counts (fewest first), one pass checks: the
+    first alone while the account's check cost is unknown, else as many as that cost
+    predicts to fit `left_ms` (at least one: check_exactly then decides whether it is
+    started)."""
     if per_lookup_ms is None:
         return 1
-    taken, lookups = 1, _lookup_count(batch, groups[0])
-    for group in groups[1:]:
-        lookups += _lookup_count(batch, group)
-        if lookups * per_lookup_ms >= left_ms:
+    taken, total = 1, lookups[0]
+    for n in lookups[1:]:
+        total += n
+        if total * per_lookup_ms >= left_ms:
             break
         taken += 1
     return taken
