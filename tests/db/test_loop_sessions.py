@@ -203,28 +203,9 @@ async def test_a_check_past_its_budget_leaves_the_other_comparisons_checked(
     pass for all of them ran past the budget together and left each one unverified."""
     account, sessions = await loop_world(engine, copies=1500)
     loop, beside = sessions[-1], sessions[0]
-    real = comparison.look_up
-    checked: list[set[int]] = []
-
-    async def slow_beside_the_loop(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("exact"):
-            keys = {key for key, _ in args[4]}
-            checked.append(keys)
-            if 1 in keys:  # the second comparison's check spends the budget's real time
-                await conn.execute(sa.text("SELECT pg_sleep(2)"))
-        return await real(conn, *args, **kwargs)
-
-    monkeypatch.setattr(comparison, "look_up", slow_beside_the_loop)
-    args = SimilarArgs(limit=20, max_matches_per_session=5)
-    async with engine.connect() as conn:
-        first, second = await compare_sessions(
-            conn,
-            uuid.UUID(account),
-            [(uuid.UUID(loop), args), (uuid.UUID(beside), args)],
-            replace(APPROXIMATE, verify_timeout_ms=500),
-            checks=CheckCosts(),
-        )
-    assert first is not None and second is not None
+    checked = _record_checks(monkeypatch, slow_key=1)
+    tuning = replace(APPROXIMATE, verify_timeout_ms=500)
+    first, second = await _compare_page(engine, account, [loop, beside], tuning, CheckCosts())
     assert checked == [{0}, {1}], "the loop's one lookup checked alone, then the rest"
     assert "similar_approximate_unverified" not in first.degraded.reasons
     assert _listed(first) == _listed(await _compare(engine, account, loop, EXACT))
@@ -240,31 +221,50 @@ async def test_a_known_check_cost_checks_as_many_comparisons_as_fit_in_one_pass(
     what that pass cost."""
     account, sessions = await loop_world(engine, copies=1500)
     loop, beside = sessions[-1], sessions[0]
+    checked = _record_checks(monkeypatch)
+    checks = CheckCosts()
+    checks.learn(uuid.UUID(account), 1, 400)  # two lookups fit 1,000 ms, three do not
+    tuning = replace(APPROXIMATE, verify_timeout_ms=1000)
+    # the loop's check is one lookup: asked twice, it makes the two that fit
+    results = await _compare_page(engine, account, [loop, beside, loop], tuning, checks)
+    assert checked == [{0, 2}, {1}], "the two that fit in one pass, the rest by its cost"
+    for result in results:
+        assert "similar_approximate_unverified" not in result.degraded.reasons
+
+
+def _record_checks(monkeypatch: pytest.MonkeyPatch, slow_key: int | None = None) -> list[set[int]]:
+    """The keys of the comparisons each exact pass checks, pass by pass; a pass that checks
+    `slow_key` first spends 2 s of the budget's real time (more than these tests give it)."""
     real = comparison.look_up
     checked: list[set[int]] = []
 
     async def recorded(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("exact"):
-            checked.append({key for key, _ in args[4]})
+            checked.append({key for key, _ in args[4]})  # args[4]: the (key, probe) pairs
+            if slow_key in checked[-1]:
+                await conn.execute(sa.text("SELECT pg_sleep(2)"))
         return await real(conn, *args, **kwargs)
 
     monkeypatch.setattr(comparison, "look_up", recorded)
-    checks = CheckCosts()
-    checks.learn(uuid.UUID(account), 1, 400)  # two lookups fit 1,000 ms, three do not
+    return checked
+
+
+async def _compare_page(
+    engine: AsyncEngine, account: str, sessions: list[str], tuning: Tuning, checks: CheckCosts
+) -> list[SimilarResult]:
+    """The sessions compared in one batch, as a GraphQL page asks them (20, 5 matches each)."""
     args = SimilarArgs(limit=20, max_matches_per_session=5)
-    asked = [(uuid.UUID(s), args) for s in (loop, beside, loop)]  # the loop's check: 1 lookup
     async with engine.connect() as conn:
         results = await compare_sessions(
             conn,
             uuid.UUID(account),
-            asked,
-            replace(APPROXIMATE, verify_timeout_ms=1000),
+            [(uuid.UUID(s), args) for s in sessions],
+            tuning,
             checks=checks,
         )
-    assert checked == [{0, 2}, {1}], "the two that fit in one pass, the rest by its cost"
-    for result in results:
-        assert result is not None
-        assert "similar_approximate_unverified" not in result.degraded.reasons
+    found = [r for r in results if r is not None]
+    assert len(found) == len(sessions)
+    return found
 
 
 async def _compare_remembering(
