@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import tables as t
 from data.model_identity import ModelIdentity
@@ -38,33 +38,33 @@ class EmbeddingSetting:
     daily_cap_usd: float | None
 
 
-# Built once: the key is read on every API request, and building the statement cost more
-# than the server's work to answer it (0.4 ms of about 0.9, measured side by side).
-_FEATURES = (
-    sa.select(sa.func.array_agg(t.account_features.c.feature))
-    .where(t.account_features.c.account_id == t.accounts.c.account_id)
-    .scalar_subquery()
-)
-_PRINCIPAL = (
-    sa.select(
-        t.api_keys.c.key_hash,
-        t.api_keys.c.scopes,
-        t.accounts.c.account_id,
-        t.accounts.c.name,
-        _FEATURES.label("features"),
-    )
-    .join(t.accounts, t.accounts.c.account_id == t.api_keys.c.account_id)
-    .where(t.api_keys.c.key_hash == sa.bindparam("digest"), t.api_keys.c.revoked_at.is_(None))
-)
+# The key is read on every API request, so it is asked of the driver as one statement
+# asyncpg prepares once per connection: 0.15 ms a read, where SQLAlchemy's execution of the
+# same select took 0.4 ms (its connection, execution context and result; measured side by
+# side). Not traced as a statement of its own; the request's span covers it.
+_PRINCIPAL = """
+SELECT k.key_hash, k.scopes, a.account_id, a.name,
+       (SELECT array_agg(f.feature) FROM account_features f
+        WHERE f.account_id = a.account_id) AS features
+FROM api_keys k JOIN accounts a ON a.account_id = k.account_id
+WHERE k.key_hash = $1 AND k.revoked_at IS NULL"""
 
 
-async def principal_for_key(conn: AsyncConnection, key: str) -> Principal | None:
+async def principal_for_key(engine: AsyncEngine, key: str) -> Principal | None:
     """The account behind an unrevoked key, or None."""
     digest = hash_key(key)
-    row = (await conn.execute(_PRINCIPAL, {"digest": digest})).first()
-    if row is None or not hmac.compare_digest(row.key_hash, digest):
+    pooled = await engine.raw_connection()
+    try:
+        driver = pooled.driver_connection
+        assert driver is not None
+        row = await driver.fetchrow(_PRINCIPAL, digest)
+    finally:
+        pooled.close()  # back to the pool: the read began no transaction
+    if row is None or not hmac.compare_digest(row["key_hash"], digest):
         return None
-    return Principal(row.account_id, row.name, frozenset(row.scopes), frozenset(row.features or ()))
+    return Principal(
+        row["account_id"], row["name"], frozenset(row["scopes"]), frozenset(row["features"] or ())
+    )
 
 
 async def embedding_setting(conn: AsyncConnection, account_id: UUID) -> EmbeddingSetting | None:

@@ -39,10 +39,7 @@ async def authenticate(engine: AsyncEngine, connection: HTTPConnection) -> Princ
     key = bearer_key(connection)
     if key is None or len(key) > 512:
         raise Unauthorized
-    async with engine.connect() as conn:
-        # one read: no transaction to begin and roll back around it (two round trips)
-        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        principal = await principal_for_key(autocommit, key)
+    principal = await principal_for_key(engine, key)
     if principal is None:
         raise Unauthorized
     if REQUIRED_SCOPE not in principal.scopes:
