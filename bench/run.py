@@ -222,7 +222,7 @@ def main() -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="100k")
     parser.add_argument("--fresh", action="store_true", help="reload even when the database exists")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--page-rounds", type=int, default=3)
+    parser.add_argument("--page-rounds", type=int, default=4)
     defaults = Tuning()
     parser.add_argument("--exact-max", type=int, default=defaults.exact_scan_max_chunks)
     parser.add_argument("--ef-search", type=int, default=defaults.ef_search)
