@@ -285,6 +285,7 @@ async def within_own_budget(
     own budget back, usable after a cancelled statement."""
     if budget_ms <= 0:
         return None
+    await in_transaction(conn)
     savepoint = await conn.begin_nested()
     try:
         await conn.execute(
@@ -309,13 +310,27 @@ async def configure_comparison(conn: AsyncConnection, settings: ComparisonSettin
     """Set the comparison's settings until its transaction ends, in one round trip (on a
     connection not opened with them). On Citus these become SET LOCAL statements
     (docs/scaling.md)."""
+    await in_transaction(conn)
     values = list(settings.server_settings().items())
     calls = ", ".join(f"set_config('{name}', :v{n}, true)" for n, (name, _) in enumerate(values))
     await conn.execute(sa.text(f"SELECT {calls}"), {f"v{n}": v for n, (_, v) in enumerate(values)})
 
 
+async def in_transaction(conn: AsyncConnection) -> None:
+    """Make the connection's next statement begin a transaction, if it runs without one (a
+    connection of the comparisons' pool, data.engine.make_engine): for a setting that must
+    last into the statement after it, or a savepoint. Nothing has been begun at the server
+    then, so ending SQLAlchemy's own transaction first sends nothing; the pool puts the
+    connection back in autocommit when it is returned."""
+    raw = await conn.get_raw_connection()
+    if getattr(raw.dbapi_connection, "autocommit", False):
+        await conn.commit()
+        await conn.execution_options(isolation_level="READ COMMITTED")
+
+
 async def widen_search(conn: AsyncConnection, ef_search: int) -> None:
     """Raise hnsw.ef_search for the rest of the transaction (a retry of short probes)."""
+    await in_transaction(conn)
     await conn.execute(
         sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(int(ef_search))}
     )

@@ -48,7 +48,7 @@ def similar_loader(
         with tracer.start_as_current_span("similar_sessions.compare") as span:
             span.set_attribute("similar_sessions.comparisons", len(keys))
             started = time.time_ns()
-            # Read-only: the transaction (and any SET LOCAL setting) ends with the connection.
+            # Read-only, in autocommit: a transaction begun for a check ends with the connection.
             async with services.comparison_engine.connect() as conn:
                 results = await compare_sessions(
                     conn, account_id, keys, services.tuning, services.models, services.checks

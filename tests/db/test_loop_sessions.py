@@ -13,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
 from data.account_indexes import ensure_account_index
+from data.engine import make_engine
+from resolvers import check_costs
 from resolvers.arguments import SimilarArgs
 from resolvers.check_costs import CheckCosts
 from resolvers.results import SimilarResult
@@ -20,7 +22,7 @@ from resolvers.similar import compare_sessions
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY
 from tests.support.loops import SPREAD, ordinary_sessions, repeat_session, topic
-from tests.support.similar_helpers import compare
+from tests.support.similar_helpers import compare, transaction_queries
 from tests.support.world import World, direction, unit
 
 APPROXIMATE = Tuning(exact_scan_max_chunks=100)
@@ -102,6 +104,49 @@ async def test_an_approximate_answer_it_could_not_check_says_so(
     assert cut_short.degraded.semantic is True
     # the comparison went on after the cut-short pass: its list and details are there
     assert cut_short.results and cut_short.results[0].matches[0].text is not None
+
+
+async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transaction(
+    engine: AsyncEngine, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The comparisons' pool runs without transactions. A check (a savepoint, its budget set
+    for the statement after) and a wider search (ef_search set for the statement after) each
+    begin one when it comes first, and the connection goes back to the pool in autocommit."""
+    account, sessions = await loop_world(engine, copies=1500)
+    loop = sessions[-1]
+    exact = await _compare(engine, account, loop, EXACT)
+    comparisons = make_engine(database_url, pool_size=1, comparison=APPROXIMATE.comparison_settings)
+    steps: list[str] = []
+    real_widen, real_check = comparison.widen_search, check_costs.within_own_budget
+
+    async def widen_and_show(conn: AsyncConnection, ef_search: int) -> None:
+        await real_widen(conn, ef_search)
+        shown = (await conn.execute(sa.text("SHOW hnsw.ef_search"))).scalar_one()
+        steps.append(f"widened to {shown}")
+
+    async def check(conn: AsyncConnection, budget_ms: int, run: Any) -> Any:
+        steps.append("checked")
+        return await real_check(conn, budget_ms, run)
+
+    monkeypatch.setattr(comparison, "widen_search", widen_and_show)
+    monkeypatch.setattr(check_costs, "within_own_budget", check)
+    never_widened = replace(APPROXIMATE, ef_search_retry=APPROXIMATE.ef_search)
+    never_checked = replace(APPROXIMATE, verify_timeout_ms=0)
+    try:
+        with transaction_queries(comparisons) as sent:
+            checked = await _compare(comparisons, account, loop, never_widened)
+        assert steps == ["checked"]
+        assert any(query.startswith("BEGIN") for query in sent), sent
+        steps.clear()
+        await _compare(comparisons, account, loop, never_checked)
+        assert steps == [f"widened to {APPROXIMATE.ef_search_retry}"]
+        async with comparisons.connect() as conn:  # the pool's one connection
+            raw = await conn.get_raw_connection()
+            assert getattr(raw.dbapi_connection, "autocommit", False)
+    finally:
+        await comparisons.dispose()
+    assert "similar_approximate_unverified" not in checked.degraded.reasons
+    assert _listed(checked) == _listed(exact)
 
 
 async def test_an_exact_pass_the_server_lacks_resources_for_says_so(

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
+from data import comparison
 from data.account_indexes import ensure_account_index
 from data.engine import make_engine
 from resolvers.tuning import Tuning
@@ -24,6 +25,7 @@ from tests.support.similar_helpers import (
     counted_statements,
     graphql,
     topic_world,
+    transaction_queries,
 )
 from tests.support.world import World, direction, unit
 
@@ -69,7 +71,8 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
     engine: AsyncEngine, database_url: str
 ) -> None:
     """On the comparisons' pool (opened with their settings) a batch of any size is two
-    statements: everything up to the probe lookups, then what the answers show."""
+    statements: everything up to the probe lookups, then what the answers show; and two
+    round trips, no BEGIN before them and no ROLLBACK after (the pool runs in autocommit)."""
     _, key, ids = await topic_world(engine, sessions=20)
     settings = Settings.from_env({})
     comparisons = make_engine(database_url, comparison=Tuning.of(settings).comparison_settings)
@@ -84,16 +87,25 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
         ) as client:
             await graphql(client, key, query, n=1)  # warm: the model catalog is read once
             for n in (1, 20):
-                with counted_statements(comparisons) as statements:
+                with (
+                    counted_statements(comparisons) as statements,
+                    transaction_queries(comparisons) as sent,
+                ):
                     body = await graphql(client, key, query, n=n)
                 nodes = body["data"]["runtimeSessions"]["nodes"]
                 assert all(node["similarSessions"]["results"] for node in nodes)
                 assert len(statements) == 2, statements
                 assert "<=>" in statements[0] and "<=>" not in statements[1]
-            rest = await client.get(
-                f"/api/v1/runtime-sessions/{ids[0]}/similar", headers=bearer(key)
-            )
+                assert sent == []
+            with (
+                counted_statements(comparisons) as statements,
+                transaction_queries(comparisons) as sent,
+            ):
+                rest = await client.get(
+                    f"/api/v1/runtime-sessions/{ids[0]}/similar", headers=bearer(key)
+                )
             assert rest.status_code == 200
+            assert (len(statements), sent) == (2, [])
     finally:
         await comparisons.dispose()
 
@@ -224,3 +236,22 @@ async def test_a_sparse_lookup_past_the_floor_is_checked_without_a_wider_search(
         widening = [s for s in statements if s.startswith("SELECT set_config('hnsw.ef_search'")]
         assert bool(widening) is widened, statements
         assert any("SAVEPOINT" in s for s in statements) is not widened, statements
+
+
+async def test_a_comparison_on_a_pool_opened_with_other_settings_sets_them_for_itself(
+    database_url: str,
+) -> None:
+    """The pool runs in autocommit, where a transaction-local setting would last one
+    statement: setting the comparison's own begins the transaction that keeps them."""
+    opened_with, asked = Tuning(ef_search=40), Tuning(ef_search=123)
+    comparisons = make_engine(database_url, pool_size=1, comparison=opened_with.comparison_settings)
+    try:
+        async with comparisons.connect() as conn:
+            await comparison.ensure_configured(conn, asked.comparison_settings)
+            shown = await conn.execute(sa.text("SHOW hnsw.ef_search"))
+            assert shown.scalar_one() == "123"
+        async with comparisons.connect() as conn:  # the same connection, as it was opened
+            shown = await conn.execute(sa.text("SHOW hnsw.ef_search"))
+            assert shown.scalar_one() == "40"
+    finally:
+        await comparisons.dispose()

@@ -92,6 +92,32 @@ async def topic_world(engine: AsyncEngine, sessions: int = 12) -> tuple[str, str
 
 
 @contextmanager
+def transaction_queries(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The queries asyncpg sends on the engine's connections outside prepared statements: the
+    BEGIN, SAVEPOINT and ROLLBACK of transactions (its query logger sees those, while the
+    statements, all prepared, are what counted_statements sees)."""
+    sent: list[str] = []
+    attached: list[Any] = []
+
+    def log(query: Any) -> None:
+        sent.append(query.query)
+
+    def attach(dbapi_connection: Any, *_: Any) -> None:
+        driver = dbapi_connection.driver_connection
+        if driver not in attached:
+            driver.add_query_logger(log)
+            attached.append(driver)
+
+    event.listen(engine.sync_engine, "checkout", attach)
+    try:
+        yield sent
+    finally:
+        event.remove(engine.sync_engine, "checkout", attach)
+        for driver in attached:
+            driver.remove_query_logger(log)
+
+
+@contextmanager
 def counted_statements(engine: AsyncEngine) -> Iterator[list[str]]:
     statements: list[str] = []
 
