@@ -26,6 +26,7 @@ from bench.measure import (
     timed,
 )
 from bench.report import Report
+from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.similar import compare_sessions
@@ -84,7 +85,7 @@ class LatencySections(Report):
         return fig
 
     async def in_process(self, engine: AsyncEngine, p: Probe) -> None:
-        async with engine.begin() as conn:
+        async with comparison.reading(engine) as conn:  # as the route's DataLoader opens it
             await compare_sessions(
                 conn, p.account, [(p.session, SimilarArgs(limit=10))], self.tuning, self.catalog
             )

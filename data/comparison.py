@@ -4,8 +4,8 @@ probes, lookup paths and every probe's nearest chunks) and the settings it runs 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -13,7 +13,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data.accounts import EmbeddingSetting, setting_of
 from data.comparison_sql import ANSWER, TIMELINE_ANSWER, first_statement, search_statement
@@ -316,14 +316,22 @@ async def configure_comparison(conn: AsyncConnection, settings: ComparisonSettin
     await conn.execute(sa.text(f"SELECT {calls}"), {f"v{n}": v for n, (_, v) in enumerate(values)})
 
 
+@asynccontextmanager
+async def reading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection for comparisons, in autocommit: their two statements go to the server
+    without a BEGIN before them and a ROLLBACK after (two round trips, not four). A step
+    that needs a transaction begins one (in_transaction); the pool resets the connection
+    when it comes back."""
+    async with engine.connect() as conn:
+        yield await conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
 async def in_transaction(conn: AsyncConnection) -> None:
-    """Make the connection's next statement begin a transaction, if it runs without one (a
-    connection of the comparisons' pool, data.engine.make_engine): for a setting that must
-    last into the statement after it, or a savepoint. Nothing has been begun at the server
-    then, so ending SQLAlchemy's own transaction first sends nothing; the pool puts the
-    connection back in autocommit when it is returned."""
-    raw = await conn.get_raw_connection()
-    if getattr(raw.dbapi_connection, "autocommit", False):
+    """Make the connection's next statement begin a transaction if it runs in autocommit
+    (`reading`): for a setting that must last into the statement after it, or a savepoint.
+    Nothing was begun at the server, so ending SQLAlchemy's own transaction sends nothing."""
+    options = conn.sync_connection.get_execution_options() if conn.sync_connection else {}
+    if options.get("isolation_level") == "AUTOCOMMIT":
         await conn.commit()
         await conn.execution_options(isolation_level="READ COMMITTED")
 

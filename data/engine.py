@@ -77,10 +77,7 @@ def make_engine(
     comparison: ComparisonSettings | None = None,
 ) -> AsyncEngine:
     """An engine whose every statement is bounded; with `comparison`, its connections carry
-    the comparison's settings (and say so in `connection.info["comparison"]`) and run in
-    autocommit: a comparison is two reads, sent without a BEGIN before them and a ROLLBACK
-    after (two round trips of four); the rare step that needs a transaction begins one
-    (`data.comparison.in_transaction`), and the pool puts the connection back in autocommit."""
+    the comparison's settings (and say so in `connection.info["comparison"]`)."""
     server_settings = {
         "statement_timeout": str(statement_timeout_ms),
         "application_name": "similar-sessions",
@@ -101,7 +98,6 @@ def make_engine(
             "timeout": pool_timeout_s,  # a server that does not answer fails fast, not in 60 s
             "server_settings": server_settings,
         },
-        **({"isolation_level": "AUTOCOMMIT"} if comparison else {}),
     )
     if comparison is not None:
 

@@ -10,6 +10,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
+from data.comparison import reading
 from data.sessions import ActivityRow, ReplayPageKey, SessionRow, replay_pages, sessions_by_id
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
@@ -49,7 +50,7 @@ def similar_loader(
             span.set_attribute("similar_sessions.comparisons", len(keys))
             started = time.time_ns()
             # Read-only, in autocommit: a transaction begun for a check ends with the connection.
-            async with services.comparison_engine.connect() as conn:
+            async with reading(services.comparison_engine) as conn:
                 results = await compare_sessions(
                     conn, account_id, keys, services.tuning, services.models, services.checks
                 )
@@ -63,7 +64,7 @@ def timeline_loader(
     services: Services, account_id: UUID
 ) -> DataLoader[TimelineKey, TimelineResult | None]:
     async def load(keys: Sequence[TimelineKey]) -> list[TimelineResult | None]:
-        async with services.comparison_engine.connect() as conn:
+        async with reading(services.comparison_engine) as conn:
             return await timelines(conn, account_id, keys, services.tuning, services.models)
 
     return DataLoader(load_fn=load)

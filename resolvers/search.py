@@ -52,7 +52,7 @@ async def search_sessions(context: Context, text: str, args: SimilarArgs) -> Sea
         return _empty(args, str(setting.identity), asked | exc.reasons, started)
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     ask = sql.Ask(0, NO_SESSION, cutoff, args.statuses, args.source_types)
-    async with context.services.comparison_engine.connect() as conn:
+    async with sql.reading(context.services.comparison_engine) as conn:
         return await _look_up(conn, context, setting, vector, ask, args, asked, started)
 
 

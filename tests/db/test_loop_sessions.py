@@ -51,6 +51,19 @@ async def _compare(
     return await compare(engine, account, session, tuning, limit=20, max_matches_per_session=5)
 
 
+async def _read(engine: AsyncEngine, account: str, session: str, tuning: Tuning) -> SimilarResult:
+    """The comparison as the route runs it, on a connection `reading` opens."""
+    async with comparison.reading(engine) as conn:
+        [result] = await compare_sessions(
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(session), SimilarArgs(limit=20, max_matches_per_session=5))],
+            tuning,
+        )
+    assert result is not None
+    return result
+
+
 def _listed(result: SimilarResult) -> list[tuple[uuid.UUID, float, int]]:
     return [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
 
@@ -109,9 +122,9 @@ async def test_an_approximate_answer_it_could_not_check_says_so(
 async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transaction(
     engine: AsyncEngine, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The comparisons' pool runs without transactions. A check (a savepoint, its budget set
-    for the statement after) and a wider search (ef_search set for the statement after) each
-    begin one when it comes first, and the connection goes back to the pool in autocommit."""
+    """A comparison runs without a transaction (`reading`). A check (a savepoint, its budget
+    set for the statement after) and a wider search (ef_search set for the statement after)
+    each begin one when it comes first, and the pool takes the connection back as it was."""
     account, sessions = await loop_world(engine, copies=1500)
     loop = sessions[-1]
     exact = await _compare(engine, account, loop, EXACT)
@@ -134,15 +147,15 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
     never_checked = replace(APPROXIMATE, verify_timeout_ms=0)
     try:
         with transaction_queries(comparisons) as sent:
-            checked = await _compare(comparisons, account, loop, never_widened)
-        assert steps == ["checked"]
-        assert any(query.startswith("BEGIN") for query in sent), sent
-        steps.clear()
-        await _compare(comparisons, account, loop, never_checked)
-        assert steps == [f"widened to {APPROXIMATE.ef_search_retry}"]
-        async with comparisons.connect() as conn:  # the pool's one connection
-            raw = await conn.get_raw_connection()
-            assert getattr(raw.dbapi_connection, "autocommit", False)
+            checked = await _read(comparisons, account, loop, never_widened)
+            assert steps == ["checked"]
+            assert sent == ["BEGIN", "ROLLBACK"]
+            steps.clear()
+            await _read(comparisons, account, loop, never_checked)
+            assert steps == [f"widened to {APPROXIMATE.ef_search_retry}"]
+            sent.clear()
+            await _read(comparisons, account, sessions[0], never_checked)
+            assert sent == []  # the pool's one connection, back in autocommit
     finally:
         await comparisons.dispose()
     assert "similar_approximate_unverified" not in checked.degraded.reasons

@@ -72,7 +72,7 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
 ) -> None:
     """On the comparisons' pool (opened with their settings) a batch of any size is two
     statements: everything up to the probe lookups, then what the answers show; and two
-    round trips, no BEGIN before them and no ROLLBACK after (the pool runs in autocommit)."""
+    round trips, no BEGIN before them and no ROLLBACK after (`reading`, in autocommit)."""
     _, key, ids = await topic_world(engine, sessions=20)
     settings = Settings.from_env({})
     comparisons = make_engine(database_url, comparison=Tuning.of(settings).comparison_settings)
@@ -241,12 +241,12 @@ async def test_a_sparse_lookup_past_the_floor_is_checked_without_a_wider_search(
 async def test_a_comparison_on_a_pool_opened_with_other_settings_sets_them_for_itself(
     database_url: str,
 ) -> None:
-    """The pool runs in autocommit, where a transaction-local setting would last one
-    statement: setting the comparison's own begins the transaction that keeps them."""
+    """A comparison runs in autocommit (`reading`), where a transaction-local setting would
+    last one statement: setting the comparison's own begins the transaction that keeps them."""
     opened_with, asked = Tuning(ef_search=40), Tuning(ef_search=123)
     comparisons = make_engine(database_url, pool_size=1, comparison=opened_with.comparison_settings)
     try:
-        async with comparisons.connect() as conn:
+        async with comparison.reading(comparisons) as conn:
             await comparison.ensure_configured(conn, asked.comparison_settings)
             shown = await conn.execute(sa.text("SHOW hnsw.ef_search"))
             assert shown.scalar_one() == "123"

@@ -4,7 +4,7 @@ scan, GraphQL calls, and counting the statements a request sends."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,15 +92,26 @@ async def topic_world(engine: AsyncEngine, sessions: int = 12) -> tuple[str, str
 
 
 @contextmanager
+def _listening(engine: AsyncEngine, identifier: str, fn: Callable[..., None]) -> Iterator[None]:
+    event.listen(engine.sync_engine, identifier, fn)
+    try:
+        yield
+    finally:
+        event.remove(engine.sync_engine, identifier, fn)
+
+
+@contextmanager
 def transaction_queries(engine: AsyncEngine) -> Iterator[list[str]]:
-    """The queries asyncpg sends on the engine's connections outside prepared statements: the
-    BEGIN, SAVEPOINT and ROLLBACK of transactions (its query logger sees those, while the
-    statements, all prepared, are what counted_statements sees)."""
+    """The BEGIN, COMMIT and ROLLBACK asyncpg sends on the engine's connections (its query
+    logger sees them; the statements, SQLAlchemy's SAVEPOINT among them, are prepared, and
+    counted_statements sees those)."""
     sent: list[str] = []
     attached: list[Any] = []
 
     def log(query: Any) -> None:
-        sent.append(query.query)
+        command = query.query.split(maxsplit=1)[0].rstrip(";").upper()
+        if command in ("BEGIN", "COMMIT", "ROLLBACK"):
+            sent.append(command)
 
     def attach(dbapi_connection: Any, *_: Any) -> None:
         driver = dbapi_connection.driver_connection
@@ -108,11 +119,10 @@ def transaction_queries(engine: AsyncEngine) -> Iterator[list[str]]:
             driver.add_query_logger(log)
             attached.append(driver)
 
-    event.listen(engine.sync_engine, "checkout", attach)
     try:
-        yield sent
+        with _listening(engine, "checkout", attach):
+            yield sent
     finally:
-        event.remove(engine.sync_engine, "checkout", attach)
         for driver in attached:
             driver.remove_query_logger(log)
 
@@ -124,8 +134,5 @@ def counted_statements(engine: AsyncEngine) -> Iterator[list[str]]:
     def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         statements.append(statement)
 
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
-    try:
+    with _listening(engine, "before_cursor_execute", record):
         yield statements
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", record)
