@@ -50,6 +50,8 @@ async def test_graphiql_runs_offline_and_never_stores_the_key(
     sent = [r for r in tab.graphql if "viewer" in (r.post_data or "")]
     assert sent and sent[-1].headers["authorization"] == f"Bearer {key}"
 
+    # GraphiQL writes the query it ran to its storage after a debounce, not with the answer
+    await page.wait_for_function("() => window.localStorage.getItem('graphiql:query') !== null")
     stored = json.dumps(await page.evaluate("() => ({...window.localStorage})"))
     assert "graphiql:query" in stored and "graphiql:queries" in stored, "its history is kept"
     assert key not in stored and "Bearer" not in stored
