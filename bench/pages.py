@@ -134,7 +134,7 @@ class PageSections(Report):
         keys = [(uuid.UUID(str(s)), SimilarArgs(limit=10)) for s in ids]
         whole, first = [], []
         for _ in range(self.page_rounds):
-            async with engine.connect() as conn:
+            async with comparison.reading(engine) as conn:
                 ms, _ = await clocked(compare_sessions(conn, account.id, keys, self.tuning))
                 whole.append(ms)
             batch = plan(account.id, keys, datetime.now(UTC))

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.labelled import Corpus, records
 from bench.scoring import TOP, Ranking
 from config.settings import Settings
+from data import comparison
 from indexer.commands import config_from
 from indexer.embedders import Registry
 from indexer.worker import PassReport, index_once
@@ -139,7 +140,7 @@ async def _listed(
     engine: AsyncEngine, corpus: Corpus, session: UUID, tuning: Tuning
 ) -> tuple[str, list[tuple[UUID, float, int]], list[str]]:
     args = SimilarArgs(limit=20, max_matches_per_session=5)
-    async with engine.connect() as conn:
+    async with comparison.reading(engine) as conn:  # as the route opens it
         [result] = await compare_sessions(conn, corpus.account_id, [(session, args)], tuning)
     assert result is not None
     listed = [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]

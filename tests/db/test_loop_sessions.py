@@ -51,19 +51,6 @@ async def _compare(
     return await compare(engine, account, session, tuning, limit=20, max_matches_per_session=5)
 
 
-async def _read(engine: AsyncEngine, account: str, session: str, tuning: Tuning) -> SimilarResult:
-    """The comparison as the route runs it, on a connection `reading` opens."""
-    async with comparison.reading(engine) as conn:
-        [result] = await compare_sessions(
-            conn,
-            uuid.UUID(account),
-            [(uuid.UUID(session), SimilarArgs(limit=20, max_matches_per_session=5))],
-            tuning,
-        )
-    assert result is not None
-    return result
-
-
 def _listed(result: SimilarResult) -> list[tuple[uuid.UUID, float, int]]:
     return [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
 
@@ -147,14 +134,14 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
     never_checked = replace(APPROXIMATE, verify_timeout_ms=0)
     try:
         with transaction_queries(comparisons) as sent:
-            checked = await _read(comparisons, account, loop, never_widened)
+            checked = await _compare(comparisons, account, loop, never_widened)
             assert steps == ["checked"]
             assert sent == ["BEGIN", "ROLLBACK"]
             steps.clear()
-            await _read(comparisons, account, loop, never_checked)
+            await _compare(comparisons, account, loop, never_checked)
             assert steps == [f"widened to {APPROXIMATE.ef_search_retry}"]
             sent.clear()
-            await _read(comparisons, account, sessions[0], never_checked)
+            await _compare(comparisons, account, sessions[0], never_checked)
             assert sent == []  # the pool's one connection, back in autocommit
     finally:
         await comparisons.dispose()
@@ -312,7 +299,7 @@ async def _compare_page(
 ) -> list[SimilarResult]:
     """The sessions compared in one batch, as a GraphQL page asks them (20, 5 matches each)."""
     args = SimilarArgs(limit=20, max_matches_per_session=5)
-    async with engine.connect() as conn:
+    async with comparison.reading(engine) as conn:
         results = await compare_sessions(
             conn,
             uuid.UUID(account),
@@ -329,7 +316,7 @@ async def _compare_remembering(
     engine: AsyncEngine, account: str, session: str, tuning: Tuning, checks: CheckCosts
 ) -> SimilarResult:
     """One comparison with `checks` as the process's memory of what checks cost."""
-    async with engine.connect() as conn:
+    async with comparison.reading(engine) as conn:
         [result] = await compare_sessions(
             conn, uuid.UUID(account), [(uuid.UUID(session), SimilarArgs())], tuning, checks=checks
         )

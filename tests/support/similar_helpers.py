@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data.comparison import reading
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
 from resolvers.similar import compare_sessions
@@ -48,7 +49,7 @@ async def compare(
     tuning: Tuning | None = None,
     **args: Any,
 ) -> SimilarResult:
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:  # as the route's DataLoader opens it
         [result] = await compare_sessions(
             conn,
             uuid.UUID(account),
