@@ -1,7 +1,8 @@
 """The async engine: asyncpg under SQLAlchemy, every statement bounded in time.
 
 Vectors travel in pgvector's text form through the `Vector` column type
-(pgvector.sqlalchemy), so no per-connection codec is registered."""
+(pgvector.sqlalchemy); the one per-connection codec is for times (data/times.py), so that
+every instant from year 1 to 9999 is stored and read as itself."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolProxiedConnection
 from sqlalchemy.sql.selectable import TextualSelect
 
+from data.times import exchange_times_exactly
 from observability.metrics import POOL_WAIT, STATEMENT_TIMEOUTS
 
 QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
@@ -81,6 +83,7 @@ def make_engine(
     server_settings = {
         "statement_timeout": str(statement_timeout_ms),
         "application_name": "similar-sessions",
+        "TimeZone": "UTC",  # times inside JSON answers are written with +00:00
         **(comparison.server_settings() if comparison else {}),
     }
     engine = create_async_engine(
@@ -105,9 +108,14 @@ def make_engine(
             record.info["comparison"] = comparison
 
         event.listen(engine.sync_engine, "connect", mark)
+    event.listen(engine.sync_engine, "connect", _exchange_times_exactly)
     event.listen(engine.sync_engine, "handle_error", _count_statement_timeouts)
     event.listen(engine.sync_engine, "checkout", _closed_by_server)
     return engine
+
+
+def _exchange_times_exactly(dbapi_connection: Any, _: ConnectionPoolEntry) -> None:
+    dbapi_connection.run_async(exchange_times_exactly)
 
 
 def _closed_by_server(_: Any, record: ConnectionPoolEntry, proxy: PoolProxiedConnection) -> None:

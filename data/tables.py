@@ -37,6 +37,15 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
+def _time_in_range(column: str) -> sa.CheckConstraint:
+    """Every stored time is an instant Python holds too (data/times.py, migration 0008)."""
+    return sa.CheckConstraint(
+        f"{column} BETWEEN '0001-01-01 00:00:00+00'::timestamptz "
+        "AND '9999-12-31 23:59:59.999999+00'::timestamptz",
+        name=f"{column}_in_range",
+    )
+
+
 accounts = sa.Table(
     "accounts",
     metadata,
@@ -106,6 +115,8 @@ runtime_sessions = sa.Table(
     sa.Column("status", sa.Text, nullable=False),
     sa.Column("started_at", TZ, nullable=False),
     sa.Column("last_activity_at", TZ, nullable=False),
+    _time_in_range("started_at"),
+    _time_in_range("last_activity_at"),
     sa.Index(
         "runtime_sessions_recent_idx", "account_id", sa.text("started_at DESC"), sa.text("id DESC")
     ),
@@ -128,6 +139,7 @@ runtime_session_activity = sa.Table(
         ["runtime_sessions.account_id", "runtime_sessions.id"],
         name="runtime_session_activity_session_fkey",
     ),
+    _time_in_range("occurred_at"),
     sa.Index("runtime_session_activity_session_idx", "account_id", "runtime_session_id", "ordinal"),
 )
 
@@ -182,6 +194,8 @@ session_chunks = sa.Table(
         name="session_chunks_session_fkey",
     ),
     sa.CheckConstraint(_in("source_kind", SOURCE_KINDS), name="source_kind"),
+    _time_in_range("occurred_at"),
+    _time_in_range("embedded_at"),
     sa.CheckConstraint(_in("redaction_state", REDACTION_STATES), name="redaction_state"),
     sa.CheckConstraint(_in("embedding_state", EMBEDDING_STATES), name="embedding_state"),
     sa.CheckConstraint(

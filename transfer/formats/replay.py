@@ -43,9 +43,9 @@ def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) 
     """The session line and one activity line per non-empty turn, in order; a turn without a
     time comes TURN_SPACING after the one before. A ValueError names the bad field."""
     activity: list[Record] = []
-    clock = session.started_at - TURN_SPACING
+    clock: datetime | None = None
     for turn, at in turns:
-        clock = at if at is not None else clock + TURN_SPACING
+        clock = at if at is not None else _after(clock, session.started_at, len(activity))
         if not turn.content.strip():
             continue
         ordinal = len(activity)
@@ -63,7 +63,7 @@ def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) 
                 content=turn.content,
             )
         )
-    last = max([session.last_activity_at or session.started_at, clock, session.started_at])
+    last = max([session.last_activity_at or session.started_at, clock or session.started_at])
     head = _valid(
         SessionRecord,
         "session",
@@ -79,6 +79,20 @@ def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) 
         last_activity_at=last,
     )
     return [head, *activity]
+
+
+def _after(clock: datetime | None, started_at: datetime, ordinal: int) -> datetime:
+    """The time of a turn the source gave none: the session's start for the first, else
+    TURN_SPACING after the turn before; a ValueError past the last instant times can hold."""
+    if clock is None:
+        return started_at
+    try:
+        return clock + TURN_SPACING
+    except OverflowError:
+        raise ValueError(
+            f"turn {ordinal}: has no time, and {TURN_SPACING.seconds} s after the turn before "
+            "is past 9999-12-31T23:59:59.999999Z"
+        ) from None
 
 
 def _valid(model: type[Any], where: str, **fields: Any) -> Any:
