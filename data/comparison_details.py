@@ -13,14 +13,17 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from data.comparison import Ask, session_of
+from data.comparison import session_of
 from data.engine import json_statement
+from data.lookups import Ask
 from data.sessions import SessionRow
 
 
 @dataclass(frozen=True, slots=True)
 class ChunkDetail:
-    id: UUID
+    """A passage (chunk) as the answers show it; `text` is its preview, when it was read."""
+
+    document_id: UUID
     runtime_session_id: UUID
     source_kind: str
     source_id: UUID | None
@@ -34,25 +37,24 @@ class ChunkDetail:
 
 @dataclass(frozen=True, slots=True)
 class Lonely:
-    """A comparison that found no hit: is anything else of its model comparable at all?"""
+    """A comparison that found no hit (its ask, and the model it compared in): is anything
+    else of that model comparable at all?"""
 
-    key: int
-    session_id: UUID
-    model: str
     ask: Ask
+    model: str
 
-    def as_json(self) -> dict[str, Any]:
-        return {**self.ask.as_json(), "key": self.key, "model": self.model}
+    def as_json(self, key: int) -> dict[str, Any]:
+        return {**self.ask.as_json(), "key": key, "model": self.model}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Shown:
-    """What the second statement read: the shown chunks, the neighbour sessions, and the
-    keys of lonely comparisons that had something comparable."""
+    """What the second statement read: the shown chunks, the neighbour sessions, and for
+    each lonely comparison asked (in that order) whether it had something comparable."""
 
     chunks: dict[UUID, ChunkDetail] = field(default_factory=dict)
     sessions: dict[UUID, SessionRow] = field(default_factory=dict)
-    comparable: set[int] = field(default_factory=set)
+    comparable: tuple[bool, ...] = ()
 
 
 SHOW = """
@@ -106,27 +108,27 @@ async def show(
     preview_chars: int,
 ) -> Shown:
     """The comparison's second statement; none when there is nothing to show or ask."""
-    shown = Shown()
     if not (chunk_ids or session_ids or lonely):
-        return shown
+        return Shown()
     text = _preview(preview_chars) if text_ids else "NULL::text"
     params: dict[str, Any] = {
         "account_id": account_id,
         "chunk_ids": sorted(set(chunk_ids) | set(text_ids)),
         "session_ids": sorted(set(session_ids)),
-        "lonely": json.dumps([item.as_json() for item in lonely]),
+        "lonely": json.dumps([item.as_json(n) for n, item in enumerate(lonely)]),
     }
     if text_ids:
         params["text_ids"] = sorted(set(text_ids))
     rows = await conn.execute(json_statement(SHOW.format(text=text), "session"), params)
+    chunks, sessions, comparable = {}, {}, set()
     for row in rows:
         kind, key, session = row[0], row[1], row[-1]
         if kind == "chunk":
             detail = ChunkDetail(*row[2:-1])
-            shown.chunks[detail.id] = detail
+            chunks[detail.document_id] = detail
         elif kind == "session":
             neighbour = session_of(session)
-            shown.sessions[neighbour.id] = neighbour
+            sessions[neighbour.id] = neighbour
         else:
-            shown.comparable.add(key)
-    return shown
+            comparable.add(key)
+    return Shown(chunks, sessions, tuple(n in comparable for n in range(len(lonely))))

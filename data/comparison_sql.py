@@ -2,29 +2,39 @@
 inventories, probes and lookup paths, and every probe's nearest chunks, in one statement.
 
 The contract's rules that run here (the comparison model, the probe positions, the path)
-mirror the pure functions of resolvers/ranking.py and resolvers/lookup_path.py; a test keeps
-them equal. The text depends on the models it has branches for and, for an account with an
-index of its own, on the account (its predicate is inlined so the planner can use it)."""
+mirror the pure functions of resolvers/rules/ranking.py and resolvers/rules/lookup_path.py; a
+test keeps them equal. The text depends on the models it has branches for and, for an account
+with an index of its own, on the account (its predicate is inlined so the planner can use it).
+Every row of an answer is tagged with its kind (`RowKind`), and data/comparison.py reads each
+kind into its typed row (data/lookups.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 from uuid import UUID
 
 from data.account_indexes import account_predicate
+from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
 
+# The kinds of row an answer holds: the account's setting, one row per found ask (its session,
+# inventory and probes, or its timeline counts), one per model (its path), one per lookup
+# (its hits as three aligned arrays, and its window when an index answered it).
+RowKind = Literal["setting", "ask", "path", "lookup"]
+EXACT, ACCOUNT_INDEX, INDEX, UNSERVED = (f"'{p.value}'" for p in LookupPath)
+
 # The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
-# resolvers.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
+# resolvers.rules.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
 # :exact forces the exact path (the check of lookups an index could not vouch for).
-PATH_CHOICE = """WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN 'exact'
+PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXACT}
               WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
                            JOIN pg_class i ON i.relname = r.index_name
                            JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
                            WHERE r.account_id = :account_id AND r.model_identity = d.model)
-                THEN 'account_index'
-              ELSE 'index'"""
+                THEN {ACCOUNT_INDEX}
+              ELSE {INDEX}"""
 
 
 def comparable_count(model: str) -> str:
@@ -39,9 +49,9 @@ def comparable_count(model: str) -> str:
 
 PLAN = """
 asked AS MATERIALIZED (
-  SELECT a.key, a.session_id, a.cutoff, a.statuses, a.source_types
-  FROM jsonb_to_recordset(CAST(:asks AS jsonb))
-    AS a(key int, session_id uuid, cutoff timestamptz, statuses text[], source_types text[])),
+  SELECT a.key, a.session_id, a.cutoff, a.statuses, a.source_types, a.again
+  FROM jsonb_to_recordset(CAST(:asks AS jsonb)) AS a(key int, session_id uuid,
+    cutoff timestamptz, statuses text[], source_types text[], again int[])),
 setting AS MATERIALIZED (
   SELECT enabled, provider, model, dimensions, scope, daily_cap_usd, model_identity
   FROM embedding_settings WHERE account_id = :account_id),
@@ -71,13 +81,15 @@ probes AS MATERIALIZED (
                                   ORDER BY i.occurred_at, i.chunk_index, i.id) - 1 AS pos
         FROM inventory i JOIN chosen ch ON ch.key = i.key AND ch.model = i.model
         WHERE i.state = 'embedded') o
-  WHERE o.n <= 8 OR o.pos IN (SELECT (2 * g * (o.n - 1) + 7) / 14 FROM generate_series(0, 7) g)),
+  WHERE o.n <= CAST(:probes AS int) OR o.pos IN (
+    SELECT (2 * g * (o.n - 1) + CAST(:probes AS int) - 1) / (2 * (CAST(:probes AS int) - 1))
+    FROM generate_series(0, CAST(:probes AS int) - 1) g)),
 retried AS MATERIALIZED (
-  SELECT p.* FROM probes p
-  WHERE CAST(:retry AS text[]) IS NULL OR p.key || ':' || p.probe = ANY(CAST(:retry AS text[]))),
+  SELECT p.* FROM probes p JOIN found f ON f.key = p.key
+  WHERE f.again IS NULL OR p.probe = ANY(f.again)),
 paths AS MATERIALIZED (
   SELECT d.model, d.comparable,
-         CASE WHEN NOT d.model = ANY(CAST(:branch_models AS text[])) THEN 'unserved'
+         CASE WHEN NOT d.model = ANY(CAST(:branch_models AS text[])) THEN {unserved}
               {path_choice} END AS path
   FROM (SELECT m.model,
                {comparable_count} AS comparable
@@ -152,7 +164,7 @@ def _exact(n: int, filtered: bool) -> str:
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
         f"(c.v <=> p.v) AS distance FROM pool_{n} c WHERE {where} "
         "ORDER BY distance, c.id LIMIT :per_probe) AS a "
-        f"WHERE p.path = 'exact' AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
     )
 
 
@@ -169,11 +181,13 @@ def _exact_scan(n: int, identity: ModelIdentity, filtered: bool) -> str:
         f"c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {_candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
         "LIMIT :per_probe) AS a "
-        f"WHERE p.path = 'exact' AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
     )
 
 
-def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtered: bool) -> str:
+def _approximate(
+    n: int, identity: ModelIdentity, path: LookupPath, scope: str, filtered: bool
+) -> str:
     """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
     re-ranked exactly to per_probe, each with what the window it was cut from looked like
     (how many candidates, the farthest, how many at its distance); floor not applied."""
@@ -188,7 +202,7 @@ def _approximate(n: int, identity: ModelIdentity, path: str, scope: str, filtere
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {_candidates(scope, filtered)} ORDER BY {distance} LIMIT :overfetch) AS near "
         "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
-        f"WHERE p.path = '{path}' AND p.probe = p.lookup"
+        f"WHERE p.path = '{path.value}' AND p.probe = p.lookup"
     )
 
 
@@ -198,53 +212,59 @@ def finite_and_close(distance: str) -> str:
     return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
 
 
-# Per approximate lookup, what its window looked like (resolvers.lookup_path judges whether it
-# can vouch for its answer): the candidates the scan returned and the farthest of them, the
-# nearest and the last of the rows kept, the largest group of them at one distance, and how
-# many of them are hits. A lookup that returned nothing has no row.
-WINDOWS = f"""
-UNION ALL SELECT 'window', key, probe, NULL, NULL, NULL, jsonb_build_array(
+# One row per lookup: its hits above the floor as three aligned arrays (the aggregates of one
+# group read its rows in one order: a page's thousands of hits come back as a few hundred
+# rows, which the driver decodes natively), and, for an approximate lookup, what its window
+# looked like (resolvers.rules.lookup_path judges whether it can vouch for its answer): the
+# candidates the scan returned and the farthest of them, the nearest and the last of the rows
+# kept, the largest group of them at one distance, and how many of them are hits. A lookup
+# that returned nothing has no row.
+LOOKUPS = f"""
+UNION ALL SELECT 'lookup', coalesce(h.key, w.key), coalesce(h.probe, w.probe), w.window,
+  h.chunk_ids, h.session_ids, h.similarities
+FROM (SELECT key, probe, array_agg(chunk_id) AS chunk_ids, array_agg(session_id) AS session_ids,
+             array_agg(1 - distance) AS similarities
+      FROM hits GROUP BY key, probe) h
+FULL JOIN (SELECT key, probe, jsonb_build_array(
   max(scanned), max(farthest), min(distance) FILTER (WHERE distance <> 'NaN'::float8),
   max(distance) FILTER (WHERE distance <> 'NaN'::float8), max(tied),
-  count(*) FILTER (WHERE {finite_and_close("distance")})), NULL, NULL, NULL
-FROM nearest GROUP BY key, probe"""
+  count(*) FILTER (WHERE {finite_and_close("distance")})) AS window
+  FROM nearest GROUP BY key, probe) w ON w.key = h.key AND w.probe = h.probe"""
 
-# Every probe's hits in one row of three aligned arrays (the aggregates of one group read its
-# rows in one order): a page's thousands of hits come back as a few hundred rows, which the
-# driver decodes natively where each row of its own cost more to read than to find.
-HITS = """
-UNION ALL SELECT 'hits', key, probe, NULL, NULL, NULL, NULL, array_agg(chunk_id),
-  array_agg(session_id), array_agg(1 - distance) FROM hits GROUP BY key, probe"""
-
-
-# The comparison's answer: what the plan found, every hit, and the approximate windows.
-ANSWER = (
-    """
-SELECT 'setting' AS kind, NULL::int AS key, NULL::int AS probe, NULL::uuid AS chunk_id,
-       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(s) AS payload,
+# The columns every answer's rows share, and the setting's and the paths' rows.
+HEAD = """
+SELECT 'setting' AS kind, NULL::int AS key, NULL::int AS probe, to_jsonb(s) AS payload,
        NULL::uuid[] AS chunk_ids, NULL::uuid[] AS session_ids, NULL::float8[] AS similarities
-FROM setting s
-UNION ALL SELECT 'session', f.key, NULL, NULL, f.session_id, NULL, jsonb_build_object(
-  'id', f.session_id, 'title', f.title, 'source_type', f.source_type,
-  'source_id', f.source_id, 'reference', f.reference, 'status', f.status,
-  'started_at', f.started_at, 'last_activity_at', f.last_activity_at), NULL, NULL, NULL
-FROM found f
-UNION ALL SELECT 'embedded', key, n, NULL, NULL, NULL, to_jsonb(model), NULL, NULL, NULL
-FROM embedded
-UNION ALL SELECT 'pending', i.key, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM inventory i WHERE i.state <> 'embedded' AND (i.source_kind = 'session_summary'
-    OR (SELECT scope FROM setting) IS DISTINCT FROM 'summaries_only')
-  GROUP BY i.key
-UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model), NULL, NULL, NULL
-FROM chosen
-UNION ALL SELECT 'probe', key, probe, chunk_id, NULL, NULL, NULL, NULL, NULL, NULL FROM retried
-UNION ALL SELECT 'shared', key, probe, NULL, NULL, NULL, to_jsonb(lookup), NULL, NULL, NULL
-FROM looked
-UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path),
-  NULL, NULL, NULL FROM paths"""
-    + HITS
-    + WINDOWS
-)
+FROM setting s"""
+PATHS = """
+UNION ALL SELECT 'path', NULL, comparable, jsonb_build_array(model, path), NULL, NULL, NULL
+FROM paths"""
+
+# Per found ask: its session, its embedded chunks by model, those of the account's scope still
+# waiting, its comparison model and its probes ([number, chunk id, the probe whose lookup
+# answers it]), in probe order.
+ASKS = """
+UNION ALL SELECT 'ask', f.key, NULL, jsonb_build_object(
+  'session', jsonb_build_object('id', f.session_id, 'title', f.title,
+    'source_type', f.source_type, 'source_id', f.source_id, 'reference', f.reference,
+    'status', f.status, 'started_at', f.started_at, 'last_activity_at', f.last_activity_at),
+  'embedded', coalesce(e.models, '{}'::jsonb), 'pending', coalesce(w.n, 0),
+  'model', ch.model, 'chunks', coalesce(ch.n, 0), 'probes', coalesce(p.probes, '[]'::jsonb)),
+  NULL, NULL, NULL
+FROM found f LEFT JOIN chosen ch ON ch.key = f.key
+LEFT JOIN (SELECT key, jsonb_object_agg(model, n) AS models FROM embedded GROUP BY key) e
+  ON e.key = f.key
+LEFT JOIN (SELECT i.key, count(*)::int AS n FROM inventory i WHERE i.state <> 'embedded'
+  AND (i.source_kind = 'session_summary'
+       OR (SELECT scope FROM setting) IS DISTINCT FROM 'summaries_only')
+  GROUP BY i.key) w ON w.key = f.key
+LEFT JOIN (SELECT r.key, jsonb_agg(jsonb_build_array(r.probe, r.chunk_id,
+    coalesce(l.lookup, r.probe)) ORDER BY r.probe) AS probes
+  FROM probes r LEFT JOIN looked l ON l.key = r.key AND l.probe = r.probe GROUP BY r.key) p
+  ON p.key = f.key"""
+
+# The comparison's answer: what the plan found, and every lookup.
+ANSWER = HEAD + ASKS + PATHS + LOOKUPS
 
 
 def _lookups(exact: list[str], approximate: list[str]) -> str:
@@ -280,24 +300,27 @@ def _looked(models: int) -> str:
     )
 
 
-# The timeline's answer: per comparison, how many sessions had a hit at or above its model's
-# related cut point (:related, by model), by the bucket their start falls in (UTC), and the
-# probes whose lookup reached its bound.
-TIMELINE_ANSWER = """
-SELECT 'session' AS kind, f.key, NULL::int AS probe, NULL::uuid AS chunk_id,
-       f.session_id, NULL::float8 AS similarity, NULL::jsonb AS payload FROM found f
-UNION ALL SELECT 'chosen', key, n, NULL, NULL, NULL, to_jsonb(model) FROM chosen
-UNION ALL SELECT 'path', NULL, comparable, NULL, NULL, NULL, jsonb_build_array(model, path)
-  FROM paths
-UNION ALL SELECT 'bucket', b.key, b.sessions, NULL, NULL, NULL, to_jsonb(b.start) FROM (
-  SELECT h.key, date_trunc(:bucket, s.started_at, 'UTC') AS start,
-         count(DISTINCT h.session_id)::int AS sessions
-  FROM hits h JOIN chosen ch ON ch.key = h.key
-  JOIN runtime_sessions s ON s.account_id = :account_id AND s.id = h.session_id
-  WHERE 1 - h.distance >= CAST(CAST(:related AS jsonb) ->> ch.model AS float8)
-  GROUP BY h.key, date_trunc(:bucket, s.started_at, 'UTC')) b
-UNION ALL SELECT 'bounded', key, probe, NULL, NULL, NULL, NULL FROM hits
-  GROUP BY key, probe HAVING count(*) >= :per_probe"""
+# The timeline's answer: per found ask, its comparison model, how many sessions had a hit at
+# or above that model's related cut point (:related, by model), by the bucket their start
+# falls in (UTC), and whether a probe's lookup reached its bound; and each model's path.
+TIMELINE_ANSWER = (
+    """
+SELECT 'ask' AS kind, f.key, NULL::int AS probe, jsonb_build_object('model', ch.model,
+  'buckets', coalesce(b.buckets, '[]'::jsonb), 'bounded', bd.key IS NOT NULL) AS payload,
+  NULL::uuid[] AS chunk_ids, NULL::uuid[] AS session_ids, NULL::float8[] AS similarities
+FROM found f LEFT JOIN chosen ch ON ch.key = f.key
+LEFT JOIN (SELECT key, jsonb_agg(jsonb_build_array(start, sessions) ORDER BY start) AS buckets
+  FROM (SELECT h.key, date_trunc(:bucket, s.started_at, 'UTC') AS start,
+               count(DISTINCT h.session_id)::int AS sessions
+        FROM hits h JOIN chosen ch ON ch.key = h.key
+        JOIN runtime_sessions s ON s.account_id = :account_id AND s.id = h.session_id
+        WHERE 1 - h.distance >= CAST(CAST(:related AS jsonb) ->> ch.model AS float8)
+        GROUP BY h.key, date_trunc(:bucket, s.started_at, 'UTC')) counted
+  GROUP BY key) b ON b.key = f.key
+LEFT JOIN (SELECT DISTINCT key FROM (SELECT key FROM hits GROUP BY key, probe
+  HAVING count(*) >= :per_probe) full_lookups) bd ON bd.key = f.key"""
+    + PATHS
+)
 
 
 def first_statement(
@@ -313,7 +336,9 @@ def first_statement(
     of the account's chunks read once (a page of probes on a small account); otherwise each
     scans the account (the exact check of a few probes, on an account of any size)."""
     ctes = [
-        PLAN.strip().format(path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"))
+        PLAN.strip().format(
+            path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"), unserved=UNSERVED
+        )
     ]
     exact, approximate = [], []
     for n, identity in enumerate(models):
@@ -324,21 +349,22 @@ def first_statement(
         else:
             exact.append(_exact_scan(n, identity, filtered))
         shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
-        approximate.append(_approximate(n, identity, "index", shared, filtered))
+        approximate.append(_approximate(n, identity, LookupPath.INDEX, shared, filtered))
         own = account_predicate(account_id, identity, "c")
-        approximate.append(_approximate(n, identity, "account_index", own, filtered))
+        approximate.append(_approximate(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered))
     ctes.append(_lookups(exact, approximate))
     ctes.append(_looked(len(models)))
     return "WITH " + ",\n".join(ctes) + answer
 
 
+# A search text's answer: its path and its lookup.
 SEARCH_ANSWER = (
     """
-SELECT 'path' AS kind, NULL::int AS key, comparable AS probe, NULL::uuid AS chunk_id,
-       NULL::uuid AS session_id, NULL::float8 AS similarity, to_jsonb(path) AS payload,
+SELECT 'path' AS kind, NULL::int AS key, comparable AS probe,
+       jsonb_build_array(model, path) AS payload,
        NULL::uuid[] AS chunk_ids, NULL::uuid[] AS session_ids, NULL::float8[] AS similarities
 FROM paths"""
-    + HITS
+    + LOOKUPS
 )
 
 
@@ -348,7 +374,7 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
     gains nothing from a pool: its exact lookup scans the account."""
     model = identity.sql_literal()
     paths = (
-        f"paths AS MATERIALIZED (SELECT d.comparable, CASE {PATH_CHOICE} END AS path "
+        f"paths AS MATERIALIZED (SELECT d.model, d.comparable, CASE {PATH_CHOICE} END AS path "
         f"FROM (SELECT {model}::text AS model, {comparable_count(model)} AS comparable) d)"
     )
     probe = (
@@ -363,8 +389,8 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
     lookups = _lookups(
         [_exact_scan(0, identity, filtered)],
         [
-            _approximate(0, identity, "index", shared, filtered),
-            _approximate(0, identity, "account_index", own, filtered),
+            _approximate(0, identity, LookupPath.INDEX, shared, filtered),
+            _approximate(0, identity, LookupPath.ACCOUNT_INDEX, own, filtered),
         ],
     )
-    return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER + WINDOWS
+    return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER

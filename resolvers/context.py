@@ -1,28 +1,17 @@
 """The per-request context: the process's services, the caller, the cursor codec, the
-request's budgets and fresh DataLoaders."""
+request's budgets and its DataLoaders (resolvers/loaders.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from uuid import UUID
-
-from sqlalchemy.ext.asyncio import AsyncEngine
-from strawberry.dataloader import DataLoader
 
 from config.settings import default_of
 from data.accounts import Principal
-from data.model_catalog import ModelCatalog
-from data.sessions import ActivityRow, ReplayPageKey, SessionRow
-from indexer.embedders import Registry
-from resolvers import loaders
-from resolvers.arguments import SimilarArgs
-from resolvers.check_costs import CheckCosts
 from resolvers.cursors import Cursors
 from resolvers.errors import LimitExceeded
-from resolvers.results import SimilarResult
-from resolvers.timeline import TimelineKey, TimelineResult
-from resolvers.tuning import Tuning
+from resolvers.loaders import Loaders
+from resolvers.services import Services
 
 MAX_SIMILAR_PER_REQUEST = 50
 
@@ -60,43 +49,24 @@ class ContentBudget:
 
 
 @dataclass(frozen=True)
-class Services:
-    """What every request of a process shares: the engines, the tuning, the catalog of
-    models in use, what exact checks cost per account, and the embedders of search texts."""
-
-    engine: AsyncEngine
-    tuning: Tuning
-    comparisons: AsyncEngine | None = None  # the comparisons' own pool; else `engine`
-    models: ModelCatalog = field(default_factory=ModelCatalog)
-    embedders: Registry = field(default_factory=Registry)
-    checks: CheckCosts = field(default_factory=CheckCosts)
-
-    @property
-    def comparison_engine(self) -> AsyncEngine:
-        return self.comparisons or self.engine
-
-
-@dataclass(frozen=True)
 class Context:
     """Built once per request; its DataLoaders never outlive it."""
 
     services: Services
     principal: Principal
     cursors: Cursors
-    sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
-    replays: DataLoader[ReplayPageKey, list[ActivityRow]] = field(init=False)
-    similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
-    timelines: DataLoader[TimelineKey, TimelineResult | None] = field(init=False)
+    loaders: Loaders
     budget: RequestBudget = field(default_factory=RequestBudget)
     content: ContentBudget = field(default_factory=ContentBudget)
 
-    def __post_init__(self) -> None:
-        account, services = self.principal.account_id, self.services
-        built = {
-            "sessions": loaders.session_loader(services.engine, account),
-            "replays": loaders.replay_loader(services.engine, account),
-            "similar": loaders.similar_loader(services, account),
-            "timelines": loaders.timeline_loader(services, account),
-        }
-        for name, loader in built.items():
-            object.__setattr__(self, name, loader)
+    @classmethod
+    def of(
+        cls,
+        services: Services,
+        principal: Principal,
+        cursors: Cursors,
+        content: ContentBudget | None = None,
+    ) -> Context:
+        """A request's context with fresh DataLoaders for its caller's account."""
+        loaders = Loaders.of(services, principal.account_id)
+        return cls(services, principal, cursors, loaders, content=content or ContentBudget())

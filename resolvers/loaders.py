@@ -1,29 +1,46 @@
-"""DataLoaders: each batch is a fixed number of statements for one account."""
+"""The per-request DataLoaders: each batch is a fixed number of statements for one account,
+and one value per key, in key order."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 from uuid import UUID
 
-from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from data.comparison import reading
 from data.sessions import ActivityRow, ReplayPageKey, SessionRow, replay_pages, sessions_by_id
-from resolvers.arguments import SimilarArgs
-from resolvers.results import SimilarResult
-from resolvers.similar import compare_sessions
+from resolvers.comparison.phases import SimilarKey, compare_sessions
+from resolvers.comparison.results import SimilarResult
+from resolvers.comparison.timeline import TimelineKey, TimelineResult, timelines
+from resolvers.services import Services
 from resolvers.telemetry import report_comparisons, tracer
-from resolvers.timeline import TimelineKey, TimelineResult, timelines
-
-SimilarKey = tuple[UUID, SimilarArgs]
 
 
-def session_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, SessionRow | None]:
+@dataclass(frozen=True)
+class Loaders:
+    """One request's DataLoaders, for its caller's account."""
+
+    sessions: DataLoader[UUID, SessionRow | None]
+    replays: DataLoader[ReplayPageKey, list[ActivityRow]]
+    similar: DataLoader[SimilarKey, SimilarResult | None]
+    timelines: DataLoader[TimelineKey, TimelineResult | None]
+
+    @classmethod
+    def of(cls, services: Services, account_id: UUID) -> Loaders:
+        return cls(
+            sessions=session_loader(services, account_id),
+            replays=replay_loader(services, account_id),
+            similar=similar_loader(services, account_id),
+            timelines=timeline_loader(services, account_id),
+        )
+
+
+def session_loader(services: Services, account_id: UUID) -> DataLoader[UUID, SessionRow | None]:
     async def load(ids: Sequence[UUID]) -> list[SessionRow | None]:
-        async with engine.connect() as conn:
+        async with services.engine.connect() as conn:
             rows = await sessions_by_id(conn, account_id, ids)
         return [rows.get(i) for i in ids]
 
@@ -31,12 +48,12 @@ def session_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, Se
 
 
 def replay_loader(
-    engine: AsyncEngine, account_id: UUID
+    services: Services, account_id: UUID
 ) -> DataLoader[ReplayPageKey, list[ActivityRow]]:
     """Pages of many sessions' replays (a page and one turn more each) in one statement."""
 
     async def load(keys: Sequence[ReplayPageKey]) -> list[list[ActivityRow]]:
-        async with engine.connect() as conn:
+        async with services.engine.connect() as conn:
             return await replay_pages(conn, account_id, keys)
 
     return DataLoader(load_fn=load)
@@ -68,7 +85,3 @@ def timeline_loader(
             return await timelines(conn, account_id, keys, services.tuning, services.models)
 
     return DataLoader(load_fn=load)
-
-
-if TYPE_CHECKING:
-    from resolvers.context import Services

@@ -46,5 +46,5 @@ async def replay_page(
 ) -> tuple[list[ActivityRow], bool]:
     """The turns of one page, and whether more follow it."""
     key = replay_key(session_id, first, after)
-    rows = await context.replays.load(key)
+    rows = await context.loaders.replays.load(key)
     return rows[:first], len(rows) > first

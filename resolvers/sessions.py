@@ -8,12 +8,12 @@ from dataclasses import replace
 from uuid import UUID
 
 from data.sessions import SessionRow, SessionSearch, recent_sessions
-from resolvers import search
 from resolvers.arguments import SimilarArgs, plain_text
+from resolvers.comparison import search
+from resolvers.comparison.results import SearchResult, SimilarResult
+from resolvers.comparison.timeline import TimelineBucket, TimelineResult
 from resolvers.context import Context
 from resolvers.errors import BadArgument
-from resolvers.results import SearchResult, SimilarResult
-from resolvers.timeline import TimelineBucket, TimelineResult
 
 MAX_PAGE = 100
 MAX_SEARCH_CHARS = 200
@@ -24,7 +24,7 @@ async def similar_sessions(
 ) -> SimilarResult | None:
     """The comparison for one session of the caller's account; None when it has no such
     session. Its end cursor is sealed for this session's list with these arguments."""
-    result = await context.similar.load((session_id, args))
+    result = await context.loaders.similar.load((session_id, args))
     if result is None or result.next_after is None:
         return result
     binding = args.binding(similar_list(session_id))
@@ -35,7 +35,7 @@ async def similar_timeline(
     context: Context, session_id: UUID, args: SimilarArgs, bucket: TimelineBucket
 ) -> TimelineResult:
     """How many sessions matched the comparison's session, by bucket."""
-    result = await context.timelines.load((session_id, args, bucket))
+    result = await context.loaders.timelines.load((session_id, args, bucket))
     assert result is not None, "asked only of a session the comparison found"
     return result
 
@@ -43,7 +43,8 @@ async def similar_timeline(
 async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:
     """The account's sessions nearest a described text (GraphQL and REST both call it); its
     end cursor is sealed for this text's list with these arguments."""
-    result = await search.search_sessions(context, text, args)
+    account_id = context.principal.account_id
+    result = await search.search_sessions(context.services, account_id, text, args)
     if result.next_after is None:
         return result
     binding = args.binding(search_list(text))
@@ -84,5 +85,5 @@ async def session_page(
     async with context.services.engine.connect() as conn:
         rows = await recent_sessions(conn, account_id, first, position, searched)
     for row in rows[:first]:
-        context.sessions.prime(row.id, row)
+        context.loaders.sessions.prime(row.id, row)
     return rows[:first], len(rows) > first

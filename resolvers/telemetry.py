@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from opentelemetry import trace
 
 from observability.metrics import COMPARISONS, DEGRADED_REASONS
-from resolvers.results import SimilarResult
+from resolvers.comparison.results import SimilarResult
 
 tracer = trace.get_tracer(__name__)
 
@@ -20,7 +20,7 @@ def report_comparisons(
     for result in results:
         if result is None:  # a missing session: nothing was compared
             continue
-        path = result.lookup_path or "none"
+        path = "none" if result.lookup_path is None else result.lookup_path.value
         COMPARISONS.labels(path).inc()
         for reason in result.degraded.reasons:
             DEGRADED_REASONS.labels(reason).inc()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from config.settings import Settings, default_of
-from data.comparison import Limits
 from data.engine import ComparisonSettings
-from resolvers import ranking
+from data.lookups import Limits
+from resolvers.rules import ranking
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class Tuning:
             floor=ranking.MIN_SIMILAR_SIMILARITY,
             overfetch=self.overfetch,
             exact_scan_max_chunks=self.exact_scan_max_chunks,
+            probes=ranking.SIMILAR_PROBE_CHUNKS,
         )
 
     @property

@@ -8,7 +8,7 @@ from enum import Enum
 
 import strawberry
 
-from resolvers.degraded import SENTENCES
+from resolvers.rules.degraded import SENTENCES
 
 ReasonCode = Enum(  # type: ignore[misc]  # members from the codes, in the contract's order
     "ReasonCode", [(code.upper(), code) for code in SENTENCES], type=str

@@ -78,7 +78,7 @@ class Query(SearchQuery):
     async def runtime_session(
         self, info: strawberry.Info[Context, None], id: UUID
     ) -> RuntimeSession | None:
-        row = await info.context.sessions.load(id)
+        row = await info.context.loaders.sessions.load(id)
         return None if row is None else RuntimeSession.of(row)
 
     @strawberry.field(

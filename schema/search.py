@@ -7,8 +7,8 @@ from typing import Annotated
 import strawberry
 
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
+from resolvers.comparison.search import checked_text
 from resolvers.context import Context
-from resolvers.search import checked_text
 from resolvers.sessions import search_list, search_sessions
 from schema.budget import admit
 from schema.selection import selects

@@ -12,19 +12,19 @@ from uuid import UUID
 
 import strawberry
 
-from resolvers import degraded as resolved
-from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.context import Context
-from resolvers.results import (
+from resolvers.comparison.results import (
     MatchResult,
     NeighbourResult,
     PassageResult,
     SearchResult,
     SimilarResult,
 )
+from resolvers.comparison.timeline import TimelineBucket, TimelineResult
+from resolvers.context import Context
+from resolvers.rules import degraded as resolved
+from resolvers.rules import ranking
 from resolvers.sessions import similar_timeline
-from resolvers.timeline import TimelineBucket, TimelineResult
 from schema.budget import admit
 from schema.degraded import DegradedReason, ReasonCode
 from schema.mapping import from_result

@@ -27,8 +27,8 @@ from data.secrets import deployment_secret
 from data.server import resolve_url
 from indexer.embedders import Registry
 from observability.tracing import configure_tracing, trace_engine
-from resolvers.context import Services
 from resolvers.cursors import Cursors
+from resolvers.services import Services
 from resolvers.tuning import Tuning
 from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema

@@ -21,9 +21,9 @@ async def cursors(connection: HTTPConnection) -> Cursors:
 
 async def request_context(connection: HTTPConnection) -> Context:
     state = connection.app.state
-    return Context(
-        services=state.services,
-        principal=connection.state.principal,
-        cursors=await cursors(connection),
-        content=ContentBudget(state.settings.replay_content_chars),
+    return Context.of(
+        state.services,
+        connection.state.principal,
+        await cursors(connection),
+        ContentBudget(state.settings.replay_content_chars),
     )

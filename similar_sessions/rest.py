@@ -16,9 +16,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
+from resolvers.comparison.search import checked_text
 from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
-from resolvers.search import checked_text
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
 from schema.mapping import init_fields
 from schema.similar import SessionSearch, SimilarSessions

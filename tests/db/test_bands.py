@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from indexer.lexical import UNFITTED
-from resolvers.calibration import CONTRACT_CUTS, cut_points
+from resolvers.rules.calibration import CONTRACT_CUTS, cut_points
 from tests.support.similar_helpers import bearer, graphql
 from tests.support.world import MODEL, World, blend, direction
 

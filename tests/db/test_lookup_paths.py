@@ -17,10 +17,11 @@ from data.account_indexes import (
     ensure_account_index,
     ensure_large_account_indexes,
 )
-from data.comparison import Ask
 from data.comparison_sql import first_statement
+from data.lookups import Ask
 from data.model_indexes import index_name
-from resolvers.lookup_path import LookupPath, choose_path
+from resolvers.rules.lookup_path import LookupPath, choose_path
+from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY, crowded_world, served_per_probe
 from tests.support.similar_helpers import compare, full_scan
@@ -128,7 +129,7 @@ async def _plan_after_executions(
             "account_id": uuid.UUID(account),
             "asks": json.dumps([Ask(0, uuid.UUID(viewed)).as_json()]),
             "branch_models": [str(IDENTITY)],
-            "retry": None,
+            "probes": SIMILAR_PROBE_CHUNKS,
             "exact": False,
             "cap": 0,
             "own_index": True,

@@ -14,11 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import comparison
 from data.account_indexes import ensure_account_index
 from data.engine import make_engine
-from resolvers import check_costs
+from data.lookups import Ask, Inventory, Limits
 from resolvers.arguments import SimilarArgs
-from resolvers.check_costs import CheckCosts
-from resolvers.results import SimilarResult
-from resolvers.similar import compare_sessions
+from resolvers.comparison.check_costs import CheckCosts
+from resolvers.comparison.phases import compare_sessions
+from resolvers.comparison.results import SimilarResult
+from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY
 from tests.support.loops import SPREAD, ordinary_sessions, repeat_session, topic
@@ -117,19 +118,19 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
     exact = await _compare(engine, account, loop, EXACT)
     comparisons = make_engine(database_url, pool_size=1, comparison=APPROXIMATE.comparison_settings)
     steps: list[str] = []
-    real_widen, real_check = comparison.widen_search, check_costs.within_own_budget
+    real_widen, real_check = comparison.widen_search, comparison.own_budget
 
     async def widen_and_show(conn: AsyncConnection, ef_search: int) -> None:
         await real_widen(conn, ef_search)
         shown = (await conn.execute(sa.text("SHOW hnsw.ef_search"))).scalar_one()
         steps.append(f"widened to {shown}")
 
-    async def check(conn: AsyncConnection, budget_ms: int, run: Any) -> Any:
+    def check(conn: AsyncConnection, budget_ms: int) -> Any:
         steps.append("checked")
-        return await real_check(conn, budget_ms, run)
+        return real_check(conn, budget_ms)
 
     monkeypatch.setattr(comparison, "widen_search", widen_and_show)
-    monkeypatch.setattr(check_costs, "within_own_budget", check)
+    monkeypatch.setattr(comparison, "own_budget", check)
     never_widened = replace(APPROXIMATE, ef_search_retry=APPROXIMATE.ef_search)
     never_checked = replace(APPROXIMATE, verify_timeout_ms=0)
     try:
@@ -285,7 +286,7 @@ def _record_checks(monkeypatch: pytest.MonkeyPatch, slow_key: int | None = None)
 
     async def recorded(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("exact"):
-            checked.append({key for key, _ in args[4]})  # args[4]: the (key, probe) pairs
+            checked.append({ask.key for ask in args[1] if ask.again})  # args[1]: the asks
             if slow_key in checked[-1]:
                 await conn.execute(sa.text("SELECT pg_sleep(2)"))
         return await real(conn, *args, **kwargs)
@@ -342,14 +343,17 @@ async def test_a_loops_identical_probes_are_looked_up_once(engine: AsyncEngine) 
     probe gets the rows it would have found on its own."""
     account, sessions = await loop_world(engine, copies=1500)
     loop = sessions[-1]
-    ask = comparison.Ask(0, uuid.UUID(loop))
-    limits = comparison.Limits(25, 0.35, 100, 1_000_000)
+    ask = Ask(0, uuid.UUID(loop))
+    limits = Limits(25, 0.35, 100, 1_000_000, SIMILAR_PROBE_CHUNKS)
     async with engine.connect() as conn:
         looked = await comparison.look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
-    assert len(looked.probes[0]) == 8
-    assert looked.shared == {(0, n): 0 for n in range(1, 8)}
+    inventory = looked.inventories[0]
+    assert inventory is not None
+    assert len(inventory.probes) == 8
+    assert _shared(inventory) == {n: 0 for n in range(1, 8)}
     by_probe = [
-        sorted((h.chunk_id, h.similarity) for h in looked.hits if h.probe == n) for n in range(8)
+        sorted((h.chunk_id, h.similarity) for h in inventory.probes[n].answer.hits)
+        for n in range(8)
     ]
     assert by_probe[0] and all(rows == by_probe[0] for rows in by_probe)
 
@@ -362,8 +366,15 @@ async def test_a_loops_identical_probes_are_looked_up_once(engine: AsyncEngine) 
 
 async def test_probes_with_different_vectors_keep_their_own_lookups(engine: AsyncEngine) -> None:
     account, sessions = await loop_world(engine, copies=200)
-    ask = comparison.Ask(0, uuid.UUID(sessions[0]))
-    limits = comparison.Limits(25, 0.35, 100, 1_000_000)
+    ask = Ask(0, uuid.UUID(sessions[0]))
+    limits = Limits(25, 0.35, 100, 1_000_000, SIMILAR_PROBE_CHUNKS)
     async with engine.connect() as conn:
         looked = await comparison.look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
-    assert looked.probes[0] and looked.shared == {}
+    inventory = looked.inventories[0]
+    assert inventory is not None
+    assert inventory.probes and _shared(inventory) == {}
+
+
+def _shared(inventory: Inventory) -> dict[int, int]:
+    """Each probe whose lookup another probe of the comparison (same vector) answers."""
+    return {p.number: p.lookup for p in inventory.probes if p.lookup != p.number}

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import compare_sessions
+from resolvers.comparison.phases import compare_sessions
 from resolvers.tuning import Tuning
 from tests.support.world import MODEL, World, blend, direction
 

@@ -83,7 +83,7 @@ async def test_uvicorn_and_our_lines_are_json_with_the_request_id(
     logs = json_lines(capsys.readouterr().err)
     ours = [line for line in logs if line.get("request_id") == "req-logged-1"]
     by_logger = {line["logger"] for line in ours}
-    assert {"uvicorn.access", "resolvers.similar"} <= by_logger, logs
+    assert {"uvicorn.access", "resolvers.comparison.phases"} <= by_logger, logs
     [access] = [line for line in ours if line["logger"] == "uvicorn.access"]
     assert access["level"] == "info" and "/similar" in access["event"] and "200" in access["event"]
     assert any(

@@ -18,11 +18,10 @@ from data.account_indexes import ensure_account_index
 from indexer import lexical
 from indexer.embedders import Registry
 from indexer.lexical import LexicalEmbedder
-from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.context import Context, Services
-from resolvers.cursors import Cursors
-from resolvers.search import search_sessions
+from resolvers.comparison.search import search_sessions
+from resolvers.rules import ranking
+from resolvers.services import Services
 from resolvers.tuning import Tuning
 from tests.support.loops import repeat_session
 from tests.support.similar_helpers import bearer, graphql
@@ -73,13 +72,9 @@ async def topic_sessions(engine: AsyncEngine, **account: Any) -> tuple[str, str,
 async def searched(
     engine: AsyncEngine, account: str, text: str, tuning: Tuning | None = None, **args: Any
 ) -> Any:
-    from data.accounts import Principal
-
-    principal = Principal(uuid.UUID(account), "acme", frozenset(), frozenset())
     registry = args.pop("registry", Registry())
     services = Services(engine, tuning or Tuning(), embedders=registry)
-    context = Context(services, principal, Cursors(b"k" * 32))
-    return await search_sessions(context, text, SimilarArgs(**args))
+    return await search_sessions(services, uuid.UUID(account), text, SimilarArgs(**args))
 
 
 @pytest.mark.parametrize("path", ["exact", "index", "account_index"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
-from resolvers.lookup_path import LookupPath
+from data.lookups import Looked
+from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
 from tests.support.crowded import (
     EXACT,
@@ -110,10 +112,11 @@ async def test_short_approximate_probes_are_asked_again_with_a_wider_search(
 
     async def first_comes_up_short(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
         ef = (await conn.execute(sa.text("SELECT current_setting('hnsw.ef_search')"))).scalar()
-        calls.append((args[4] if len(args) > 4 else kwargs.get("retry"), str(ef)))
+        again = [(a.key, n) for a in args[1] for n in a.again or ()]  # the probes asked again
+        calls.append((again or None, str(ef)))
         looked = await real(conn, *args, **kwargs)
         if len(calls) == 1:
-            looked.hits = [h for h in looked.hits if h.probe != 3]
+            looked = _without_hits(looked, probe=3)
         return looked
 
     monkeypatch.setattr(comparison, "look_up", first_comes_up_short)
@@ -149,3 +152,14 @@ async def test_exact_lookups_are_never_asked_again(
     result = await compare(engine, account, viewed, Tuning(exact_scan_max_chunks=100))
     assert result.lookup_path == "exact" and len(result.results) == 1
     assert calls == [1]
+
+
+def _without_hits(looked: Looked, probe: int) -> Looked:
+    """The first statement's answer with one probe's hits dropped (its window kept)."""
+    inventory = looked.inventories[0]
+    assert inventory is not None
+    probes = tuple(
+        replace(p, answer=replace(p.answer, hits=())) if p.number == probe else p
+        for p in inventory.probes
+    )
+    return replace(looked, inventories=(replace(inventory, probes=probes),))

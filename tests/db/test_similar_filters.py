@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import ensure_account_index
-from resolvers import ranking
+from resolvers.rules import ranking
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY, contract_probes
 from tests.support.similar_helpers import bearer, compare, graphql

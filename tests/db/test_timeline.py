@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import ensure_account_index
 from resolvers.arguments import SimilarArgs
-from resolvers.timeline import TimelineBucket, TimelineResult, timelines
+from resolvers.comparison.timeline import TimelineBucket, TimelineResult, timelines
 from resolvers.tuning import Tuning
 from tests.support.crowded import IDENTITY, contract_probes
 from tests.support.similar_helpers import graphql

@@ -9,11 +9,12 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from data.comparison import Ask, Limits, configure_comparison, look_up
+from data.comparison import configure_comparison, look_up
 from data.engine import ComparisonSettings
+from data.lookups import Ask, Limits
 from data.model_identity import ModelIdentity
-from resolvers.lookup_path import LookupPath
-from resolvers.ranking import probe_positions
+from resolvers.rules.lookup_path import LookupPath
+from resolvers.rules.ranking import probe_positions
 from resolvers.tuning import Tuning
 from tests.support.world import World, blend, direction
 
@@ -76,15 +77,20 @@ async def served_per_probe(
     """The product's per-probe lists for the viewed session, on the given path (its first
     statement run with the exact-scan size that forces the path)."""
     cap = 1_000_000 if path is LookupPath.EXACT else 0
-    limits = Limits(per_probe=25, floor=0.35, overfetch=100, exact_scan_max_chunks=cap)
+    limits = Limits(per_probe=25, floor=0.35, overfetch=100, exact_scan_max_chunks=cap, probes=8)
     async with engine.begin() as conn:
         probes = await contract_probes(conn, viewed)
         await configure_comparison(conn, ComparisonSettings(10_000, 200))
         ask = Ask(0, uuid.UUID(viewed))
         looked = await look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
+    inventory = looked.inventories[0]
+    assert inventory is not None
+    hits = [h for p in inventory.probes for h in p.answer.hits]
     assert looked.paths[str(IDENTITY)][0] == path.value, "the path asked for was not taken"
-    assert looked.probes[0] == probes, "the statement's probes are the contract's"
+    assert [p.chunk_id for p in inventory.probes] == probes, (
+        "the statement's probes are the contract's"
+    )
     served: dict[int, list[uuid.UUID]] = {n: [] for n in range(len(probes))}
-    for row in sorted(looked.hits, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
+    for row in sorted(hits, key=lambda r: (r.probe, -r.similarity, r.chunk_id)):
         served[row.probe].append(row.chunk_id)
     return served, probes

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.comparison import reading
 from resolvers.arguments import SimilarArgs
-from resolvers.results import SimilarResult
-from resolvers.similar import compare_sessions
+from resolvers.comparison.phases import compare_sessions
+from resolvers.comparison.results import SimilarResult
 from resolvers.tuning import Tuning
 from tests.support.world import World, blend, direction
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from data.comparison import ScanWindow
-from resolvers.lookup_path import vouches_for
+from data.lookups import ScanWindow
+from resolvers.rules.lookup_path import vouches_for
 
 
 def window(

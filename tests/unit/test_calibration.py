@@ -3,8 +3,8 @@ identity the contract's; band() takes them."""
 
 from __future__ import annotations
 
-from resolvers.calibration import CALIBRATED, CONTRACT_CUTS, cut_points, family_of
-from resolvers.ranking import Band, band
+from resolvers.rules.calibration import CALIBRATED, CONTRACT_CUTS, cut_points, family_of
+from resolvers.rules.ranking import Band, band
 
 
 def test_a_fitted_identity_takes_its_family_cut_points() -> None:

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from resolvers import check_costs
-from resolvers.check_costs import CheckCosts
+from resolvers.comparison import check_costs
+from resolvers.comparison.check_costs import CheckCosts
 
 ACCOUNT, OTHER = uuid.uuid4(), uuid.uuid4()
 

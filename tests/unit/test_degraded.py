@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from resolvers.degraded import SENTENCES, Facts, degraded, reasons_for
+from resolvers.rules.degraded import SENTENCES, Facts, degraded, reasons_for
 
 CONTRACT_ORDER = [
     "semantic_disabled_by_deployment",

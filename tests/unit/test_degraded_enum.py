@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 import schema.degraded
-from resolvers import degraded
+from resolvers.rules import degraded
 
 
 def test_the_enum_holds_every_code_in_order_with_the_code_as_its_value() -> None:

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from resolvers.ranking import (
+from resolvers.rules.ranking import (
     SIMILAR_BREADTH_WEIGHT,
     Band,
     Hit,

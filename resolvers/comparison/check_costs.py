@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from uuid import UUID
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from data.comparison import Looked, within_own_budget
 
 log = structlog.get_logger(__name__)
 
@@ -61,22 +58,28 @@ class CheckCosts:
             self._per_lookup_ms.popitem(last=False)
 
 
-async def check_exactly(
-    conn: AsyncConnection,
-    checks: CheckCosts,
-    account_id: UUID,
-    lookups: int,
-    budget_ms: int,
-    run: Callable[[], Awaitable[Looked]],
-) -> Looked | None:
-    """The exact check `run` of `lookups` lookups, within its own budget; None when it ran
-    past it, or was not started because the account's last checks predict it would."""
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A started check of `lookups` lookups within `budget_ms`: its end teaches its cost."""
+
+    checks: CheckCosts
+    account_id: UUID
+    lookups: int
+    budget_ms: int
+    started: float
+
+    def end(self, finished: bool) -> None:
+        """The check finished within its budget, or ran past it (it then cost the budget)."""
+        elapsed_ms = (time.perf_counter() - self.started) * 1000
+        cost_ms = elapsed_ms if finished else self.budget_ms
+        self.checks.learn(self.account_id, self.lookups, cost_ms)
+        log.info("exact_check", lookups=self.lookups, started=True, finished=finished)
+
+
+def begin_check(checks: CheckCosts, account_id: UUID, lookups: int, budget_ms: int) -> Clock | None:
+    """The clock of an exact check about to start; None when the account's last checks
+    predict it would run past its budget (it is then not started)."""
     if not checks.affordable(account_id, lookups, budget_ms):
         log.info("exact_check", lookups=lookups, started=False, finished=False)
         return None
-    started = time.perf_counter()
-    exact = await within_own_budget(conn, budget_ms, run)
-    elapsed_ms = (time.perf_counter() - started) * 1000
-    checks.learn(account_id, lookups, budget_ms if exact is None else elapsed_ms)
-    log.info("exact_check", lookups=lookups, started=True, finished=exact is not None)
-    return exact
+    return Clock(checks, account_id, lookups, budget_ms, time.perf_counter())

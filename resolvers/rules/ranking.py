@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from operator import attrgetter
 from typing import Protocol
 from uuid import UUID
 
@@ -19,7 +20,7 @@ SIMILARITY_BAND_CLOSE = 0.70
 SIMILARITY_BAND_RELATED = 0.50
 SIMILAR_BREADTH_WEIGHT = 0.02
 SIMILAR_PREVIEW_CHARS = 280
-# The timeline counts among this many nearest passages per probe (resolvers/timeline.py).
+# The timeline counts among this many nearest passages per probe (comparison/timeline.py).
 TIMELINE_NEIGHBOURS_PER_PROBE = 200
 
 
@@ -97,6 +98,7 @@ class Neighbour:
 
     @property
     def sort_key(self) -> tuple[float, float, UUID]:
+        """The contract's order: score desc, then similarity desc, then session id asc."""
         return (-self.score, -self.similarity, self.session_id)
 
 
@@ -122,7 +124,7 @@ def rank_neighbours(hits: Iterable[Found], max_matches: int) -> list[Neighbour]:
     neighbours = [
         _neighbour(session_id, found, max_matches) for session_id, found in by_session.items()
     ]
-    neighbours.sort(key=_neighbour_order)
+    neighbours.sort(key=attrgetter("sort_key"))
     return neighbours
 
 
@@ -141,10 +143,6 @@ def _neighbour(session_id: UUID, found: list[Found], max_matches: int) -> Neighb
 
 def _match_order(hit: Found) -> tuple[float, UUID]:
     return (-hit.similarity, hit.chunk_id)
-
-
-def _neighbour_order(n: Neighbour) -> tuple[float, float, UUID]:
-    return (-n.score, -n.similarity, n.session_id)
 
 
 def page_after(

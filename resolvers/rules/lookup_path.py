@@ -3,25 +3,9 @@ an approximate lookup can vouch for its answer."""
 
 from __future__ import annotations
 
-from enum import Enum
+from data.lookups import LookupPath, ScanWindow
 
-from data.comparison import ScanWindow
-
-
-class LookupPath(Enum):
-    """How the nearest chunks are found for one account and model."""
-
-    EXACT = "exact"  # one pass over the account's chunks: exact by construction
-    # The account's own partial HNSW index (data/account_indexes.py), iterative scan,
-    # over-fetch, exact re-rank: the path of large accounts.
-    ACCOUNT_INDEX = "account_index"
-    # The model's HNSW index shared by all accounts, filtered by account, same scan: the
-    # fallback of a large account whose own index is not built yet.
-    INDEX = "index"
-
-    @property
-    def approximate(self) -> bool:
-        return self is not LookupPath.EXACT
+__all__ = ["LookupPath", "choose_path", "reached_floor", "vouches_for"]
 
 
 def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> LookupPath:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from resolvers.ranking import TIMELINE_NEIGHBOURS_PER_PROBE
+from resolvers.rules.ranking import TIMELINE_NEIGHBOURS_PER_PROBE
 
 # In the contract's order; codes the product adds come after the contract's own.
 SENTENCES: dict[str, str] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import Enum
 from uuid import UUID
 
@@ -19,11 +19,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
+from data.lookups import Ask, Counted, Limits, LookupPath
 from data.model_catalog import ModelCatalog
-from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.degraded import Degraded, degraded
-from resolvers.similar_results import bands_of
+from resolvers.comparison.answer import bands_of
+from resolvers.comparison.phases import cutoff
+from resolvers.rules import ranking
+from resolvers.rules.degraded import Degraded, degraded
 from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
@@ -70,35 +72,37 @@ async def timelines(
     now = datetime.now(UTC)
     results: list[TimelineResult | None] = [None] * len(keys)
     for bucket in TimelineBucket:
-        mine = [key for key, (_, _, b) in enumerate(keys) if b is bucket]
+        mine = [n for n, (_, _, b) in enumerate(keys) if b is bucket]
         if not mine:
             continue
-        asks = [_ask(key, *keys[key][:2], now) for key in mine]
-        looked, timed_out = await _look_up(conn, account_id, asks, bucket, tuning, catalog)
-        for key in mine:
-            if key in looked.found or timed_out:
-                results[key] = _result(key, keys[key][1], bucket, looked, timed_out)
+        asks = [_ask(n, *keys[n][:2], now) for n in mine]
+        counts = await _count(conn, account_id, asks, bucket, tuning, catalog)
+        timed_out = counts is None
+        for n, counted in zip(mine, counts or [Counted()] * len(mine), strict=True):
+            if counted is not None:
+                results[n] = _result(keys[n][1], bucket, counted, timed_out)
     return results
 
 
-def _ask(key: int, session_id: UUID, args: SimilarArgs, now: datetime) -> sql.Ask:
-    cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
-    return sql.Ask(key, session_id, cutoff, args.statuses, args.source_types)
+def _ask(key: int, session_id: UUID, args: SimilarArgs, now: datetime) -> Ask:
+    return Ask(key, session_id, cutoff(args, now), args.statuses, args.source_types)
 
 
-async def _look_up(
+async def _count(
     conn: AsyncConnection,
     account_id: UUID,
-    asks: list[sql.Ask],
+    asks: list[Ask],
     bucket: TimelineBucket,
     tuning: Tuning,
     catalog: ModelCatalog,
-) -> tuple[sql.Looked, bool]:
-    limits = sql.Limits(
+) -> Sequence[Counted | None] | None:
+    """Each ask's counts (None for a missing session); None when the budget ran out."""
+    limits = Limits(
         per_probe=TIMELINE_NEIGHBOURS_PER_PROBE,
         floor=ranking.MIN_SIMILAR_SIMILARITY,  # no model's related cut point is below it
         overfetch=TIMELINE_NEIGHBOURS_PER_PROBE,
         exact_scan_max_chunks=tuning.exact_scan_max_chunks,
+        probes=ranking.SIMILAR_PROBE_CHUNKS,
     )
     try:
         with sql.within_budget():
@@ -106,30 +110,30 @@ async def _look_up(
             for attempt in range(2):
                 models = await catalog.models(conn, account_id)
                 related = {str(m): bands_of(str(m)).related for m in models}
-                looked = await sql.look_up(
-                    conn, account_id, asks, models, limits, timeline=(bucket.value, related)
+                counted = await sql.count_matches(
+                    conn, account_id, asks, models, limits, bucket.value, related
                 )
-                if attempt or all(path != "unserved" for path, _ in looked.paths.values()):
-                    return looked, False
+                paths = [p.path for p in counted.paths.values()]
+                if attempt or LookupPath.UNSERVED not in paths:
+                    return counted.counts
                 catalog.forget(account_id)  # a model appeared since it was read
     except ComparisonTimedOut:
         log.warning("similar_timeline_timed_out", budget_ms=tuning.comparison_timeout_ms)
         await conn.rollback()
-    return sql.Looked(), True
+    return None
 
 
 def _result(
-    key: int, args: SimilarArgs, bucket: TimelineBucket, looked: sql.Looked, timed_out: bool
+    args: SimilarArgs, bucket: TimelineBucket, counted: Counted, timed_out: bool
 ) -> TimelineResult:
-    reasons = {"similar_timeline_bounded"} if key in looked.bounded else set()
+    reasons = {"similar_timeline_bounded"} if counted.bounded else set()
     reasons |= {"similar_window_applied"} if args.window_days is not None else set()
     reasons |= {"similar_filter_applied"} if args.filtered else set()
     reasons |= {"similar_comparison_timed_out"} if timed_out else set()
-    counts = sorted(looked.buckets.get(key, []))
     return TimelineResult(
         bucket=bucket,
         per_probe_bound=TIMELINE_NEIGHBOURS_PER_PROBE,
-        counted_from=bands_of(looked.models.get(key, (None, 0))[0]).related,
-        buckets=tuple(BucketCount(start, n) for start, n in counts),
-        degraded=degraded(key in looked.models and not timed_out, reasons, args.window_days),
+        counted_from=bands_of(counted.model).related,
+        buckets=tuple(BucketCount(start, n) for start, n in counted.buckets),
+        degraded=degraded(counted.model is not None and not timed_out, reasons, args.window_days),
     )

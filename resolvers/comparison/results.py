@@ -3,17 +3,18 @@ The GraphQL types read these attributes and the REST payload is derived from tho
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from uuid import UUID
 
 from data.comparison_details import ChunkDetail
+from data.lookups import LookupPath
 from data.sessions import SessionRow
-from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.calibration import CONTRACT_CUTS, BandCuts
 from resolvers.cursors import Position
-from resolvers.degraded import Degraded
+from resolvers.rules import ranking
+from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts
+from resolvers.rules.degraded import Degraded
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
 
@@ -24,53 +25,28 @@ def console_link(session_id: UUID, anchor: UUID | None = None) -> str:
     return link if anchor is None else f"{link}#activity-{anchor}"
 
 
-@dataclass(frozen=True, slots=True)
-class PassageResult:
-    """One passage (chunk) of a session, as the API shows it, with its text when asked."""
-
-    chunk: ChunkDetail
-    text: str | None
-
-    @property
-    def document_id(self) -> UUID:
-        return self.chunk.id
-
-    @property
-    def source_kind(self) -> str:
-        return self.chunk.source_kind
-
-    @property
-    def source_id(self) -> UUID | None:
-        return self.chunk.source_id
-
-    @property
-    def chunk_index(self) -> int:
-        return self.chunk.chunk_index
-
-    @property
-    def occurred_at(self) -> datetime:
-        return self.chunk.occurred_at
-
-    @property
-    def role(self) -> str | None:
-        return self.chunk.role
-
-    @property
-    def redaction_state(self) -> str:
-        return self.chunk.redaction_state
-
-    @property
-    def replay_anchor(self) -> UUID | None:
-        return self.chunk.replay_anchor
+# One passage of a session as the API shows it: its text only when asked and still clear.
+PassageResult = ChunkDetail
 
 
 @dataclass(frozen=True, slots=True)
-class MatchResult(PassageResult):
+class MatchResult(ChunkDetail):
     """A passage of the other session, and the probe of the viewed session that found it."""
 
     similarity: float
     band: ranking.Band
     probe: PassageResult | None  # None for a search text's match
+
+    @classmethod
+    def of(
+        cls,
+        passage: PassageResult,
+        similarity: float,
+        band: ranking.Band,
+        probe: PassageResult | None,
+    ) -> MatchResult:
+        shown = {f.name: getattr(passage, f.name) for f in fields(ChunkDetail)}
+        return cls(**shown, similarity=similarity, band=band, probe=probe)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +129,7 @@ class SimilarResult(Answered):
     elapsed_ms: float
     results: tuple[NeighbourResult, ...]
     next_after: Position | None  # the last shown one's position when more follow
-    lookup_path: str | None
+    lookup_path: LookupPath | None
     bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
 
@@ -168,6 +144,6 @@ class SearchResult(Answered):
     elapsed_ms: float
     results: tuple[NeighbourResult, ...]
     next_after: Position | None  # the last shown one's position when more follow
-    lookup_path: str | None
+    lookup_path: LookupPath | None
     bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)

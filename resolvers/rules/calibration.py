@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from resolvers.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
+from resolvers.rules.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
 
 
 class BandCuts(NamedTuple):

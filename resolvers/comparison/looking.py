@@ -1,0 +1,69 @@
+"""The comparison's lookups: the first statement for a whole batch, and the same statement
+again for some probes of some comparisons (a model the catalog had not seen, a wider search,
+an exact check), each answer folded into the comparisons' records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import comparison as sql
+from data.lookups import Inventory
+from data.model_identity import ModelIdentity
+from data.sessions import SessionRow, sessions_by_id
+from resolvers.comparison.state import Batch, Comparison
+from resolvers.tuning import Tuning
+
+# The probes of a comparison to look up again (none: the comparison is not asked again).
+Pick = Callable[[Comparison], frozenset[int]]
+
+
+async def first_look(
+    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], tuning: Tuning
+) -> Batch:
+    """Every comparison of the batch in one statement: its session, inventory, probes and
+    their lookups, the account's setting and each model's path."""
+    asks = [c.ask for c in batch.comparisons]
+    looked = await sql.look_up(conn, batch.account_id, asks, models, tuning.limits)
+    found = zip(batch.comparisons, looked.inventories, strict=True)
+    comparisons = tuple(replace(c, found=inventory) for c, inventory in found)
+    return replace(batch, comparisons=comparisons, setting=looked.setting, paths=looked.paths)
+
+
+async def look_again(
+    conn: AsyncConnection,
+    batch: Batch,
+    models: Sequence[ModelIdentity],
+    tuning: Tuning,
+    pick: Pick,
+    exact: bool = False,
+) -> Batch:
+    """The picked probes looked up again (`exact`: by an exact pass), in one statement; their
+    answers replace the ones they had, and the paths their models took now are kept."""
+    picked = [(c, pick(c)) for c in batch.comparisons]
+    asks = [replace(c.ask, again=tuple(sorted(n))) for c, n in picked if n]
+    if not asks:
+        return batch
+    looked = await sql.look_up(conn, batch.account_id, asks, models, tuning.limits, exact=exact)
+    again = iter(looked.inventories)
+    comparisons = (c.answered(n, next(again)) if n else c for c, n in picked)
+    batch = batch.with_comparisons(comparisons)
+    return batch if exact else replace(batch, paths=batch.paths | looked.paths)
+
+
+async def after_timeout(conn: AsyncConnection, batch: Batch) -> Batch:
+    """The aborted transaction is rolled back; which asked sessions exist is read again, so
+    a missing one still answers as missing and a found one knows nothing but its session."""
+    await conn.rollback()
+    ids = [c.ask.session_id for c in batch.comparisons]
+    existing = await sessions_by_id(conn, batch.account_id, ids)
+    comparisons = tuple(
+        replace(c, found=_bare(existing.get(c.ask.session_id))) for c in batch.comparisons
+    )
+    return replace(batch, comparisons=comparisons, paths={}, timed_out=True)
+
+
+def _bare(session: SessionRow | None) -> Inventory | None:
+    return None if session is None else Inventory(session, {}, 0)

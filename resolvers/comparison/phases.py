@@ -1,0 +1,167 @@
+"""The comparison of a batch of sessions of one account, in phases over its records
+(state.py): plan; look up (the first statement: sessions, inventories, probes, paths and
+every probe's lookup, looking.py), widen the short approximate lookups, check those that
+cannot vouch (verify.py); rank; assemble (the second statement and the answers, answer.py).
+Two statements whatever the batch size, unless an approximate lookup comes back short or
+cannot vouch for its answer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import comparison as sql
+from data.errors import ComparisonTimedOut
+from data.lookups import Ask, LookupPath, ScanWindow
+from data.model_catalog import ModelCatalog
+from resolvers.arguments import SimilarArgs
+from resolvers.comparison.answer import assemble, elapsed_ms
+from resolvers.comparison.check_costs import CheckCosts
+from resolvers.comparison.looking import after_timeout, first_look, look_again
+from resolvers.comparison.results import SimilarResult
+from resolvers.comparison.state import Batch, Comparison
+from resolvers.comparison.verify import doubtful, verify
+from resolvers.rules import ranking
+from resolvers.rules.lookup_path import reached_floor
+from resolvers.tuning import Tuning
+
+log = structlog.get_logger(__name__)
+SimilarKey = tuple[UUID, SimilarArgs]
+
+
+async def compare_sessions(
+    conn: AsyncConnection,
+    account_id: UUID,
+    keys: Sequence[SimilarKey],
+    tuning: Tuning,
+    catalog: ModelCatalog | None = None,
+    checks: CheckCosts | None = None,
+) -> list[SimilarResult | None]:
+    """One result per key, in key order; None for a session this account does not have.
+    `catalog` and `checks` are the process's (a fresh one each when not given)."""
+    started = time.perf_counter()
+    batch = plan(account_id, keys, datetime.now(UTC))
+    batch = await look_up(conn, batch, tuning, catalog or ModelCatalog(), checks or CheckCosts())
+    batch = rank(batch)
+    results = await assemble(conn, batch, tuning, started)
+    log.info(
+        "similar_sessions",
+        account_id=str(account_id),
+        sessions=len(keys),
+        probes=sum(len(c.probes) for c in batch.comparisons),
+        hits=sum(1 for c in batch.comparisons for _ in c.hits()),
+        paths={model: p.path.value for model, p in batch.paths.items()},
+        comparable_chunks={model: p.comparable for model, p in batch.paths.items()},
+        exact_scan_max_chunks=tuning.exact_scan_max_chunks,
+        timed_out=batch.timed_out,
+        unverified=sum(c.unverified for c in batch.comparisons),
+        elapsed_ms=elapsed_ms(started),
+    )
+    return results
+
+
+def plan(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
+    """One comparison per asked key, with its window's start."""
+    comparisons = tuple(
+        Comparison(Ask(n, session_id, cutoff(args, now), args.statuses, args.source_types), args)
+        for n, (session_id, args) in enumerate(keys)
+    )
+    return Batch(account_id, comparisons)
+
+
+async def look_up(
+    conn: AsyncConnection, batch: Batch, tuning: Tuning, catalog: ModelCatalog, checks: CheckCosts
+) -> Batch:
+    """The first statement, within the comparison's time budget; the probes an approximate
+    lookup answered short are asked again, once, with a wider search, and those whose lookup
+    still cannot vouch for its answer are checked by an exact pass."""
+    try:
+        with sql.within_budget():
+            await sql.ensure_configured(conn, tuning.comparison_settings)
+            models = await catalog.models(conn, batch.account_id)
+            batch = await first_look(conn, batch, models, tuning)
+            if any(p.path is LookupPath.UNSERVED for p in batch.paths.values()):
+                catalog.forget(batch.account_id)  # a model appeared since it was read
+                models = await catalog.models(conn, batch.account_id)
+                batch = await look_again(conn, batch, models, tuning, _unserved(batch))
+            widen = _worth_widening(batch, tuning, checks)
+            short = sum(len(widen(c)) for c in batch.comparisons)
+            if short and tuning.ef_search_retry > tuning.ef_search:
+                await sql.widen_search(conn, tuning.ef_search_retry)
+                batch = await look_again(conn, batch, models, tuning, widen)
+                log.info("similar_sessions_widened", probes=short)
+            if any(doubtful(c, batch, tuning) for c in batch.comparisons):
+                batch = await verify(conn, batch, models, tuning, checks)
+    except ComparisonTimedOut:
+        log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
+        return await after_timeout(conn, batch)
+    return batch
+
+
+def _unserved(batch: Batch) -> Callable[[Comparison], frozenset[int]]:
+    """Every probe of the comparisons whose model had no branch in the statement."""
+
+    def pick(c: Comparison) -> frozenset[int]:
+        if batch.path(c.model) is not LookupPath.UNSERVED:
+            return frozenset()
+        return frozenset(p.number for p in c.probes)
+
+    return pick
+
+
+def _worth_widening(
+    batch: Batch, tuning: Tuning, checks: CheckCosts
+) -> Callable[[Comparison], frozenset[int]]:
+    """The short probes a wider search may help: approximate probes answered with fewer than
+    the per-probe number of rows (the HNSW scan can end inside a tight cluster of the probe's
+    own session). One whose full window went past the floor found every hit it could unless
+    its scan went astray, and the exact check that follows settles that either way: it is
+    widened only when the account cannot afford that check (sparse neighbourhoods, the usual
+    case for lexical vectors on real sessions, then cost one statement less)."""
+    limits, budget_ms = tuning.limits, tuning.verify_budget_ms
+    short = {c.ask.key: _short(c, batch) for c in batch.comparisons}
+    past = {
+        key: frozenset(
+            n for n in numbers if reached_floor(_window(batch, key, n), limits.window, limits.floor)
+        )
+        for key, numbers in short.items()
+    }
+    lookups = sum(c.lookups(past[c.ask.key]) for c in batch.comparisons)
+    affordable = budget_ms > 0 and checks.affordable(batch.account_id, lookups, budget_ms)
+    if not lookups or not affordable:
+        return lambda c: short[c.ask.key]
+    return lambda c: short[c.ask.key] - past[c.ask.key]
+
+
+def _short(c: Comparison, batch: Batch) -> frozenset[int]:
+    path = batch.path(c.model)
+    if path is None or not path.approximate:
+        return frozenset()
+    per_probe = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
+    return frozenset(p.number for p in c.probes if len(p.answer.hits) < per_probe)
+
+
+def _window(batch: Batch, key: int, number: int) -> ScanWindow | None:
+    return batch.comparisons[key].probes[number].answer.window
+
+
+def rank(batch: Batch) -> Batch:
+    """Group each comparison's hits into its ordered neighbours and cut its page (pure)."""
+    return batch.with_comparisons(_ranked(c) for c in batch.comparisons)
+
+
+def _ranked(c: Comparison) -> Comparison:
+    neighbours = ranking.rank_neighbours(c.hits(), c.args.max_matches_per_session)
+    page, more = ranking.page_after(neighbours, c.args.after, c.args.limit)
+    return replace(c, page=tuple(page), more=more)
+
+
+def cutoff(args: SimilarArgs, now: datetime) -> datetime | None:
+    """The start of the asked window, if any."""
+    return None if args.window_days is None else now - timedelta(days=args.window_days)

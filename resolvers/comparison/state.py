@@ -1,0 +1,86 @@
+"""One frozen record per comparison, and the batch of them one DataLoader call compares: each
+phase (phases.py) takes the batch and returns a new one, so what a comparison has found so
+far is read in one place, never in dicts keyed by its place in the batch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from uuid import UUID
+
+from data.accounts import EmbeddingSetting
+from data.lookups import Ask, Hit, Inventory, Lookup, LookupPath, ModelPath, Probe
+from resolvers.arguments import SimilarArgs
+from resolvers.rules import ranking
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """One asked session: its ask and arguments, what the first statement found of it (None
+    until then, and for a session the account does not have), whether a lookup stayed
+    unverified, and its ranked page."""
+
+    ask: Ask
+    args: SimilarArgs
+    found: Inventory | None = None
+    unverified: bool = False  # a lookup could not vouch, and its exact check did not run
+    page: tuple[ranking.Neighbour, ...] = ()
+    more: bool = False  # neighbours follow the page
+
+    @property
+    def model(self) -> str | None:
+        """The comparison model (None: the session has no embedded clear chunk)."""
+        return None if self.found is None else self.found.model
+
+    @property
+    def probes(self) -> tuple[Probe, ...]:
+        return () if self.found is None else self.found.probes
+
+    def hits(self) -> Iterator[Hit]:
+        for probe in self.probes:
+            yield from probe.answer.hits
+
+    @property
+    def has_hits(self) -> bool:
+        return any(probe.answer.hits for probe in self.probes)
+
+    def lookups(self, numbers: frozenset[int]) -> int:
+        """The lookups that answer these probes: probes with one vector share one."""
+        return len({p.lookup for p in self.probes if p.number in numbers})
+
+    def answered(self, numbers: frozenset[int], again: Inventory | None) -> Comparison:
+        """This comparison with these probes answered as `again` (the same session looked
+        up again) answers them."""
+        if self.found is None or again is None:
+            return self
+        answers = {p.number: p.answer for p in again.probes if p.number in numbers}
+        probes = tuple(
+            replace(p, answer=answers.get(p.number, Lookup())) if p.number in numbers else p
+            for p in self.probes
+        )
+        return replace(self, found=replace(self.found, probes=probes))
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The comparisons of one account asked together, and what their statements found of
+    the account: its setting and each model's lookup path."""
+
+    account_id: UUID
+    comparisons: tuple[Comparison, ...]
+    setting: EmbeddingSetting | None = None
+    paths: dict[str, ModelPath] = field(default_factory=dict)
+    timed_out: bool = False
+
+    def path(self, model: str | None) -> LookupPath | None:
+        """The path the model's probes took; None when none was looked up."""
+        known = self.paths.get(model or "")
+        return None if known is None else known.path
+
+    @property
+    def found(self) -> Iterator[Comparison]:
+        """The comparisons whose session the account has."""
+        return (c for c in self.comparisons if c.found is not None)
+
+    def with_comparisons(self, comparisons: Iterator[Comparison]) -> Batch:
+        return replace(self, comparisons=tuple(comparisons))
