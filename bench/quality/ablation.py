@@ -1,6 +1,6 @@
 """What each indexer choice gains on each corpus: the served ranking computed exactly by
-bench.simulate (no database) for the default and for one change at a time, scored on all
-tasks and on each half of them (a split by task, so a gain on one half only shows).
+bench/quality/simulate.py (no database) for the default and for one change at a time, scored
+on all tasks and on each half of them (a split by task, so a gain on one half only shows).
 
     python -m bench.ablation [--out bench/results/ablation.md]"""
 
