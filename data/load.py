@@ -135,6 +135,7 @@ _STAGED: dict[str, dict[str, str]] = {
         "embedded_at": "s.embedded_at",
     },
 }
+IMPORT_COLUMNS = {kind: tuple(columns) for kind, columns in _STAGED.items()}  # in order
 _TARGET = {
     "session": t.runtime_sessions,
     "activity": t.runtime_session_activity,

@@ -120,5 +120,6 @@ async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx
         yield http
 
 
-# Fixtures of the browser tests (served app, Chromium, a tab), for the tests/test_console_*.py.
-pytest_plugins = ["tests.support.console_browser", "tests.support.tracing"]
+# The tracer provider exporting to memory (`spans`). The browser tests' fixtures are in
+# tests/browser/conftest.py, so that no other test needs playwright.
+pytest_plugins = ["tests.support.tracing"]

@@ -1,26 +1,16 @@
-"""What the browser tests share: the app served by uvicorn on the test database, Debian's
-Chromium, a tab that records its requests and page errors, and a small corpus."""
+"""What the browser tests share: a tab that records its requests and page errors, and a small
+corpus (their fixtures are in tests/browser/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-from playwright.async_api import (
-    Browser,
-    ConsoleMessage,
-    Page,
-    Request,
-    async_playwright,
-    expect,
-)
+from playwright.async_api import Browser, ConsoleMessage, Page, Request, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.console_server import CHROMIUM, CHROMIUM_ARGS, serving
 from tests.support.world import World, blend, direction
 
 CONSOLE = "/console/runtime-sessions"
@@ -100,21 +90,6 @@ async def assert_nothing_ran(tab: Tab) -> None:
     assert tab.problems == [], "a blocked script or style would show here"
 
 
-@pytest.fixture
-async def base_url(database_url: str) -> AsyncIterator[str]:
-    with serving(database_url) as base:
-        yield base
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    """Debian's Chromium; a browser that cannot start fails the test, it never skips it."""
-    async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        await chromium.close()
-
-
 async def new_tab(browser: Browser, base: str, width: int = 1280, height: int = 900) -> Tab:
     context = await browser.new_context(viewport={"width": width, "height": height})
     tab = Tab(await context.new_page(), base)
@@ -132,13 +107,6 @@ async def new_tab(browser: Browser, base: str, width: int = 1280, height: int = 
     tab.page.on("console", on_console)
     tab.page.on("pageerror", lambda error: tab.problems.append(str(error)))
     return tab
-
-
-@pytest.fixture
-async def tab(browser: Browser, base_url: str) -> AsyncIterator[Tab]:
-    tab = await new_tab(browser, base_url)
-    yield tab
-    assert tab.problems == [], "script errors or CSP violations in the page"
 
 
 @dataclass

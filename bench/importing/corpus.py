@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import DIMS, MODEL, topic_space
+from bench.common.synthetic import DIMS, MODEL, topic_space
+from indexer import demo
 
 ACCOUNT_ID = uuid.UUID("7d2f3a9e-1b4c-4e8a-9c61-0f5b2d8e4a17")
 VOCABULARY = (
@@ -51,15 +52,12 @@ def write_files(folder: Path, chunks: int, seed: int = 11) -> tuple[Path, Path, 
         return data_file, rows_file, FLOOR_COLUMNS
     rng = np.random.default_rng(seed)
     centres, subs = topic_space(seed)
-    account = {
-        "type": "account",
+    account = {  # the demo's account, under an id, name and key of its own
+        **demo.account_record(("local", "hash-384", DIMS)),
         "id": str(ACCOUNT_ID),
         "name": "import benchmark",
-        "embedding": {"enabled": True, "provider": "local", "model": "hash-384"},
-        "features": ["similarSessions"],
         "api_keys": [{"key": "sk-bench-import-0001", "scopes": ["view_runtime_sessions"]}],
     }
-    account["embedding"] |= {"dimensions": DIMS, "scope": "full", "daily_cap_usd": None}
     written, s = 0, 0
     with data_file.open("w") as data, rows_file.open("w") as rows:
         data.write(json.dumps(account) + "\n")

@@ -15,7 +15,8 @@ from uuid import UUID, uuid5
 
 import numpy as np
 
-from bench.labelled import T0, TURN, Corpus, Session
+from bench.quality.labelled import T0, TURN, Corpus, Session
+from bench.quality.scoring import Ranking, from_gram
 from indexer.chunking import ChunkPolicy, Turn, chunk_session
 from indexer.embedders import Embedder
 from indexer.lexical import Fit, LexicalEmbedder
@@ -28,7 +29,6 @@ from resolvers.ranking import (
     rank_neighbours,
 )
 
-Ranking = dict[UUID, list[tuple[UUID, float]]]
 SkipRule = Callable[[int, int], bool]  # (sessions holding the content, sessions in account)
 
 
@@ -59,7 +59,9 @@ def chunk_corpus(
     for texts in raw:
         holders.update(set(texts))
     total = len(raw)
-    session_of, texts_out, per_session = [], [], []
+    session_of: list[int] = []
+    texts_out: list[str] = []
+    per_session: list[list[int]] = []
     for position, texts in enumerate(raw):
         rows = []
         for text in texts:
@@ -112,12 +114,7 @@ def nearest(ids: list[UUID], vectors: np.ndarray, limit: int = 20) -> Ranking:
     """Cosine nearest rows, self excluded, ties on id."""
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = vectors / np.maximum(norms, 1e-12)
-    sims = unit @ unit.T
-    ranking: Ranking = {}
-    for i, sid in enumerate(ids):
-        order = sorted((j for j in range(len(ids)) if j != i), key=lambda j: (-sims[i, j], ids[j]))
-        ranking[sid] = [(ids[j], float(sims[i, j])) for j in order[:limit]]
-    return ranking
+    return from_gram(ids, unit @ unit.T, limit)
 
 
 def centroids(corpus: Corpus, chunked: Chunked, vectors: np.ndarray) -> np.ndarray:

@@ -13,8 +13,8 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.labelled import Corpus, records
-from bench.scoring import TOP, Ranking
+from bench.quality.labelled import Corpus, records
+from bench.quality.scoring import TOP, Ranking
 from config.settings import Settings
 from data import comparison
 from indexer.commands import config_from

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.import_corpus import ACCOUNT_ID
-from bench.load import libpq, with_database
+from bench.common.databases import libpq
+from bench.importing.corpus import ACCOUNT_ID
 from config.settings import Settings
 from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M, build_memory
 
@@ -55,24 +55,6 @@ class Floor:
     @property
     def total_s(self) -> float:
         return self.copy_s + self.index_s
-
-
-async def recreate(server_url: str, name: str) -> str:
-    admin = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    return with_database(server_url, name)
-
-
-async def drop(server_url: str, name: str) -> None:
-    admin = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
 
 
 async def floor(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import sqlalchemy as sa
@@ -15,41 +14,21 @@ from pgvector.asyncpg import register_vector
 from sqlalchemy.ext.asyncio import AsyncEngine
 from tqdm import tqdm
 
-from bench.corpus import (
-    CHUNK_COLUMNS,
-    MODEL,
-    SESSION_COLUMNS,
+from bench.common.databases import libpq, recreate, with_database
+from bench.common.synthetic import topic_space
+from bench.latency.corpus import (
+    IDENTITY,
     Corpus,
+    copy_rows,
     generate_account,
     now_utc,
-    topic_space,
 )
 from data import load
 from data import tables as t
 from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
 from data.migrate import migrate
-from data.model_identity import ModelIdentity
 from data.model_indexes import ensure_model_index
-
-IDENTITY = ModelIdentity.parse(MODEL)
-
-
-def with_database(url: str, database: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
-
-
-def libpq(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-async def _admin(server_url: str, sql: str) -> None:
-    conn = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
 
 
 async def _meta(url: str) -> dict[str, Any] | None:
@@ -79,8 +58,7 @@ async def prepare(
     if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
         print(f"reusing database {database} (loaded {meta['loaded_at']})")
         return url, meta
-    await _admin(server_url, f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-    await _admin(server_url, f'CREATE DATABASE "{database}"')
+    await recreate(server_url, database)
     engine = make_engine(url, statement_timeout_ms=0)
     try:
         await migrate(engine)
@@ -123,12 +101,7 @@ async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -
         with tqdm(total=corpus.total, desc="generate+COPY", unit="chunk") as bar:
             for i in range(len(corpus.accounts)):
                 sessions, chunks = generate_account(corpus, i, centres, subs, now)
-                await raw.copy_records_to_table(
-                    "runtime_sessions", records=sessions, columns=SESSION_COLUMNS
-                )
-                await raw.copy_records_to_table(
-                    "session_chunks", records=chunks, columns=CHUNK_COLUMNS
-                )
+                await copy_rows(raw, sessions, chunks)
                 bar.update(len(chunks))
         copy_s = time.perf_counter() - started
         print("VACUUM ANALYZE ...")

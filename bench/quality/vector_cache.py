@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common.paths import CACHE
 from indexer.embedders import Embedder
-
-CACHE_DIR = Path(__file__).parent / ".cache"
 
 
 class CachedEmbedder:
@@ -25,7 +24,7 @@ class CachedEmbedder:
         self.usd_per_1k_tokens = inner.usd_per_1k_tokens
         self.key = key or str(inner.identity)
         self.misses = 0
-        path = path or CACHE_DIR / "vectors.sqlite"
+        path = path or CACHE / "vectors.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, check_same_thread=False)  # the worker embeds in a thread
         self.db.execute("CREATE TABLE IF NOT EXISTS v (k BLOB PRIMARY KEY, vec BLOB)")

@@ -4,7 +4,6 @@ session added to the corpus's largest account (5% of the table: 50,000 chunks at
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import uuid
@@ -18,18 +17,19 @@ import sqlalchemy as sa
 from pgvector.asyncpg import register_vector
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.corpus import (
-    CHUNK_COLUMNS,
-    DIMS,
-    MODEL,
-    SESSION_COLUMNS,
+from bench.common.databases import libpq, recreate
+from bench.common.synthetic import DIMS, topic_space
+from bench.latency.corpus import (
+    IDENTITY,
     W_NOISE,
     W_SESSION,
     W_SUB,
+    Row,
+    chunk_row,
+    copy_rows,
     now_utc,
-    topic_space,
+    session_row,
 )
-from bench.load import IDENTITY, _admin, libpq, with_database
 from data import load
 from data import tables as t
 from data.account_indexes import account_index_name, ensure_account_index
@@ -65,7 +65,8 @@ SCENARIOS = (
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
-    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+    unit: np.ndarray = rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+    return unit
 
 
 def scenario_vectors(scenario: Scenario, seed: int = 3) -> list[np.ndarray]:
@@ -97,54 +98,30 @@ def scenario_vectors(scenario: Scenario, seed: int = 3) -> list[np.ndarray]:
 
 def _rows(
     account: uuid.UUID, session: uuid.UUID, n: int, vectors: np.ndarray, label: str
-) -> tuple[tuple[object, ...], list[tuple[object, ...]]]:
+) -> tuple[Row, list[Row]]:
     started = now_utc() - timedelta(days=1)
-    session_row = (
-        account,
-        session,
-        label,
-        "agent",
-        f"src-{session}",
-        f"ref-{session}",
-        "completed",
-        started,
-        started + timedelta(minutes=n),
-    )
-    chunks = []
-    for j in range(len(vectors)):
-        content = f"passage {j} of {label}"
-        chunks.append(
-            (
-                account,
-                uuid.uuid4(),
-                session,
-                "transcript_message",
-                uuid.uuid4(),
-                j,
-                started + timedelta(seconds=j),
-                "assistant",
-                content,
-                hashlib.sha256(content.encode()).digest(),
-                "clear",
-                "embedded",
-                vectors[j],
-                MODEL,
-                started,
-            )
+    chunks = [
+        chunk_row(
+            account,
+            uuid.uuid4(),
+            session,
+            uuid.uuid4(),
+            j,
+            started + timedelta(seconds=j),
+            f"passage {j} of {label}",
+            vectors[j],
+            started,
         )
-    return session_row, chunks
+        for j in range(len(vectors))
+    ]
+    return session_row(account, session, label, str(session), started, n), chunks
 
 
-async def _copy(
-    url: str, sessions: list[tuple[object, ...]], chunks: list[tuple[object, ...]]
-) -> None:
+async def _copy(url: str, sessions: list[Row], chunks: list[Row]) -> None:
     raw = await asyncpg.connect(libpq(url))
     await register_vector(raw)
     try:
-        await raw.copy_records_to_table(
-            "runtime_sessions", records=sessions, columns=SESSION_COLUMNS
-        )
-        await raw.copy_records_to_table("session_chunks", records=chunks, columns=CHUNK_COLUMNS)
+        await copy_rows(raw, sessions, chunks)
         await raw.execute("ANALYZE session_chunks")
     finally:
         await raw.close()
@@ -152,9 +129,7 @@ async def _copy(
 
 async def load_scenarios(server_url: str) -> tuple[str, dict[str, uuid.UUID]]:
     """A fresh database with one account per scenario; (its URL, account id by scenario)."""
-    await _admin(server_url, f'DROP DATABASE IF EXISTS "{LOOPS_DATABASE}" WITH (FORCE)')
-    await _admin(server_url, f'CREATE DATABASE "{LOOPS_DATABASE}"')
-    url = with_database(server_url, LOOPS_DATABASE)
+    url = await recreate(server_url, LOOPS_DATABASE)
     engine = make_engine(url, statement_timeout_ms=0)
     accounts: dict[str, uuid.UUID] = {}
     try:

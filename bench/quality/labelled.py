@@ -4,7 +4,7 @@ corpus) and coding-agents. Same task = relevant; `agent` tells runs apart."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -94,25 +94,15 @@ def coding_agents(path: Path = CODING / "sessions.jsonl") -> Corpus:
     return Corpus("coding-agents", sessions)
 
 
-CORPORA = {"tau-bench": tau_bench, "coding-agents": coding_agents}
+CORPORA: dict[str, Callable[[], Corpus]] = {"tau-bench": tau_bench, "coding-agents": coding_agents}
 
 
 def records(corpus: Corpus, model: tuple[str, str, int]) -> Iterator[dict[str, Any]]:
     """The corpus in the import format: one account with a key, sessions, plain activity."""
-    provider, name, dims = model
-    yield {
-        "type": "account",
+    yield {  # the demo's account, under the corpus's own id, name and key
+        **demo.account_record(model),
         "id": str(corpus.account_id),
         "name": f"bench {corpus.name}",
-        "embedding": {
-            "enabled": True,
-            "provider": provider,
-            "model": name,
-            "dimensions": dims,
-            "scope": "full",
-            "daily_cap_usd": None,
-        },
-        "features": ["similarSessions"],
         "api_keys": [{"key": corpus.api_key, "scopes": ["view_runtime_sessions"]}],
     }
     for position, session in enumerate(corpus.sessions):

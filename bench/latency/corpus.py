@@ -9,12 +9,14 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import numpy as np
 
-DIMS = 384
-MODEL = "local:hash-384@384"
-TOPICS = 400
-SUBTOPICS = 6
+from bench.common.synthetic import MODEL, SUBTOPICS, TOPICS, unit_rows
+from data.load import IMPORT_COLUMNS
+from data.model_identity import ModelIdentity
+
+IDENTITY = ModelIdentity.parse(MODEL)
 # weights of the parts of a chunk vector: topic centre, sub-topic (the phase of the
 # workflow), the session's own direction, per-chunk noise
 W_SUB, W_SESSION, W_NOISE = 0.8, 0.5, 0.55
@@ -58,11 +60,6 @@ def _uuid(rng: np.random.Generator) -> uuid.UUID:
     return uuid.UUID(bytes=rng.bytes(16), version=4)
 
 
-def _unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
-    v = rng.standard_normal((n, DIMS)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
 @dataclass
 class Corpus:
     accounts: list[Account]
@@ -94,9 +91,80 @@ def session_lengths(rng: np.random.Generator, size: int, longest: int = 400) -> 
     return lengths
 
 
+# The columns an import writes, in its order: the COPY here writes the same.
+SESSION_COLUMNS = IMPORT_COLUMNS["session"]
+CHUNK_COLUMNS = IMPORT_COLUMNS["chunk"]
+_SESSION_KEYS, _CHUNK_KEYS = frozenset(SESSION_COLUMNS), frozenset(CHUNK_COLUMNS)
+Row = tuple[object, ...]
+
+
+def session_row(
+    account: uuid.UUID, session: uuid.UUID, title: str, source: str, started: datetime, n: int
+) -> Row:
+    """A completed agent session of n minutes, in COPY column order."""
+    values = {
+        "account_id": account,
+        "id": session,
+        "title": title,
+        "source_type": "agent",
+        "source_id": f"src-{source}",
+        "reference": f"ref-{source}",
+        "status": "completed",
+        "started_at": started,
+        "last_activity_at": started + timedelta(minutes=n),
+    }
+    return _ordered(SESSION_COLUMNS, _SESSION_KEYS, values)
+
+
+def chunk_row(
+    account: uuid.UUID,
+    chunk: uuid.UUID,
+    session: uuid.UUID,
+    source: uuid.UUID,
+    index: int,
+    at: datetime,
+    content: str,
+    vector: np.ndarray | None,
+    embedded_at: datetime,
+    redaction: str = "clear",
+) -> Row:
+    """An assistant's transcript message, in COPY column order: embedded with MODEL at
+    embedded_at, or pending when it has no vector."""
+    values = {
+        "account_id": account,
+        "id": chunk,
+        "runtime_session_id": session,
+        "source_kind": "transcript_message",
+        "source_id": source,
+        "chunk_index": index,
+        "occurred_at": at,
+        "role": "assistant",
+        "content": content,
+        "content_hash": hashlib.sha256(content.encode()).digest(),
+        "redaction_state": redaction,
+        "embedding_state": "pending" if vector is None else "embedded",
+        "embedding": vector,
+        "embedding_model": None if vector is None else MODEL,
+        "embedded_at": None if vector is None else embedded_at,
+    }
+    return _ordered(CHUNK_COLUMNS, _CHUNK_KEYS, values)
+
+
+def _ordered(columns: tuple[str, ...], keys: frozenset[str], values: dict[str, object]) -> Row:
+    if values.keys() != keys:
+        raise ValueError(f"columns {sorted(keys ^ values.keys())} are not the import's")
+    return tuple(values[c] for c in columns)
+
+
+async def copy_rows(conn: asyncpg.Connection, sessions: list[Row], chunks: list[Row]) -> None:
+    """Sessions, then their chunks, by binary COPY (the connection knows pgvector's type)."""
+    await conn.copy_records_to_table("runtime_sessions", records=sessions, columns=SESSION_COLUMNS)
+    await conn.copy_records_to_table("session_chunks", records=chunks, columns=CHUNK_COLUMNS)
+
+
 def generate_account(
     corpus: Corpus, index: int, centres: np.ndarray, subs: np.ndarray, now: datetime
-) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+) -> tuple[list[Row], list[Row]]:
     """(session rows, chunk rows) of one account, in COPY column order."""
     account = corpus.accounts[index]
     rng = np.random.default_rng([corpus.seed, index])
@@ -105,26 +173,15 @@ def generate_account(
     own = rng.choice(TOPICS, size=min(TOPICS, 2 + len(lengths) // 10), replace=False)
     weights = 1 / np.arange(1, len(own) + 1) ** 1.1
     topic_of = own[rng.choice(len(own), size=len(lengths), p=weights / weights.sum())]
-    session_dirs = _unit_rows(rng, len(lengths))
+    session_dirs = unit_rows(rng, len(lengths))
     sessions, chunks = [], []
     account.sessions = []
     for s, n in enumerate(lengths):
         sid = _uuid(rng)
         account.sessions.append(sid)
         started = now - timedelta(days=float(rng.uniform(0, 180)))
-        sessions.append(
-            (
-                account.id,
-                sid,
-                f"bench session {s} of {account.name}",
-                "agent",
-                f"src-{str(sid)[:8]}",
-                f"ref-{str(sid)[:8]}",
-                "completed",
-                started,
-                started + timedelta(minutes=n),
-            )
-        )
+        title = f"bench session {s} of {account.name}"
+        sessions.append(session_row(account.id, sid, title, str(sid)[:8], started, n))
         t = int(topic_of[s])
         phase = np.minimum((np.arange(n) * SUBTOPICS) // max(n, 1), SUBTOPICS - 1)
         jitter = rng.random(n) < 0.25
@@ -133,76 +190,22 @@ def generate_account(
             centres[t]
             + W_SUB * subs[t, phase]
             + W_SESSION * session_dirs[s]
-            + W_NOISE * _unit_rows(rng, n)
+            + W_NOISE * unit_rows(rng, n)
         )
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         fate = rng.random(n)
         for j in range(n):
             cid = _uuid(rng)
             content = f"passage {j} of session {s} of {account.name} on topic {t}"
-            if fate[j] < SHARE_PENDING:
-                redaction, state, vector, model, embedded_at = "clear", "pending", None, None, None
-            else:
-                redaction = "withheld" if fate[j] < SHARE_PENDING + SHARE_NOT_CLEAR else "clear"
-                state, vector, model = "embedded", vectors[j], MODEL
-                embedded_at = started
+            vector = None if fate[j] < SHARE_PENDING else vectors[j]
+            withheld = SHARE_PENDING <= fate[j] < SHARE_PENDING + SHARE_NOT_CLEAR
+            redaction = "withheld" if withheld else "clear"
+            at = started + timedelta(minutes=j)
+            source = _uuid(rng)  # drawn after the chunk's id, as ever: the corpus stays the same
             chunks.append(
-                (
-                    account.id,
-                    cid,
-                    sid,
-                    "transcript_message",
-                    _uuid(rng),
-                    j,
-                    started + timedelta(minutes=j),
-                    "assistant",
-                    content,
-                    hashlib.sha256(content.encode()).digest(),
-                    redaction,
-                    state,
-                    vector,
-                    model,
-                    embedded_at,
-                )
+                chunk_row(account.id, cid, sid, source, j, at, content, vector, started, redaction)
             )
     return sessions, chunks
-
-
-SESSION_COLUMNS = [
-    "account_id",
-    "id",
-    "title",
-    "source_type",
-    "source_id",
-    "reference",
-    "status",
-    "started_at",
-    "last_activity_at",
-]
-CHUNK_COLUMNS = [
-    "account_id",
-    "id",
-    "runtime_session_id",
-    "source_kind",
-    "source_id",
-    "chunk_index",
-    "occurred_at",
-    "role",
-    "content",
-    "content_hash",
-    "redaction_state",
-    "embedding_state",
-    "embedding",
-    "embedding_model",
-    "embedded_at",
-]
-
-
-def topic_space(seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng([seed, 999_999])
-    centres = _unit_rows(rng, TOPICS)
-    subs = _unit_rows(rng, TOPICS * SUBTOPICS).reshape(TOPICS, SUBTOPICS, DIMS)
-    return centres, subs
 
 
 def now_utc() -> datetime:

@@ -6,6 +6,7 @@ miss. Cross-agent P@5: among the top 20, the first 5 neighbours from another age
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -31,6 +32,11 @@ class Scores:
     cross_p_at_5: float | None  # None: one agent only
     shown: dict[str, int]  # top-5 neighbours shown per band
     same_task: dict[str, float]  # share of them with the same task
+
+
+def task_half(task: str) -> int:
+    """0 or 1, by a hash of the task id: a split of the tasks that no label chooses."""
+    return hashlib.blake2b(task.encode(), digest_size=1).digest()[0] & 1
 
 
 def band_of(similarity: float, cuts: BandCuts) -> str:

@@ -1,0 +1,1 @@
+"""What every kind of benchmark shares: where it writes, its own databases, and timing."""

@@ -1,0 +1,78 @@
+"""The import benchmark: `python -m bench.importing --chunks 60000` (or 1000000). Writes one
+account's sessions and chunks as an import file (and the same chunk rows as a COPY text
+file), then measures side by side on the same server, each in a fresh database: the floor
+(a raw COPY of the rows into a bare table, then one CREATE INDEX USING hnsw) and the product
+(`similar-sessions import FILE` with default settings, its wall time and peak memory).
+Writes bench/results/import-<chunks>.md. Never part of the test run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+from pathlib import Path
+
+from bench.common.databases import drop, recreate
+from bench.common.paths import RESULTS
+from bench.importing.corpus import write_files
+from bench.importing.floor import ServerCpu, floor
+from bench.importing.report import report
+from bench.importing.runs import Run, migrate_db, product, split
+from config.settings import Settings
+from data.server import resolve_url
+
+FLOOR_DB, PRODUCT_DB = "bench_import_floor", "bench_import"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.importing", description=__doc__)
+    parser.add_argument("--chunks", type=int, default=60_000)
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/similar-sessions-import-bench"))
+    parser.add_argument("--keep", action="store_true", help="keep the files and databases")
+    parser.add_argument(
+        "--files", type=int, default=1, help="also import the rows cut into this many files"
+    )
+    args = parser.parse_args()
+    settings = Settings.from_env()
+    server_url = resolve_url(settings.database_url, settings.data_dir)
+    cpu = ServerCpu(settings)
+    args.dir.mkdir(parents=True, exist_ok=True)
+    print(f"writing {args.chunks:,} chunks to {args.dir} ...")
+    data_file, rows_file, columns = write_files(args.dir, args.chunks)
+    size = data_file.stat().st_size
+    print(f"  {data_file.name}: {size / 1024**2:,.0f} MB")
+    try:
+        floor_url = asyncio.run(recreate(server_url, FLOOR_DB))
+        print("floor: COPY + CREATE INDEX ...")
+        base = asyncio.run(floor(floor_url, rows_file, columns, args.chunks, cpu))
+        print(f"  {base.copy_s:.1f} s + {base.index_s:.1f} s (+ {base.second_index_s:.1f} s)")
+        asyncio.run(drop(server_url, FLOOR_DB))
+        url = asyncio.run(recreate(server_url, PRODUCT_DB))
+        migrate_db(url)
+        runs: list[Run] = []
+        for attempt in ("import", "again"):
+            print(f"similar-sessions import ({attempt}) ...")
+            runs.append(product(url, data_file, cpu))
+            print(f"  {runs[-1].wall_s:.1f} s, peak RSS {runs[-1].peak_rss_mib:,.0f} MiB")
+            print("  " + runs[-1].output)
+        if args.files > 1:
+            url = asyncio.run(recreate(server_url, PRODUCT_DB))
+            migrate_db(url)
+            for part in split(data_file, args.files):
+                print(f"similar-sessions import {part.name} ...")
+                runs.append(product(url, part, cpu))
+                print(f"  {runs[-1].wall_s:.1f} s")
+    finally:
+        if not args.keep:
+            asyncio.run(drop(server_url, FLOOR_DB))
+            asyncio.run(drop(server_url, PRODUCT_DB))
+            shutil.rmtree(args.dir, ignore_errors=True)
+    text = report(args, size, base, runs)
+    out = RESULTS / f"import-{args.chunks}.md"
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

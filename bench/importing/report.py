@@ -1,0 +1,66 @@
+"""The import run's report: the floor and the product side by side, wall time and CPU."""
+
+from __future__ import annotations
+
+import argparse
+
+from bench.importing.floor import Floor
+from bench.importing.runs import Run
+
+
+def _s(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.1f} s"
+
+
+def report(args: argparse.Namespace, size: int, base: Floor, runs: list[Run]) -> str:
+    first, again, *parts = runs
+    two = base.total_s + base.second_index_s
+    phases = ", ".join(f"{k} {v:,.1f} s" for k, v in first.phases.items())
+    one_cpu, two_cpu = (base.cpu_s[1], base.cpu_s[2]) if base.cpu_s else (None, None)
+
+    def ratio(over: float | None) -> str:
+        return "n/a" if first.cpu_s is None or not over else f"{first.cpu_s / over:.2f}x"
+
+    return "\n".join(
+        [
+            f"# Import of {args.chunks:,} chunks ({size / 1024**2:,.0f} MB, one account)",
+            "",
+            f"`python -m bench.importing --chunks {args.chunks}`: one run on this 2-core "
+            "machine, shared with other work, so wall times carry the neighbours' load; CPU "
+            "seconds (the import process and every server process) carry only the work. Each "
+            "side in a fresh database on the same server.",
+            "",
+            "| measure | wall | CPU |",
+            "|---|---|---|",
+            f"| floor: raw COPY of the chunk rows | {_s(base.copy_s)} "
+            f"| {_s(base.cpu_s[0] if base.cpu_s else None)} |",
+            f"| floor: CREATE INDEX USING hnsw | {_s(base.index_s)} | |",
+            f"| **floor: COPY + one index** | **{_s(base.total_s)}** | {_s(one_cpu)} |",
+            f"| floor: a second index on the same rows | {_s(base.second_index_s)} | |",
+            f"| floor: COPY + both indexes the product keeps | {_s(two)} | {_s(two_cpu)} |",
+            f"| **`similar-sessions import FILE`** (process start to exit) "
+            f"| **{_s(first.wall_s)}** | {_s(first.cpu_s)} |",
+            f"| import / (COPY + one index) | {first.wall_s / base.total_s:.2f}x "
+            f"| {ratio(one_cpu)} |",
+            f"| import / (COPY + both indexes) | {first.wall_s / two:.2f}x | {ratio(two_cpu)} |",
+            f"| import phases | {phases} | |",
+            f"| import rate | {args.chunks / first.wall_s:,.0f} chunks/s | |",
+            f"| import peak RSS | {first.peak_rss_mib:,.0f} MiB | |",
+            f"| the same file again (changes nothing) | {_s(again.wall_s)} | {_s(again.cpu_s)} |",
+            *(
+                [
+                    f"| the same rows in {len(parts)} files, one after the other (a fresh "
+                    f"database) | {_s(sum(r.wall_s for r in parts))} | "
+                    f"{_s(sum(r.cpu_s or 0 for r in parts))} |",
+                    "| ... each file | " + ", ".join(f"{r.wall_s:,.1f} s" for r in parts) + " | |",
+                ]
+                if parts
+                else []
+            ),
+            "",
+            "The product keeps two HNSW graphs over these rows (the model's shared index and the"
+            " account's own, data/model_indexes.py and data/account_indexes.py); the issue's"
+            " floor builds one.",
+            "",
+        ]
+    )

@@ -1,0 +1,82 @@
+"""The product's side of the import run: `similar-sessions import FILE` in a process of its
+own, its wall time, CPU seconds and peak memory; and the file cut into parts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.importing.floor import ServerCpu
+from data.engine import make_engine
+from data.migrate import migrate
+
+CLI = Path(sys.executable).with_name("similar-sessions")
+
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float | None  # the import process and the server
+    peak_rss_mib: float
+    phases: dict[str, float]
+    output: str
+
+
+def product(url: str, data_file: Path, cpu: ServerCpu) -> Run:
+    """`similar-sessions import FILE` in a process of its own, default settings."""
+    env = {**os.environ, "DATABASE_URL": url, "SIMILAR_SESSIONS_LOG_LEVEL": "INFO"}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, client_before, server_before = usage.ru_maxrss, _cpu(usage), cpu.seconds()
+    started = time.perf_counter()
+    done = subprocess.run(
+        [str(CLI), "import", str(data_file)], env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak, server_after = usage.ru_maxrss, cpu.seconds()
+    spent = None
+    if server_after is not None and server_before is not None:
+        spent = _cpu(usage) - client_before + server_after - server_before
+    if done.returncode != 0:
+        raise SystemExit(f"import failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    phases: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("{") and '"imported"' in line:
+            phases = json.loads(line).get("seconds", {})
+    summary = [line for line in done.stderr.splitlines() if not line.startswith("{")]
+    rss = max(peak, before) / 1024  # ru_maxrss is in KiB on Linux
+    return Run(wall, spent, rss, phases, "\n".join(summary))
+
+
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def migrate_db(url: str) -> None:
+    async def run() -> None:
+        engine = make_engine(url)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+def split(data_file: Path, parts: int) -> list[Path]:
+    """The file cut into parts of about equal lines, in order (a session before its chunks)."""
+    lines = data_file.read_bytes().splitlines(keepends=True)
+    size = -(-len(lines) // parts)
+    paths = []
+    for n in range(parts):
+        path = data_file.with_suffix(f".part{n}.jsonl")
+        path.write_bytes(b"".join(lines[n * size : (n + 1) * size]))
+        paths.append(path)
+    return paths

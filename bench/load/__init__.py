@@ -1,0 +1,1 @@
+"""The load run, `python -m bench.loadtest`: many clients on a running server."""
