@@ -85,25 +85,25 @@ def task_texts(corpus: labelled.Corpus) -> dict[str, list[str]]:
     return texts
 
 
-def shared_runs(query: Query, messages: Iterable[str]) -> set[Run]:
-    """The description's runs of SHARED_RUN words that some message also has."""
-    wanted = runs(query.text)
+def task_runs(messages: Iterable[str]) -> set[Run]:
+    """Every run of SHARED_RUN words within one message, over the messages."""
     found: set[Run] = set()
     for message in messages:
-        if not wanted - found:
-            break
-        found |= wanted & runs(message)
+        found |= runs(message)
     return found
 
 
 def problems(queries: Sequence[Query], texts: Mapping[str, Sequence[str]]) -> list[str]:
     """One line per description that names an unknown task or shares words with its task."""
     lines = []
+    known: dict[str, set[Run]] = {}
     for query in queries:
         if query.task not in texts:
             lines.append(f"task {query.task!r} is not in the corpus: {query.text!r}")
             continue
-        shared = shared_runs(query, texts[query.task])
+        if query.task not in known:
+            known[query.task] = task_runs(texts[query.task])
+        shared = runs(query.text) & known[query.task]
         if shared:
             spelled = "; ".join(sorted(" ".join(run) for run in shared))
             lines.append(f"task {query.task}: {query.text!r} shares {spelled!r}")
