@@ -1,0 +1,1 @@
+"""Search by description: labelled query sets, their metrics and baselines."""
