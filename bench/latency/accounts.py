@@ -19,7 +19,7 @@ from bench.latency.server import Client
 from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import compare_sessions
+from resolvers.comparison.phases import compare_sessions
 from resolvers.tuning import Tuning
 
 

@@ -13,7 +13,7 @@ from bench.latency.corpus import IDENTITY, Account
 from bench.latency.measure import probes_of, served
 from bench.latency.report import Report
 from data.account_indexes import ensure_account_index, valid_account_index
-from resolvers.lookup_path import LookupPath
+from resolvers.rules.lookup_path import LookupPath
 
 SWEEP_CHUNKS = [300, 600, 1000, 1500, 2500, 5000, 10_000]  # chunks: the accounts nearest these
 

@@ -18,8 +18,8 @@ from bench.latency.measure import exact, path_of, probes_of, recalls, served
 from bench.latency.report import Report
 from data.engine import make_engine
 from resolvers.arguments import SimilarArgs
-from resolvers.results import SimilarResult
-from resolvers.similar import compare_sessions
+from resolvers.comparison.phases import compare_sessions
+from resolvers.comparison.results import SimilarResult
 from resolvers.tuning import Tuning
 
 UNVERIFIED = "similar_approximate_unverified"

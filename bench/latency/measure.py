@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
@@ -12,13 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.latency.corpus import IDENTITY
 from data import comparison
+from data.lookups import Ask, Hit
 from data.model_catalog import ModelCatalog
 from data.model_indexes import comparable_predicate
-from resolvers import ranking
 from resolvers.arguments import SimilarArgs
-from resolvers.check_costs import CheckCosts
-from resolvers.lookup_path import LookupPath
-from resolvers.similar import Batch, look_up, plan
+from resolvers.comparison.check_costs import CheckCosts
+from resolvers.comparison.phases import look_up, plan
+from resolvers.comparison.state import Batch
+from resolvers.rules import ranking
+from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
 
 PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
@@ -85,34 +87,32 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
     forced = dataclasses.replace(tuning, exact_scan_max_chunks=cap)
     batch = plan(probe.account, [(probe.session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
-        await look_up(conn, batch, forced, ModelCatalog(), CheckCosts())
-    return batch
+        return await look_up(conn, batch, forced, ModelCatalog(), CheckCosts())
 
 
-async def served(
-    engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning
-) -> list[ranking.Hit]:
+async def served(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning) -> list[Hit]:
     """The served per-probe lists; on the shared index even where the account has its own."""
     if path is LookupPath.INDEX:
-        limits = comparison.Limits(PER_PROBE, FLOOR, tuning.overfetch, 0, own_index=False)
+        limits = replace(tuning.limits, exact_scan_max_chunks=0, own_index=False)
         async with engine.begin() as conn:
             await comparison.configure_comparison(conn, tuning.comparison_settings)
-            ask = comparison.Ask(0, probe.session)
-            rows = (await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits)).hits
-    else:
-        rows = (await _looked(engine, probe, path, tuning)).looked.hits
-    return [ranking.Hit(r.probe, r.chunk_id, r.session_id, r.similarity) for r in rows]
+            ask = Ask(0, probe.session)
+            looked = await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits)
+        found = looked.inventories[0]
+        return [] if found is None else [h for p in found.probes for h in p.answer.hits]
+    batch = await _looked(engine, probe, path, tuning)
+    return [h for c in batch.comparisons for h in c.hits()]
 
 
-async def exact(engine: AsyncEngine, probe: Probe) -> list[ranking.Hit]:
+async def exact(engine: AsyncEngine, probe: Probe) -> list[Hit]:
     async with engine.begin() as conn:
         rows = await conn.execute(
             sa.text(EXACT_SCAN), {"ids": probe.chunks, "account": probe.account}
         )
-        return [ranking.Hit(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
+        return [Hit(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
 
 
-def recalls(got: list[ranking.Hit], truth: list[ranking.Hit]) -> tuple[list[float], float]:
+def recalls(got: list[Hit], truth: list[Hit]) -> tuple[list[float], float]:
     """(chunk recall@25 of each probe with an exact answer, session recall@10)."""
     per_probe = []
     for n in {h.probe for h in truth}:

@@ -19,7 +19,7 @@ from bench.latency.server import LeanClient
 from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import compare_sessions, plan
+from resolvers.comparison.phases import compare_sessions, plan
 
 PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
   similarSessions(limit: 10) { results { runtimeSessionId score } } } } }"""

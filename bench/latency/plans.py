@@ -23,11 +23,11 @@ from bench.latency.measure import (
     served,
 )
 from bench.latency.report import Report
-from data.comparison import Ask
 from data.comparison_sql import first_statement
 from data.engine import make_engine
-from resolvers.lookup_path import LookupPath
-from resolvers.ranking import Hit
+from data.lookups import Ask, Hit
+from resolvers.rules import ranking
+from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
 
 
@@ -68,7 +68,7 @@ async def explain(conn: AsyncConnection, probe: Probe, path: LookupPath, tuning:
         "account_id": probe.account,
         "asks": json.dumps([Ask(0, probe.session).as_json()]),
         "branch_models": [str(IDENTITY)],
-        "retry": None,
+        "probes": ranking.SIMILAR_PROBE_CHUNKS,
         "exact": False,
         "cap": 0 if path.approximate else 100_000_000,
         "own_index": path is LookupPath.ACCOUNT_INDEX,

@@ -19,7 +19,7 @@ from config.settings import Settings
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder
 from indexer.lexical import LexicalEmbedder
-from resolvers.calibration import CONTRACT_CUTS
+from resolvers.rules.calibration import CONTRACT_CUTS
 
 OUT = RESULTS / "ablation.md"
 # name, policy, fitted, skip rule, template_min_sessions

@@ -18,7 +18,7 @@ from typing import Any
 from bench.common.paths import ROOT
 from bench.quality.rankings import stored
 from bench.quality.scoring import K, task_half
-from resolvers.calibration import BandCuts, family_of
+from resolvers.rules.calibration import BandCuts, family_of
 
 CLOSE_PRECISION = 0.90
 RELATED_PRECISION = 0.60

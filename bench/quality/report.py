@@ -9,7 +9,7 @@ from uuid import UUID
 
 from bench.quality.scoring import BANDS, Scores, score
 from config.settings import Settings
-from resolvers.calibration import CONTRACT_CUTS, cut_points
+from resolvers.rules.calibration import CONTRACT_CUTS, cut_points
 
 METHODS = {
     "served": "**served** (sampled probes)",

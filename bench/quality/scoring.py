@@ -15,7 +15,7 @@ from uuid import UUID
 
 import numpy as np
 
-from resolvers.calibration import BandCuts
+from resolvers.rules.calibration import BandCuts
 
 K = 5
 TOP = 20

@@ -21,7 +21,7 @@ from indexer.commands import config_from
 from indexer.embedders import Registry
 from indexer.worker import PassReport, index_once
 from resolvers.arguments import SimilarArgs
-from resolvers.similar import compare_sessions
+from resolvers.comparison.phases import compare_sessions
 from resolvers.tuning import Tuning
 from similar_sessions.app import create_app
 from transfer.importing import import_lines

@@ -1,7 +1,7 @@
 """The served ranking without a database, for fast ablations: the product's chunker, its
 repeated-content rule and embedders, then the contract's comparison (8 probes at the
 contract's positions, 25 nearest per probe at similarity >= 0.35, best passage plus
-0.02 ln(matched)) computed exactly in numpy with resolvers.ranking.
+0.02 ln(matched)) computed exactly in numpy with resolvers.rules.ranking.
 
 bench.quality measures the product itself; this module only explores variants quickly."""
 
@@ -21,7 +21,7 @@ from indexer.chunking import ChunkPolicy, Turn, chunk_session
 from indexer.embedders import Embedder
 from indexer.lexical import Fit, LexicalEmbedder
 from indexer.rechunk import policy_for
-from resolvers.ranking import (
+from resolvers.rules.ranking import (
     MIN_SIMILAR_SIMILARITY,
     SIMILAR_NEIGHBOURS_PER_PROBE,
     Hit,

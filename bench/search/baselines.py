@@ -17,7 +17,7 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from bench import labelled
+from bench.quality import labelled
 from bench.search import metrics
 from bench.search.queries import Query, query_set
 
@@ -124,7 +124,7 @@ def fused_rankings(*legs: Rankings) -> Rankings:
 
 
 def minilm() -> Any:
-    from bench.vector_cache import CachedEmbedder
+    from bench.quality.vector_cache import CachedEmbedder
     from indexer.embedders import MiniLMEmbedder
 
     return CachedEmbedder(MiniLMEmbedder())

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import labelled
+from bench.quality import labelled
 
 QUERIES_DIR = Path(__file__).parent / "queries"
 WORD = re.compile(r"[a-z0-9]+")

@@ -1,6 +1,7 @@
 """The comparison's pure parts: probe positions, model choice, grouping, order, bands.
 
-Hits in, ordered neighbours out. Imports neither SQLAlchemy nor strawberry.
+Hits in (data/lookups.py's rows), ordered neighbours out. Imports neither SQLAlchemy nor
+strawberry.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from operator import attrgetter
-from typing import Protocol
 from uuid import UUID
+
+from data.lookups import Hit as Hit  # the rows ranking reads, re-exported for its callers
 
 SIMILAR_PROBE_CHUNKS = 8
 SIMILAR_NEIGHBOURS_PER_PROBE = 25
@@ -58,29 +60,6 @@ def comparison_model(configured: str | None, embedded_by_model: dict[str, int]) 
     return min(candidates)[1] if candidates else None
 
 
-class Found(Protocol):
-    """What ranking reads of a hit: a `Hit`, or a row of the lookup as the data layer gives it."""
-
-    @property
-    def probe(self) -> int: ...
-    @property
-    def chunk_id(self) -> UUID: ...
-    @property
-    def session_id(self) -> UUID: ...
-    @property
-    def similarity(self) -> float: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One row of a per-probe lookup: probe number `probe` found `chunk_id`."""
-
-    probe: int
-    chunk_id: UUID
-    session_id: UUID
-    similarity: float
-
-
 @dataclass(frozen=True, slots=True)
 class Match:
     chunk_id: UUID
@@ -102,10 +81,10 @@ class Neighbour:
         return (-self.score, -self.similarity, self.session_id)
 
 
-def rank_neighbours(hits: Iterable[Found], max_matches: int) -> list[Neighbour]:
+def rank_neighbours(hits: Iterable[Hit], max_matches: int) -> list[Neighbour]:
     """Group hits by session and order them by score, similarity, then session id. A chunk
     found by several probes counts once, at its best similarity (ties: the lowest probe)."""
-    best: dict[UUID, Found] = {}
+    best: dict[UUID, Hit] = {}
     for hit in hits:
         seen = best.get(hit.chunk_id)
         if (
@@ -114,7 +93,7 @@ def rank_neighbours(hits: Iterable[Found], max_matches: int) -> list[Neighbour]:
             or (hit.similarity == seen.similarity and hit.probe < seen.probe)
         ):
             best[hit.chunk_id] = hit
-    by_session: dict[UUID, list[Found]] = {}
+    by_session: dict[UUID, list[Hit]] = {}
     for hit in best.values():
         found = by_session.get(hit.session_id)
         if found is None:
@@ -128,7 +107,7 @@ def rank_neighbours(hits: Iterable[Found], max_matches: int) -> list[Neighbour]:
     return neighbours
 
 
-def _neighbour(session_id: UUID, found: list[Found], max_matches: int) -> Neighbour:
+def _neighbour(session_id: UUID, found: list[Hit], max_matches: int) -> Neighbour:
     if len(found) > 1:
         found.sort(key=_match_order)
     top = found[0].similarity
@@ -141,7 +120,7 @@ def _neighbour(session_id: UUID, found: list[Found], max_matches: int) -> Neighb
     )
 
 
-def _match_order(hit: Found) -> tuple[float, UUID]:
+def _match_order(hit: Hit) -> tuple[float, UUID]:
     return (-hit.similarity, hit.chunk_id)
 
 

@@ -7,7 +7,7 @@ from uuid import uuid4
 
 import pytest
 
-from bench import labelled
+from bench.quality import labelled
 from bench.search import metrics
 from bench.search.baselines import SessionBM25, fused, terms
 

@@ -9,7 +9,7 @@ from uuid import uuid4
 
 import pytest
 
-from bench import labelled
+from bench.quality import labelled
 from bench.search.queries import (
     QUERIES_DIR,
     Query,
