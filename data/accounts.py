@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import tables as t
+from data.engine import raw_driver_errors
 from data.model_identity import ModelIdentity
 
 
@@ -53,13 +54,14 @@ WHERE k.key_hash = $1 AND k.revoked_at IS NULL"""
 async def principal_for_key(engine: AsyncEngine, key: str) -> Principal | None:
     """The account behind an unrevoked key, or None."""
     digest = hash_key(key)
-    pooled = await engine.raw_connection()
-    try:
-        driver = pooled.driver_connection
-        assert driver is not None
-        row = await driver.fetchrow(_PRINCIPAL, digest)
-    finally:
-        pooled.close()  # back to the pool: the read began no transaction
+    with raw_driver_errors():  # a raw connection: SQLAlchemy translates none of its errors
+        pooled = await engine.raw_connection()
+        try:
+            driver = pooled.driver_connection
+            assert driver is not None
+            row = await driver.fetchrow(_PRINCIPAL, digest)
+        finally:
+            pooled.close()  # back to the pool: the read began no transaction
     if row is None or not hmac.compare_digest(row["key_hash"], digest):
         return None
     return Principal(

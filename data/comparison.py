@@ -26,13 +26,8 @@ from data.comparison_sql import (
     first_statement,
     search_statement,
 )
-from data.engine import (
-    ComparisonSettings,
-    is_out_of_resources,
-    is_query_canceled,
-    json_statement,
-)
-from data.errors import ComparisonTimedOut
+from data.engine import ComparisonSettings, is_out_of_resources, json_statement
+from data.errors import ComparisonTimedOut, StatementTimedOut
 from data.lookups import (
     Ask,
     Counted,
@@ -239,10 +234,8 @@ def within_budget() -> Iterator[None]:
     transaction is then aborted)."""
     try:
         yield
-    except DBAPIError as exc:
-        if is_query_canceled(exc):
-            raise ComparisonTimedOut from None
-        raise
+    except StatementTimedOut:
+        raise ComparisonTimedOut from None
 
 
 @asynccontextmanager
@@ -259,8 +252,10 @@ async def own_budget(conn: AsyncConnection, budget_ms: int) -> AsyncIterator[Non
             sa.text("SELECT set_config('statement_timeout', :ms, true)"), {"ms": str(budget_ms)}
         )
         yield
+    except StatementTimedOut:
+        pass
     except DBAPIError as exc:
-        if not (is_query_canceled(exc) or is_out_of_resources(exc)):
+        if not is_out_of_resources(exc):
             raise
     finally:
         await savepoint.rollback()

@@ -7,6 +7,8 @@ every instant from year 1 to 9999 is stored and read as itself."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -20,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, PoolProxiedConnection
 from sqlalchemy.sql.selectable import TextualSelect
 
+from data.errors import StatementTimedOut, Unavailable
 from data.times import exchange_times_exactly
 from observability.metrics import POOL_WAIT, STATEMENT_TIMEOUTS
 
@@ -55,19 +58,39 @@ def json_statement(sql: str, column: str) -> TextualSelect:
 
 
 class TimedPool(AsyncAdaptedQueuePool):
-    """The usual pool, timing how long each checkout waits for a connection."""
+    """The usual pool, timing how long each checkout waits for a connection; no connection
+    free in time is Unavailable."""
 
     def _do_get(self) -> ConnectionPoolEntry:
         started = time.perf_counter()
         try:
             return super()._do_get()
+        except PoolTimeout as exc:
+            raise Unavailable("pool_timeout") from exc
         finally:
             POOL_WAIT.observe(time.perf_counter() - started)
 
 
-def _count_statement_timeouts(context: ExceptionContext) -> None:
-    if context.sqlalchemy_exception is not None and is_query_canceled(context.sqlalchemy_exception):
+def _connect(dialect: Any, _: ConnectionPoolEntry, cargs: Any, cparams: Any) -> Any:
+    """A connection made as the dialect makes it; a socket the server is not listening on
+    (refused, reset, no such Unix socket) is Unavailable, where the driver raises it raw.
+    The driver's own errors are translated by `_as_domain_error`."""
+    try:
+        return dialect.connect(*cargs, **cparams)
+    except OSError as exc:
+        raise Unavailable() from exc
+
+
+def _as_domain_error(context: ExceptionContext) -> None:
+    """A statement cancelled by its budget is StatementTimedOut, and an error that means the
+    database cannot answer right now is Unavailable (SQLAlchemy cleans up first: a lost
+    connection is still invalidated). Anything else stays the driver's error."""
+    raised = context.sqlalchemy_exception or context.original_exception
+    if is_query_canceled(raised):
         STATEMENT_TIMEOUTS.inc()
+        raise StatementTimedOut() from raised
+    if is_unavailable(raised):
+        raise Unavailable() from raised
 
 
 def make_engine(
@@ -108,8 +131,9 @@ def make_engine(
             record.info["comparison"] = comparison
 
         event.listen(engine.sync_engine, "connect", mark)
+    event.listen(engine.sync_engine, "do_connect", _connect)
     event.listen(engine.sync_engine, "connect", _exchange_times_exactly)
-    event.listen(engine.sync_engine, "handle_error", _count_statement_timeouts)
+    event.listen(engine.sync_engine, "handle_error", _as_domain_error)
     event.listen(engine.sync_engine, "checkout", _closed_by_server)
     return engine
 
@@ -154,15 +178,6 @@ def is_out_of_resources(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and isinstance(code, str) and code.startswith("53")
 
 
-def unavailable_cause(exc: BaseException) -> str:
-    """Why the database could not answer, as a metric label."""
-    if isinstance(exc, PoolTimeout):
-        return "pool_timeout"
-    if is_query_canceled(exc):
-        return "statement_timeout"
-    return "database"
-
-
 # SQLSTATEs of a server that cannot answer right now but will: connection exceptions (08),
 # too many connections, a cancelled statement, shutting down or crashed (57P01, 57P02), and
 # starting up or recovering (57P03, CannotConnectNowError).
@@ -179,6 +194,18 @@ def _causes(exc: BaseException) -> list[BaseException]:
         orig = getattr(current, "orig", None)
         current = orig if isinstance(orig, BaseException) else current.__cause__
     return chain
+
+
+@contextmanager
+def raw_driver_errors() -> Iterator[None]:
+    """On a raw connection (the pool's, used without SQLAlchemy's execution), the driver's
+    errors that mean the database cannot answer right now become Unavailable."""
+    try:
+        yield
+    except Exception as exc:
+        if is_unavailable(exc):
+            raise Unavailable() from exc
+        raise
 
 
 def is_unavailable(exc: BaseException) -> bool:

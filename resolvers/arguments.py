@@ -1,8 +1,11 @@
-"""The arguments of a comparison: defaults and bounds declared once, checked here."""
+"""The arguments of a ranked list (a session's neighbours, a search): each declared once
+(`RANKED_ARGUMENTS`), with its default and bounds; the GraphQL fields (schema/arguments.py) and
+the REST routes (similar_sessions/rest.py) are derived from the declaration, and every
+value is checked here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +19,47 @@ MAX_MATCHES_BOUNDS = (0, 5)
 WINDOW_DAYS_BOUNDS = (1, 365)
 MAX_FILTER_VALUES = 20
 MAX_FILTER_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """One argument of a ranked list: the field it fills (`SimilarArgs.checked`), its name as
+    a resolver's parameter and a REST query parameter (GraphQL camel-cases it), its type as
+    GraphQL declares it, its default and description."""
+
+    field: str
+    param: str
+    annotation: Any
+    default: Any
+    description: str | None = None
+    rest: str | None = None  # its REST name, where it is not `param`
+
+    @property
+    def rest_name(self) -> str:
+        return self.rest or self.param
+
+
+RANKED_ARGUMENTS: tuple[Argument, ...] = (
+    Argument("limit", "limit", int, DEFAULT_LIMIT),
+    Argument("max_matches_per_session", "max_matches_per_session", int, DEFAULT_MAX_MATCHES),
+    Argument("window_days", "window_days", int | None, None),
+    Argument("include_match_text", "include_match_text", bool, True),
+    Argument("cursor", "after", str | None, None, rest="cursor"),
+    Argument(
+        "statuses",
+        "status",
+        list[str] | None,
+        None,
+        "Only sessions of these statuses (e.g. failed).",
+    ),
+    Argument(
+        "source_types",
+        "source_type",
+        list[str] | None,
+        None,
+        "Only sessions of these source types.",
+    ),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,39 +90,36 @@ class SimilarArgs:
     @classmethod
     def checked(
         cls,
+        values: Mapping[str, Any],
         *,
-        limit: int,
-        max_matches_per_session: int,
-        window_days: int | None,
-        include_match_text: bool,
-        cursor: str | None,
-        names: dict[str, str],
+        names: Mapping[str, str],
         ranked: tuple[str, str],
         cursors: Cursors,
-        statuses: Sequence[str] | None = None,
-        source_types: Sequence[str] | None = None,
     ) -> SimilarArgs:
-        """Validate bounds and open the cursor for the list `ranked`; `names` maps each
-        argument to the caller's spelling of it."""
-        for name, value, (low, high) in (
-            ("limit", limit, LIMIT_BOUNDS),
-            ("max_matches_per_session", max_matches_per_session, MAX_MATCHES_BOUNDS),
-            ("window_days", window_days, WINDOW_DAYS_BOUNDS),
+        """Validate the values (by RANKED_ARGUMENTS' fields, a missing one at its default)
+        and open the cursor for the list `ranked`; `names` maps each field to the caller's
+        spelling of it."""
+        given = {a.field: values.get(a.field, a.default) for a in RANKED_ARGUMENTS}
+        for name, (low, high) in (
+            ("limit", LIMIT_BOUNDS),
+            ("max_matches_per_session", MAX_MATCHES_BOUNDS),
+            ("window_days", WINDOW_DAYS_BOUNDS),
         ):
+            value = given[name]
             if value is not None and not low <= value <= high:
                 raise BadArgument(names[name], f"must be between {low} and {high}, got {value}")
         args = cls(
-            limit,
-            max_matches_per_session,
-            window_days,
-            include_match_text,
+            given["limit"],
+            given["max_matches_per_session"],
+            given["window_days"],
+            given["include_match_text"],
             None,
-            filter_values(statuses, names.get("statuses", "status")),
-            filter_values(source_types, names.get("source_types", "source_type")),
+            filter_values(given["statuses"], names["statuses"]),
+            filter_values(given["source_types"], names["source_types"]),
         )
-        if cursor is None:
+        if given["cursor"] is None:
             return args
-        after = cursors.open_ranked(cursor, args.binding(ranked), names["cursor"])
+        after = cursors.open_ranked(given["cursor"], args.binding(ranked), names["cursor"])
         return replace(args, after=after)
 
 

@@ -1,26 +1,49 @@
-"""Where expected errors become GraphQL errors with an `extensions.code`; anything else is
-masked. The one place resolvers' errors are mapped for GraphQL."""
+"""The one table of expected errors (`DOMAIN_ERRORS`): each domain error with its HTTP status,
+its REST error code and its GraphQL `extensions.code`, read by both edges (the GraphQL error
+mapping here, the app's exception handlers in similar_sessions/errors.py). Anything else a
+resolver raises is masked."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from graphql import GraphQLError
 from strawberry.extensions import MaskErrors
 
-from data.engine import is_unavailable, unavailable_cause
+from data.errors import Unavailable
 from observability.metrics import UNAVAILABLE
 from resolvers.errors import BadArgument, LimitExceeded
 
 
-def expected(original: BaseException) -> tuple[str, dict[str, Any]] | None:
-    """The message and extensions of an expected error; None for any other."""
-    if isinstance(original, BadArgument):
-        return str(original), {"code": "BAD_USER_INPUT", "argument": original.argument}
-    if isinstance(original, LimitExceeded):
-        return str(original), {"code": "LIMIT_EXCEEDED", "limit": original.limit}
-    if is_unavailable(original):
-        return "the database is unavailable; retry shortly", {"code": "UNAVAILABLE"}
+@dataclass(frozen=True, slots=True)
+class ErrorAnswer:
+    """How both edges answer one domain error: `details` gives what it names (the argument,
+    the limit), as GraphQL extensions; REST renames `argument` to `parameter`."""
+
+    status: int
+    rest_code: str
+    graphql_code: str
+    details: Callable[[Any], dict[str, Any]] = lambda _: {}
+
+
+DOMAIN_ERRORS: dict[type[Exception], ErrorAnswer] = {
+    BadArgument: ErrorAnswer(
+        422, "invalid_parameter", "BAD_USER_INPUT", lambda e: {"argument": e.argument}
+    ),
+    LimitExceeded: ErrorAnswer(
+        400, "limit_exceeded", "LIMIT_EXCEEDED", lambda e: {"limit": e.limit}
+    ),
+    Unavailable: ErrorAnswer(503, "unavailable", "UNAVAILABLE"),
+}
+
+
+def answer_of(error: BaseException) -> ErrorAnswer | None:
+    """The table's entry for an error (by its class or one it derives from), if any."""
+    for kind, answer in DOMAIN_ERRORS.items():
+        if isinstance(error, kind):
+            return answer
     return None
 
 
@@ -30,7 +53,7 @@ def is_unexpected(error: GraphQLError) -> bool:
     return (
         original is not None
         and not isinstance(original, GraphQLError)
-        and expected(original) is None
+        and answer_of(original) is None
     )
 
 
@@ -41,14 +64,17 @@ class MapErrors(MaskErrors):
         super().__init__(should_mask_error=_raised_by_a_resolver)
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        assert error.original_error is not None
-        mapped = expected(error.original_error)
-        if mapped is None:
+        original = error.original_error
+        assert original is not None
+        answer = answer_of(original)
+        if answer is None:
             return super().anonymise_error(error)
-        message, extensions = mapped
-        if extensions["code"] == "UNAVAILABLE":
-            UNAVAILABLE.labels("graphql", unavailable_cause(error.original_error)).inc()
-        return GraphQLError(message, nodes=error.nodes, path=error.path, extensions=extensions)
+        if isinstance(original, Unavailable):
+            UNAVAILABLE.labels("graphql", original.cause).inc()
+        extensions = {"code": answer.graphql_code, **answer.details(original)}
+        return GraphQLError(
+            str(original), nodes=error.nodes, path=error.path, extensions=extensions
+        )
 
 
 def _raised_by_a_resolver(error: GraphQLError) -> bool:

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Any
 
 import strawberry
 
-from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.comparison.search import checked_text
 from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
+from schema.arguments import ranked_args, with_ranked_arguments
 from schema.budget import admit
 from schema.selection import selects
+from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch
-
-_NAMES = {
-    "limit": "limit",
-    "max_matches_per_session": "maxMatchesPerSession",
-    "window_days": "windowDays",
-    "cursor": "after",
-    "statuses": "status",
-    "source_types": "sourceType",
-}
 
 
 @strawberry.type
@@ -32,38 +24,13 @@ class SearchQuery:
         "embedded once with the account's configured model. Null, with an error, when "
         "refused (BAD_USER_INPUT, or LIMIT_EXCEEDED)."
     )
+    @with_ranked_arguments
     async def search_sessions(
-        self,
-        info: strawberry.Info[Context, None],
-        text: str,
-        limit: int = DEFAULT_LIMIT,
-        max_matches_per_session: int = DEFAULT_MAX_MATCHES,
-        window_days: int | None = None,
-        include_match_text: bool = True,
-        after: str | None = None,
-        status: Annotated[
-            list[str] | None,
-            strawberry.argument(description="Only sessions of these statuses (e.g. failed)."),
-        ] = None,
-        source_type: Annotated[
-            list[str] | None,
-            strawberry.argument(description="Only sessions of these source types."),
-        ] = None,
+        self, info: strawberry.Info[Context, None], text: str, **ranked: Any
     ) -> SessionSearch | None:
         admit(info)
         text = checked_text(text, "text")
         selected = selects(info.selected_fields, "searchSessions", "results", "matches", "text")
-        args = SimilarArgs.checked(
-            limit=limit,
-            max_matches_per_session=max_matches_per_session,
-            window_days=window_days,
-            include_match_text=include_match_text and selected,
-            cursor=after,
-            names=_NAMES,
-            ranked=search_list(text),
-            cursors=info.context.cursors,
-            statuses=status,
-            source_types=source_type,
-        )
+        args = ranked_args(info, ranked, search_list(text), selected)
         result = await search_sessions(info.context, text, args)
-        return SessionSearch.of(result)
+        return SessionSearch.of(result, RuntimeSession.of)

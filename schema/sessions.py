@@ -3,29 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Any
 from uuid import UUID
 
 import strawberry
 
 from data.sessions import ActivityRow, SessionRow
-from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions
+from schema.arguments import ranked_args, with_ranked_arguments
 from schema.budget import admit
 from schema.mapping import from_result
 from schema.selection import selects
 from schema.similar import SimilarSessions
-
-_GRAPHQL_NAMES = {
-    "limit": "limit",
-    "max_matches_per_session": "maxMatchesPerSession",
-    "window_days": "windowDays",
-    "cursor": "after",
-    "statuses": "status",
-    "source_types": "sourceType",
-}
 
 
 def _selects_text(info: strawberry.Info[Context, None]) -> bool:
@@ -133,37 +124,12 @@ class RuntimeSession:
         "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: more comparisons than one "
         "request may ask for, counted from the query before any runs)."
     )
+    @with_ranked_arguments
     async def similar_sessions(
-        self,
-        info: strawberry.Info[Context, None],
-        limit: int = DEFAULT_LIMIT,
-        max_matches_per_session: int = DEFAULT_MAX_MATCHES,
-        window_days: int | None = None,
-        include_match_text: bool = True,
-        after: str | None = None,
-        status: Annotated[
-            list[str] | None,
-            strawberry.argument(description="Only neighbours of these statuses (e.g. failed)."),
-        ] = None,
-        source_type: Annotated[
-            list[str] | None,
-            strawberry.argument(description="Only neighbours of these source types."),
-        ] = None,
+        self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
         admit(info)
-        args = SimilarArgs.checked(
-            limit=limit,
-            max_matches_per_session=max_matches_per_session,
-            window_days=window_days,
-            # No passage text is read when no client selected it.
-            include_match_text=include_match_text and _selects_text(info),
-            cursor=after,
-            names=_GRAPHQL_NAMES,
-            statuses=status,
-            source_types=source_type,
-            ranked=similar_list(self.id),
-            cursors=info.context.cursors,
-        )
+        args = ranked_args(info, ranked, similar_list(self.id), _selects_text(info))
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"
-        return SimilarSessions.of(result)
+        return SimilarSessions.of(result, RuntimeSession.of)

@@ -6,12 +6,14 @@ types (similar_sessions/rest.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 from uuid import UUID
 
 import strawberry
 
+from data.sessions import SessionRow
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.results import (
     MatchResult,
@@ -130,13 +132,18 @@ class RankedSession:
     )
 
 
+# Makes the RuntimeSession of a neighbour's session row (schema/sessions.py passes its own).
+SessionOf = Callable[[SessionRow], "RuntimeSession"]
+
+
 @strawberry.type(description="Another session of the account that went the same way.")
 class Neighbour(RankedSession):
     matches: list[Match]
 
     @classmethod
-    def of(cls, n: NeighbourResult) -> Neighbour:
-        return from_result(cls, n, session=_session(n), matches=[Match.of(m) for m in n.matches])
+    def of(cls, n: NeighbourResult, session_of: SessionOf) -> Neighbour:
+        matches = [Match.of(m) for m in n.matches]
+        return from_result(cls, n, session=session_of(n.session), matches=matches)
 
 
 @strawberry.type(description="A session of the account with passages like the search text.")
@@ -144,15 +151,9 @@ class SearchNeighbour(RankedSession):
     matches: list[SearchMatch]
 
     @classmethod
-    def of(cls, n: NeighbourResult) -> SearchNeighbour:
+    def of(cls, n: NeighbourResult, session_of: SessionOf) -> SearchNeighbour:
         matches = [SearchMatch.of(m) for m in n.matches]
-        return from_result(cls, n, session=_session(n), matches=matches)
-
-
-def _session(n: NeighbourResult) -> RuntimeSession:
-    from schema.sessions import RuntimeSession
-
-    return RuntimeSession.of(n.session)
+        return from_result(cls, n, session=session_of(n.session), matches=matches)
 
 
 strawberry.enum(TimelineBucket, description="The span of a timeline's bucket.")
@@ -216,13 +217,13 @@ class SimilarSessions:
         return Timeline.of(result)
 
     @classmethod
-    def of(cls, r: SimilarResult) -> SimilarSessions:
+    def of(cls, r: SimilarResult, session_of: SessionOf) -> SimilarSessions:
         return from_result(
             cls,
             r,
             degraded=Degraded.of(r.degraded),
             bands=from_result(BandCutPoints, r.bands),
-            results=[Neighbour.of(n) for n in r.results],
+            results=[Neighbour.of(n, session_of) for n in r.results],
         )
 
 
@@ -240,11 +241,11 @@ class SessionSearch:
     has_next_page: bool
 
     @classmethod
-    def of(cls, r: SearchResult) -> SessionSearch:
+    def of(cls, r: SearchResult, session_of: SessionOf) -> SessionSearch:
         return from_result(
             cls,
             r,
             degraded=Degraded.of(r.degraded),
             bands=from_result(BandCutPoints, r.bands),
-            results=[SearchNeighbour.of(n) for n in r.results],
+            results=[SearchNeighbour.of(n, session_of) for n in r.results],
         )

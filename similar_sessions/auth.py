@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from data.accounts import Principal, hash_key, principal_for_key
-from data.engine import is_unavailable
+from data.errors import Unavailable
 from similar_sessions.errors import error, unavailable
 from similar_sessions.graphql_app import is_graphiql_page
 from similar_sessions.rate_limit import describe
@@ -72,9 +72,7 @@ class AuthMiddleware:
             response.headers["WWW-Authenticate"] = "Bearer"
         except Forbidden:
             response = error(403, "forbidden", "this API key lacks the view_runtime_sessions scope")
-        except Exception as exc:
-            if not is_unavailable(exc):
-                raise
+        except Unavailable as exc:
             response = unavailable(exc)
         else:
             key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key

@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from data.engine import is_unavailable, unavailable_cause
+from data.errors import Unavailable
 from observability.metrics import UNAVAILABLE
-from resolvers.errors import BadArgument
+from schema.errors import DOMAIN_ERRORS, answer_of
 
 log = structlog.get_logger(__name__)
 RETRY_AFTER_S = "2"
@@ -27,35 +25,23 @@ def not_found() -> JSONResponse:
     return error(404, "not_found", "no runtime session with this id")
 
 
-def unavailable(exc: BaseException) -> Response:
+def unavailable(exc: Unavailable) -> Response:
     """503 with Retry-After: the database cannot answer right now."""
-    log.warning("database_unavailable", error=type(exc).__name__)
-    UNAVAILABLE.labels("http", unavailable_cause(exc)).inc()
-    response = error(503, "unavailable", "the database is unavailable; retry shortly")
+    log.warning("database_unavailable", cause=exc.cause)
+    UNAVAILABLE.labels("http", exc.cause).inc()
+    response = error(503, "unavailable", str(exc))
     response.headers["Retry-After"] = RETRY_AFTER_S
     return response
 
 
-async def on_bad_argument(_: Request, exc: Exception) -> Response:
-    assert isinstance(exc, BadArgument)
-    return error(422, "invalid_parameter", str(exc), parameter=exc.argument)
-
-
-async def on_unavailable(_: Request, exc: Exception) -> Response:
-    return unavailable(exc)
-
-
-async def on_database_error(_: Request, exc: Exception) -> Response:
-    """503 for a database that is down or too slow right now; anything else stays a 500."""
-    if is_unavailable(exc):
+async def on_domain_error(_: Request, exc: Exception) -> Response:
+    """A domain error answered as the table says (schema/errors.py)."""
+    if isinstance(exc, Unavailable):
         return unavailable(exc)
-    raise exc
+    answer = answer_of(exc)
+    assert answer is not None, "registered for the table's errors only"
+    details = {"parameter" if k == "argument" else k: v for k, v in answer.details(exc).items()}
+    return error(answer.status, answer.rest_code, str(exc), **details)
 
 
-# OSError covers ConnectionError; DBAPIError covers OperationalError (see is_unavailable).
-EXCEPTION_HANDLERS = {
-    BadArgument: on_bad_argument,
-    PoolTimeout: on_unavailable,
-    OSError: on_unavailable,
-    DBAPIError: on_database_error,
-}
+EXCEPTION_HANDLERS = {kind: on_domain_error for kind in DOMAIN_ERRORS}

@@ -15,58 +15,54 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
+from resolvers.arguments import RANKED_ARGUMENTS, Argument, SimilarArgs
 from resolvers.comparison.search import checked_text
 from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
 from schema.mapping import init_fields
+from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch, SimilarSessions
 from similar_sessions.context import request_context
 from similar_sessions.errors import not_found
 
-_REST_NAMES = {
-    "limit": "limit",
-    "max_matches_per_session": "max_matches_per_session",
-    "window_days": "window_days",
-    "cursor": "cursor",
-    "statuses": "status",
-    "source_types": "source_type",
-}
-_KNOWN = {
-    "limit",
-    "max_matches_per_session",
-    "window_days",
-    "include_match_text",
-    "cursor",
-    "status",
-    "source_type",
-}
+# Each field named by its REST spelling, and the query parameters of a ranked list.
+_REST_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS}
+_KNOWN = frozenset(_REST_NAMES.values())
 # What only GraphQL has: a neighbour's session object and console link, Relay-style paging
 # (REST pages with next_cursor, present only when more results exist); and the arguments a
 # GraphQL type keeps for its own resolvers.
 GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page", "args"})
 
 
-def _int(request: Request, name: str, default: int | None) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
+def _int(raw: str, name: str) -> int:
     try:
         return int(raw)
     except ValueError:
         raise BadArgument(name, f"must be a whole number, got {raw[:40]!r}") from None
 
 
-def _bool(request: Request, name: str, default: bool) -> bool:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
+def _bool(raw: str, name: str) -> bool:
     if raw.lower() in {"true", "1"}:
         return True
     if raw.lower() in {"false", "0"}:
         return False
     raise BadArgument(name, f"must be true or false, got {raw[:40]!r}")
+
+
+def _value(request: Request, argument: Argument) -> Any:
+    """One argument from the query string, read as its declared type; absent, its default."""
+    name = argument.rest_name
+    if argument.annotation == list[str] | None:
+        return request.query_params.getlist(name) or None
+    raw = request.query_params.get(name)
+    if raw is None:
+        return argument.default
+    if argument.annotation in (int, int | None):
+        return _int(raw, name)
+    if argument.annotation is bool:
+        return _bool(raw, name)
+    return raw
 
 
 def parse_args(
@@ -77,21 +73,8 @@ def parse_args(
     unknown = sorted(set(request.query_params) - _KNOWN - also)
     if unknown:
         raise BadArgument(unknown[0][:40], "is not a parameter of this route")
-    limit = _int(request, "limit", DEFAULT_LIMIT)
-    max_matches = _int(request, "max_matches_per_session", DEFAULT_MAX_MATCHES)
-    assert limit is not None and max_matches is not None
-    return SimilarArgs.checked(
-        limit=limit,
-        max_matches_per_session=max_matches,
-        window_days=_int(request, "window_days", None),
-        include_match_text=_bool(request, "include_match_text", True),
-        cursor=request.query_params.get("cursor"),
-        names=_REST_NAMES,
-        statuses=request.query_params.getlist("status"),
-        source_types=request.query_params.getlist("source_type"),
-        ranked=ranked,
-        cursors=cursors,
-    )
+    values = {a.field: _value(request, a) for a in RANKED_ARGUMENTS}
+    return SimilarArgs.checked(values, names=_REST_NAMES, ranked=ranked, cursors=cursors)
 
 
 async def similar_route(request: Request) -> JSONResponse:
@@ -105,7 +88,7 @@ async def similar_route(request: Request) -> JSONResponse:
     result = await similar_sessions(context, session_id, args)
     if result is None:
         return not_found()
-    return JSONResponse(payload(SimilarSessions.of(result), result.end_cursor))
+    return JSONResponse(payload(SimilarSessions.of(result, RuntimeSession.of), result.end_cursor))
 
 
 async def search_route(request: Request) -> JSONResponse:
@@ -114,7 +97,7 @@ async def search_route(request: Request) -> JSONResponse:
     context = await request_context(request)
     args = parse_args(request, search_list(text), context.cursors, also=frozenset({"q"}))
     result = await search_sessions(context, text, args)
-    return JSONResponse(payload(SessionSearch.of(result), result.end_cursor))
+    return JSONResponse(payload(SessionSearch.of(result, RuntimeSession.of), result.end_cursor))
 
 
 def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:

@@ -5,11 +5,9 @@ from __future__ import annotations
 from config.settings import Settings
 from data.model_identity import ModelIdentity
 from indexer.embedders import Embedder, ProviderFactory
+from indexer.providers.failures import EmbeddingFailed
 
-
-class EmbeddingFailed(RuntimeError):
-    """The provider did not embed a batch after its retries; the message names why without
-    any text or key (it is stored with the batch's chunks)."""
+__all__ = ["EmbeddingFailed", "providers_for"]
 
 
 def providers_for(settings: Settings) -> dict[str, ProviderFactory]:

@@ -15,7 +15,7 @@ from config.settings import Settings
 from data.model_identity import ModelIdentity
 from indexer.billing import Embedding
 from indexer.embedders import EmbedderUnavailable
-from indexer.providers import EmbeddingFailed
+from indexer.providers.failures import EmbeddingFailed
 
 _CODE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 

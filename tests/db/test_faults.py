@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from config.settings import Settings
 from data import load
 from data.engine import is_unavailable, make_engine
+from data.errors import Unavailable
 from data.migrate import migrate
 from data.server import async_url
 from schema import errors as schema_errors
@@ -153,11 +154,13 @@ async def test_a_database_starting_up_answers_503_with_retry_after(own_server: A
         _start_as_standby(own_server)
         raw = await _refusing(url)
         assert isinstance(raw, asyncpg.CannotConnectNowError) and is_unavailable(raw)
-        with pytest.raises(sa.exc.DBAPIError) as wrapped:
+        with pytest.raises(Unavailable) as wrapped:  # data/ raises it, not the driver's error
             async with engine.connect():
                 pass
-        assert is_unavailable(wrapped.value)
-        assert schema_errors.expected(wrapped.value) == (
+        assert is_unavailable(wrapped.value.__cause__)
+        answer = schema_errors.answer_of(wrapped.value)
+        assert answer is not None
+        assert (str(wrapped.value), {"code": answer.graphql_code}) == (
             "the database is unavailable; retry shortly",
             {"code": "UNAVAILABLE"},
         )

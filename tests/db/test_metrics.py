@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data.engine import make_engine
+from data.errors import StatementTimedOut
 from indexer.worker import index_once
 from similar_sessions.app import create_app
 from tests.db.test_openai_indexing import registry
@@ -152,7 +153,7 @@ async def test_an_exhausted_pool_counts_a_503_and_its_wait(database_url: str) ->
 
 async def test_a_statement_past_its_timeout_is_counted(engine: AsyncEngine) -> None:
     before = sample("similar_sessions_db_statement_timeouts_total")
-    with pytest.raises(sa.exc.DBAPIError):
+    with pytest.raises(StatementTimedOut):  # data/'s domain error for it
         async with engine.begin() as conn:
             await conn.execute(sa.text("SET LOCAL statement_timeout = 50"))
             await conn.execute(sa.text("SELECT pg_sleep(2)"))

@@ -1,6 +1,7 @@
 """The house rules, checked on the source: SQL only in data/, every product function under
-fifty lines, no import cycle between the top-level packages, and nothing importing the entry
-points (similar_sessions/) but themselves."""
+fifty lines, no import cycle between the top-level packages nor between the modules of one,
+no contract constant written into SQL as a literal, and nothing importing the entry points
+(similar_sessions/) but themselves."""
 
 from __future__ import annotations
 
@@ -89,6 +90,81 @@ def test_every_product_function_is_under_fifty_lines() -> None:
 
 def test_no_import_cycle_between_packages() -> None:
     assert cycles(package_graph()) == []
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """The nodes under `if TYPE_CHECKING:`: names for annotations (a strawberry lazy type
+    between two GraphQL types that refer to each other), never imported at run time."""
+    return {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for inner in ast.walk(node)
+    }
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Each module and the modules of its own package it imports at run time."""
+    trees = {module_name(path): tree for _, path, tree in modules()}
+    graph: dict[str, set[str]] = {}
+    for name, tree in trees.items():
+        skip, needs = _type_only(tree), set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    needs.add(full if full in trees else node.module)
+            elif isinstance(node, ast.Import):
+                needs.update(alias.name for alias in node.names)
+        package = name.split(".")[0]
+        graph[name] = {m for m in needs if m in trees and m != name and m.startswith(package)}
+    return graph
+
+
+def test_no_import_cycle_between_the_modules_of_a_package() -> None:
+    assert cycles(module_graph()) == []
+
+
+def test_the_module_cycle_check_sees_a_cycle_inside_a_package() -> None:
+    graph = module_graph()
+    graph["resolvers.rules.ranking"] = graph["resolvers.rules.ranking"] | {"resolvers.context"}
+    assert any("resolvers.rules.ranking" in cycle for cycle in cycles(graph))
+
+
+# The contract's constants (resolvers/rules/ranking.py): the SQL takes them as parameters.
+CONTRACT_LITERALS = re.compile(
+    r"(?<![\w.:$'\"])(?:8|25|200|280|0\.35|0\.7|0\.70|0\.5|0\.50|0\.02)(?![\w.])"
+)
+
+
+def contract_literals(text: str) -> list[str]:
+    """The literals of an SQL text that repeat a contract constant."""
+    return CONTRACT_LITERALS.findall(text) if SQL.search(text) else []
+
+
+def test_no_sql_repeats_a_contract_constant() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {literal}"
+        for package, path, tree in modules()
+        if package == "data"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        for literal in contract_literals(node.value)
+    ]
+    assert found == [], f"contract constants written into SQL: {found}"
+
+
+def test_the_literal_check_sees_a_probe_count_in_sql() -> None:
+    assert contract_literals("SELECT 1 FROM probes WHERE o.n <= 8 LIMIT :per_probe") == ["8"]
+    assert contract_literals("SELECT 1 WHERE x >= 0.35 AND y = 'a8' AND z = :p8") == ["0.35"]
+    assert contract_literals("the 8 probes of a comparison") == []  # prose, not SQL
 
 
 def test_the_cycle_check_sees_a_cycle() -> None:
