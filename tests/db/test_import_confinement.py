@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests.support.cli import run_import
 from tests.support.transfer_files import counts, write_file
 from tests.support.world import World, blend, direction
 from transfer.formats.replay import session_uuid
@@ -36,16 +36,6 @@ async def two_accounts(engine: AsyncEngine, tmp_path: Path) -> tuple[World, dict
     await import_file(engine, write_file(tmp_path, world.jsonl(), "accounts.jsonl"))
     b_account = World(lines=[dict(world.lines[4])])
     return b_account, ids
-
-
-def run_import(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "similar_sessions.cli", "import", *args],
-        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def refused_lines(done: subprocess.CompletedProcess[str], path: Path) -> dict[int, str]:
