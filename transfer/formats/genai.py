@@ -17,11 +17,11 @@ from typing import Any
 
 from transfer.formats.conversation import Turn, call, result, turns_of
 
-# JSON in an attribute nests at most this deep. The GenAI message shape takes five levels
-# (list, message, parts, part, arguments), leaving tool arguments far more than any tool
-# schema nests; the reader recurses a few frames a level, well inside Python's 1,000; and it
-# is below the ~200 levels past which the parser gives up, so a string too deep is refused
-# by this limit, whatever else is wrong with it, rather than read as text.
+# JSON in an attribute nests at most this deep, measured before it is parsed: json.loads and
+# the reader recurse a frame or two a level, and Python's stack ends near 1,000 frames. The
+# GenAI message shape takes five levels (list, message, parts, part, arguments), leaving
+# tool arguments far more than any tool schema nests; the lines themselves are held to about
+# 200 by pydantic-core's parser.
 MAX_JSON_DEPTH = 64
 # A string, to its closing quote or the end of the text (possessive: linear in its length).
 _STRINGS = re.compile(r'"(?:[^"\\]++|\\.?)*+"?', re.DOTALL)
