@@ -23,6 +23,15 @@ from pydantic import (
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _URL_SAFE = str.maketrans("-_", "+/")
+VALUE_NAMES = (  # AnyValue's one-of, as OTLP/JSON names them
+    "stringValue",
+    "boolValue",
+    "intValue",
+    "doubleValue",
+    "arrayValue",
+    "kvlistValue",
+    "bytesValue",
+)
 
 
 class OtlpModel(BaseModel):
@@ -61,21 +70,27 @@ class AnyValue(OtlpModel):
     kvlist_value: KeyValueList | None = Field(default=None, alias="kvlistValue")
     bytes_value: Base64Text | None = Field(default=None, alias="bytesValue")
 
-    @model_validator(mode="after")
-    def _one_value(self) -> AnyValue:
-        given = [name for name, value in self if value is not None]
-        if len(given) > 1:
-            names = " and ".join(str(type(self).model_fields[n].alias) for n in given)
-            raise ValueError(f"an attribute value holds one value, not {names}")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _one_value(cls, data: Any) -> Any:
+        """At most one value set (null is none); cheap for the usual one key."""
+        if not isinstance(data, dict) or len(data.keys() & VALUE_NAMES) < 2:
+            return data
+        named = [name for name in VALUE_NAMES if data.get(name) is not None]
+        if len(named) > 1:
+            raise ValueError(f"an attribute value holds one value, not {' and '.join(named)}")
+        return data
 
     def plain(self) -> Any:
         """The value it holds (bytes as their base64 text), or None when empty."""
+        if self.string_value is not None:
+            return self.string_value
         if self.array_value is not None:
             return [v.plain() for v in self.array_value.values or []]
         if self.kvlist_value is not None:
             return {kv.key: kv.plain() for kv in self.kvlist_value.values or []}
-        return next((value for _, value in self if value is not None), None)
+        scalars = (self.bool_value, self.int_value, self.double_value, self.bytes_value)
+        return next((value for value in scalars if value is not None), None)
 
 
 class KeyValue(OtlpModel):
