@@ -52,10 +52,10 @@ class Conflict:
     """A staged line the database or the file itself contradicts."""
 
     line: int
-    code: str  # duplicate | unknown_account | other_account | unknown_session
+    code: str  # duplicate | unknown_account | other_account | unknown_session | outside_account
     type: str
     id: UUID
-    account_id: UUID | None = None  # the other account (duplicate, other_account)
+    account_id: UUID | None = None  # the other account (duplicate, other_account, outside_account)
     other_line: int | None = None  # the first line with the same id (duplicate)
 
 
@@ -124,6 +124,15 @@ _UNKNOWN_SESSIONS = (
 )
 
 
+# Only with --account: the file's own sessions are of that account (checked as it is read),
+# so a session owning a staged line under another account is the database's.
+_OUTSIDE_ACCOUNT = (
+    "SELECT s.line, 'outside_account', s.type, s.runtime_session_id, o.account_id, NULL::int"
+    f" FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id"
+    " WHERE s.type IN ('activity', 'chunk') AND o.account_id <> CAST(:confined AS uuid)"
+)
+
+
 def _rows_of_others(kind: str, table: str) -> str:
     return (
         f"SELECT s.line, 'other_account', s.type, s.id, x.account_id, NULL::int FROM {STAGE} s"
@@ -134,10 +143,11 @@ def _rows_of_others(kind: str, table: str) -> str:
 
 
 async def conflicts(
-    conn: AsyncConnection, file_accounts: Sequence[UUID], limit: int
+    conn: AsyncConnection, file_accounts: Sequence[UUID], limit: int, confined: UUID | None = None
 ) -> tuple[int, list[Conflict]]:
     """Every contradiction of the staged lines, in line order: the total and the first
-    `limit`. Ids are compared as sets (joins), never one bind parameter each."""
+    `limit`; with `confined`, activity and chunks of another account's session too. Ids are
+    compared as sets (joins), never one bind parameter each."""
     branches = (
         _DUPLICATES,
         _UNKNOWN_ACCOUNTS,
@@ -145,6 +155,7 @@ async def conflicts(
         _UNKNOWN_SESSIONS,
         _rows_of_others("activity", "runtime_session_activity"),
         _rows_of_others("chunk", "session_chunks"),
+        *(() if confined is None else (_OUTSIDE_ACCOUNT,)),
     )
     union = " UNION ALL ".join(f"({b})" for b in branches)
     rows = (
@@ -154,7 +165,7 @@ async def conflicts(
                 f"FROM ({union}) c(line, code, type, id, account_id, other_line) "
                 "ORDER BY line, code LIMIT :limit"
             ),
-            {"file_accounts": list(file_accounts), "limit": limit},
+            {"file_accounts": list(file_accounts), "limit": limit, "confined": confined},
         )
     ).all()
     total = rows[0][6] if rows else 0

@@ -150,7 +150,11 @@ def _import_arguments(imp: argparse.ArgumentParser) -> None:
         "otlp (an OTLP/JSON trace export with GenAI attributes)",
     )
     imp.add_argument(
-        "--account", type=UUID, default=None, help="the account of sessions a line does not name"
+        "--account",
+        type=UUID,
+        default=None,
+        help="the account of sessions a line does not name; a line of another account, or "
+        "of another account's session, is refused",
     )
     imp.add_argument("files", nargs="+")
 

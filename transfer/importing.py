@@ -25,7 +25,7 @@ from data.model_indexes import build_model_index, register_model
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
 from transfer.records import AccountRecord, ChunkRecord, Record
-from transfer.staged import account_problems, conflict_reason, stage_row
+from transfer.staged import account_problems, conflict_reason, outside_account, stage_row
 
 log = structlog.get_logger(__name__)
 MAX_LINE_BYTES = 64 * 1024**2
@@ -86,8 +86,9 @@ async def import_file(
     account_id: UUID | None = None,
 ) -> Imported:
     """Import one file in one transaction; ImportRefused (nothing written) names every bad
-    line as `file:line: reason`. With account_index_min_chunks, accounts grown past it get
-    their own HNSW index in the same transaction."""
+    line as `file:line: reason`. With account_id (`--account`), every line must be of that
+    account. With account_index_min_chunks, accounts grown past it get their own HNSW index
+    in the same transaction."""
     label = str(path)
     with path.open("rb") as handle, _progress(path.name, os.fstat(handle.fileno()).st_size) as bar:
         errors = ErrorLog(label)
@@ -128,7 +129,7 @@ async def _import(
     account_id: UUID | None,
     bar: tqdm[Any] | None = None,
 ) -> Imported:
-    run = _Run(errors, bar)
+    run = _Run(errors, bar, account_id)
     await lift_statement_budget(conn)
     await staging.create_stage(conn)
     await staging.copy_into_stage(
@@ -158,9 +159,9 @@ class _Run:
     """One import's progress: what it counted, the accounts and models it met, and the time
     of each phase."""
 
-    def __init__(self, errors: ErrorLog, bar: tqdm[Any] | None) -> None:
+    def __init__(self, errors: ErrorLog, bar: tqdm[Any] | None, confined: UUID | None) -> None:
         self.imported, self.started = Imported(), time.perf_counter()
-        self.errors, self.bar = errors, bar
+        self.errors, self.bar, self.confined = errors, bar, confined
         self.accounts: list[tuple[int, AccountRecord]] = []
         self.identities: set[ModelIdentity] = set()
 
@@ -179,7 +180,9 @@ class _Run:
             if self.bar is not None and count % 4096 == 0:
                 rate = count / (time.perf_counter() - self.started)
                 self.bar.set_postfix_str(f"{count:,} rows, {rate:,.0f} rows/s", refresh=False)
-            if isinstance(record, AccountRecord):
+            if self.confined is not None and (problem := outside_account(record, self.confined)):
+                self.errors.add(number, problem)
+            elif isinstance(record, AccountRecord):
                 self.accounts.append((number, record))
             elif not self.errors.total:  # after a bad line, read on for errors, stage nothing
                 if isinstance(record, ChunkRecord) and record.embedding is not None:
@@ -188,15 +191,16 @@ class _Run:
 
 
 async def _check(conn: AsyncConnection, run: _Run) -> None:
-    """The checks only the database can make: accounts against their stored keys, and ids
-    the file gives to another account or to two records."""
+    """The checks only the database can make: accounts against their stored keys, ids the
+    file gives to another account or to two records, and (with --account) lines pointing at
+    another account's session."""
     for number, reason in await account_problems(conn, run.accounts):
         run.errors.add(number, reason)
     await staging.resolve_owners(conn)
     ids = [a.id for _, a in run.accounts]
-    total, found = await staging.conflicts(conn, ids, MAX_REPORTED_ERRORS)
+    total, found = await staging.conflicts(conn, ids, MAX_REPORTED_ERRORS, run.confined)
     for conflict in found:
-        run.errors.add(conflict.line, conflict_reason(conflict))
+        run.errors.add(conflict.line, conflict_reason(conflict, run.confined))
     run.errors.total += total - len(found)
     run.errors.raise_if_any()
 

@@ -4,13 +4,14 @@ keys) or the database (conflicts), as `file:line` reasons."""
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import hash_key
 from data.load import content_hash, key_owners
 from data.staging import Conflict
-from transfer.records import AccountRecord, ActivityRecord, ChunkRecord, SessionRecord
+from transfer.records import AccountRecord, ActivityRecord, ChunkRecord, Record, SessionRecord
 
 
 def stage_row(line: int, record: SessionRecord | ActivityRecord | ChunkRecord) -> tuple[Any, ...]:
@@ -65,9 +66,27 @@ async def account_problems(
     return problems
 
 
-def conflict_reason(conflict: Conflict) -> str:
+def outside_account(record: Record, confined: UUID) -> str | None:
+    """Why a line names an account other than the one `--account` confines its file to, or
+    None. Lines pointing at another account's stored session are found by the conflicts."""
+    if isinstance(record, AccountRecord) and record.id != confined:
+        return f"id: account {record.id} is not the --account of this import ({confined})"
+    if isinstance(record, SessionRecord) and record.account_id != confined:
+        return (
+            f"account_id: account {record.account_id} is not the --account of this import "
+            f"({confined})"
+        )
+    return None
+
+
+def conflict_reason(conflict: Conflict, confined: UUID | None = None) -> str:
     """The `file:line` reason of a conflict found in the staged file."""
     c = conflict
+    if c.code == "outside_account":
+        return (
+            f"runtime_session_id: session {c.id} belongs to another account than the "
+            f"--account of this import ({confined})"
+        )
     if c.code == "duplicate":
         if c.type == "session" and c.account_id is not None:
             return (

@@ -9,6 +9,7 @@ again (counted by role, kind and text; tool calls and results by their call id).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +17,17 @@ from typing import Any
 
 from transfer.formats.conversation import Turn, call, result, turns_of
 
+# JSON in an attribute nests at most this deep, measured before it is parsed: json.loads and
+# the reader recurse a frame or two a level, and Python's stack ends near 1,000 frames. The
+# GenAI message shape takes five levels (list, message, parts, part, arguments), leaving
+# tool arguments far more than any tool schema nests; the lines themselves are held to about
+# 200 by pydantic-core's parser.
+MAX_JSON_DEPTH = 64
+# A string, to its closing quote or the end of the text (possessive: linear in its length).
+_STRINGS = re.compile(r'"(?:[^"\\]++|\\.?)*+"?', re.DOTALL)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]++")
+INSTRUCTIONS, EVENT_CONTENT = "gen_ai.system_instructions", "gen_ai.event.content"
+ARGUMENTS, RESULT = "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"
 EVENT_ROLES = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -35,9 +47,12 @@ class GenAISpan:
     events: list[tuple[int, str, dict[str, Any]]]
 
 
-def structured(value: Any) -> Any:
-    """An attribute recorded as a JSON string, or in structured form, as the structure."""
+def structured(value: Any, name: str) -> Any:
+    """An attribute recorded as a JSON string, or in structured form, as the structure; a
+    ValueError naming the attribute when its JSON nests deeper than MAX_JSON_DEPTH."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
+        if nested_deeper(value, MAX_JSON_DEPTH):
+            raise ValueError(f"{name}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
         try:
             return json.loads(value)
         except ValueError:
@@ -45,31 +60,44 @@ def structured(value: Any) -> Any:
     return value
 
 
-def _messages(value: Any) -> list[dict[str, Any]]:
-    value = structured(value)
+def nested_deeper(text: str, limit: int) -> bool:
+    """Whether JSON text opens more than `limit` arrays and objects inside each other (text
+    in strings aside), valid JSON or not; one pass, no recursion."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for bracket in _NOT_BRACKETS.sub("", _STRINGS.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def _messages(attributes: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    value = structured(attributes.get(name), name)
     if isinstance(value, dict):
         value = [value]
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
-def _instructions(value: Any) -> Iterator[Turn]:
-    value = structured(value)
+def _instructions(attributes: dict[str, Any]) -> Iterator[Turn]:
+    value = structured(attributes.get(INSTRUCTIONS), INSTRUCTIONS)
     if value:
         yield from turns_of({"role": "system", "content": value})
 
 
 def _event_turns(name: str, attributes: dict[str, Any]) -> Iterator[Turn]:
-    body = structured(attributes.get("gen_ai.event.content", attributes))
+    body = structured(attributes.get(EVENT_CONTENT, attributes), f"{name}: {EVENT_CONTENT}")
     if not isinstance(body, dict):
         body = {"content": body}
     if name == "gen_ai.choice":
-        body = structured(body.get("message", body))
+        body = structured(body.get("message", body), f"{name}: message")
         if not isinstance(body, dict):
             body = {"content": body}
     role = EVENT_ROLES[name]
-    message = {"role": role, "content": structured(body.get("content"))}
+    message = {"role": role, "content": structured(body.get("content"), f"{name}: content")}
     if "tool_calls" in body:
-        message["tool_calls"] = structured(body["tool_calls"])
+        message["tool_calls"] = structured(body["tool_calls"], f"{name}: tool_calls")
     if role == "tool":
         message["tool_call_id"] = body.get("id", body.get("tool_call_id"))
     yield from turns_of(message)
@@ -78,24 +106,24 @@ def _event_turns(name: str, attributes: dict[str, Any]) -> Iterator[Turn]:
 def _span_turns(span: GenAISpan) -> Iterator[tuple[Turn, int, bool]]:
     """(turn, time, is_history) of one span: history is what a model call was sent again."""
     a = span.attributes
-    for turn in _instructions(a.get("gen_ai.system_instructions")):
+    for turn in _instructions(a):
         yield turn, span.start, True
-    for message in _messages(a.get("gen_ai.input.messages")):
+    for message in _messages(a, "gen_ai.input.messages"):
         for turn in turns_of(message):
             yield turn, span.start, True
     for time, name, attributes in sorted(span.events, key=lambda e: e[0]):
         if name in EVENT_ROLES:
             for turn in _event_turns(name, attributes):
                 yield turn, time or span.start, name != "gen_ai.choice"
-    for message in _messages(a.get("gen_ai.output.messages")):
+    for message in _messages(a, "gen_ai.output.messages"):
         for turn in turns_of({"role": "assistant", **message}):
             yield turn, span.end, False
     if a.get("gen_ai.operation.name") == "execute_tool" or "gen_ai.tool.name" in a:
         call_id = a.get("gen_ai.tool.call.id")
-        args = structured(a.get("gen_ai.tool.call.arguments"))
+        args = structured(a.get(ARGUMENTS), ARGUMENTS)
         yield call(a.get("gen_ai.tool.name"), args, call_id), span.start, False
-        if "gen_ai.tool.call.result" in a:
-            yield result(structured(a["gen_ai.tool.call.result"]), call_id), span.end, False
+        if RESULT in a:
+            yield result(structured(a[RESULT], RESULT), call_id), span.end, False
 
 
 def _key(turn: Turn) -> tuple[str, ...]:

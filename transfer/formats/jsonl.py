@@ -12,7 +12,8 @@ from transfer.records import ChunkRecord, Record, parse_line
 def read(
     numbered: Iterable[tuple[int, bytes]], errors: ErrorLog, account_id: UUID | None
 ) -> Iterator[tuple[int, Record]]:
-    """Each line's record (account_id is not used: every line names its own)."""
+    """Each line's record (every line names its own account or session; the import holds
+    them to account_id when it is given)."""
     for number, raw in numbered:
         try:
             record = parse_line(raw)

@@ -12,10 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 from pydantic_core import from_json
 
 from transfer.errors import ErrorLog
+from transfer.formats.anyvalue import KeyValue, OtlpModel
 from transfer.formats.conversation import title_of
 from transfer.formats.genai import GenAISpan, replay_turns
 from transfer.formats.replay import Session, records_of, session_uuid
@@ -24,26 +25,17 @@ from transfer.records import Record, describe
 STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
 
-class _Otlp(BaseModel):
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, allow_inf_nan=False)
-
-
-class KeyValue(_Otlp):
-    key: str
-    value: dict[str, Any] = Field(default_factory=dict)
-
-
-class Event(_Otlp):
+class Event(OtlpModel):
     time: int = Field(default=0, alias="timeUnixNano", ge=0)
     name: str = ""
     attributes: list[KeyValue] = Field(default_factory=list)
 
 
-class Status(_Otlp):
+class Status(OtlpModel):
     code: int | str = 0
 
 
-class Span(_Otlp):
+class Span(OtlpModel):
     trace_id: str = Field(alias="traceId", pattern=r"^[0-9a-fA-F]{32}$")
     span_id: str = Field(alias="spanId", pattern=r"^[0-9a-fA-F]{16}$")
     parent_span_id: str = Field(default="", alias="parentSpanId")
@@ -55,44 +47,25 @@ class Span(_Otlp):
     status: Status | None = None
 
 
-class ScopeSpans(_Otlp):
+class ScopeSpans(OtlpModel):
     spans: list[Span] = Field(default_factory=list)
 
 
-class Resource(_Otlp):
+class Resource(OtlpModel):
     attributes: list[KeyValue] = Field(default_factory=list)
 
 
-class ResourceSpans(_Otlp):
+class ResourceSpans(OtlpModel):
     resource: Resource | None = None
     scope_spans: list[ScopeSpans] = Field(default_factory=list, alias="scopeSpans")
 
 
-class TracesData(_Otlp):
+class TracesData(OtlpModel):
     resource_spans: list[ResourceSpans] = Field(alias="resourceSpans")
 
 
-def plain(value: Any) -> Any:
-    """An OTLP AnyValue as the Python value it holds."""
-    if not isinstance(value, dict):
-        raise ValueError(f"an attribute value is an object, got {type(value).__name__}")
-    for key in ("stringValue", "boolValue", "bytesValue"):
-        if key in value:
-            return value[key]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "arrayValue" in value:
-        return [plain(v) for v in (value["arrayValue"] or {}).get("values", [])]
-    if "kvlistValue" in value:
-        pairs = (value["kvlistValue"] or {}).get("values", [])
-        return {kv["key"]: plain(kv.get("value", {})) for kv in pairs}
-    return None
-
-
 def _attributes(pairs: list[KeyValue], prefix: str = "") -> dict[str, Any]:
-    return {kv.key: plain(kv.value) for kv in pairs if kv.key.startswith(prefix)}
+    return {kv.key: kv.plain() for kv in pairs if kv.key.startswith(prefix)}
 
 
 @dataclass
@@ -116,7 +89,7 @@ def read(
     for number, document in _documents(numbered, errors):
         try:
             _collect(number, document, traces)
-        except (ValidationError, ValueError, TypeError, KeyError) as exc:
+        except ValueError as exc:  # a ValidationError too
             reason = describe(exc) if isinstance(exc, ValidationError) else str(exc)
             errors.add(number, reason)
     for trace_id, trace in traces.items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -86,8 +86,8 @@ def _after(clock: datetime | None, started_at: datetime, ordinal: int) -> dateti
     TURN_SPACING after the turn before; a ValueError past the last instant times can hold."""
     if clock is None:
         return started_at
-    try:
-        return clock + TURN_SPACING
+    try:  # in UTC: a wall clock ahead of UTC may pass the year 9999 before the instant does
+        return clock.astimezone(UTC) + TURN_SPACING
     except OverflowError:
         raise ValueError(
             f"turn {ordinal}: has no time, and {TURN_SPACING.seconds} s after the turn before "
