@@ -294,3 +294,23 @@ async def test_a_hostile_turn_renders_about_as_fast_as_a_plain_one(tab: Tab) -> 
     await tab.open(CONSOLE)
     plain, *hostile = await tab.page.evaluate(MEDIAN_RENDERS, [PLAIN_TURN, *HOSTILE_TURNS])
     assert max(hostile) <= WITHIN_PLAIN * plain, (plain, hostile)
+
+
+async def test_a_turn_nested_past_the_bound_shows_whole_as_text(tab: Tab) -> None:
+    await tab.open(CONSOLE)
+    nested = ["> " * n + "deep\n\nafter" for n in (18, 19, 30)]
+    nested.append("\n".join("  " * n + f"- item {n}" for n in range(12)) + "\n\nafter")
+    shown = await tab.page.evaluate(
+        """async (texts) => {
+            const { markdown } = await import('/console/static/markdown.js');
+            return texts.map((text) => {
+                const root = markdown(text);
+                return [root.classList.contains('markdown-plain'), root.textContent,
+                        root.querySelectorAll('blockquote').length];
+            });
+        }""",
+        nested,
+    )
+    # 18 quotes deep is Markdown; deeper, nothing is dropped: the turn is its own text.
+    assert shown[0] == [False, "deepafter", 18]
+    assert shown[1:] == [[True, text, 0] for text in nested[1:]]
