@@ -6,7 +6,7 @@
 import MarkdownIt from "./vendor/markdown_it/markdown-it.esm.min.mjs";
 
 const MAX_CHARS = 50_000; // past this a turn shows as plain text
-// Blocks nested this deep (quotes, or lists about 9 deep) show the turn as plain text: past it
+// Blocks nested this deep (19 quotes, or 10 lists) show the turn as plain text: past it
 // markdown-it drops the rest. CommonMark's preset's bound; 100 (the default preset's) made a
 // turn of 25,000 "![" take 6 times longer.
 const MAX_NESTING = 20;
