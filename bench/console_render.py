@@ -29,6 +29,10 @@ BLANK = b"<!doctype html><html lang=en><title>bench</title><body></body></html>"
 BRACKETS = "[" * 24_999 + "]" * 24_999
 PLAIN = ("Some **bold** words and a `code` span. " * 1_300)[:49_998]
 PLAIN_CASE = "a plain turn of 49,998 characters"
+ORDINARY = (
+    "Here is **your booking**, with `ZFA04Y` as its code.\n\n1. HAT136 *New York* to Seattle\n"
+    "2. back\n\nSee [the policy](https://example.com/policy)."
+)
 MARKDOWN_CASES: dict[str, tuple[list[str], bool]] = {
     # name: (the turns of one render, whether it runs once only: it takes a minute before)
     "24,999 `[` then 24,999 `]`": ([BRACKETS], False),
@@ -36,6 +40,7 @@ MARKDOWN_CASES: dict[str, tuple[list[str], bool]] = {
     "table header, `-`, 49,000 spaces, `x`": (["| a | b |\n-" + " " * 49_000 + "x"], False),
     "24,999 `![` (markdown-it's slowest found)": (["![" * 24_999], False),
     PLAIN_CASE: ([PLAIN], False),
+    "100 ordinary short turns": ([ORDINARY] * 100, False),
     "a session of 24 turns of brackets": ([BRACKETS] * 24, True),
 }
 TIMELINE_CASES = {
@@ -161,7 +166,7 @@ async def main(before: str, runs: int) -> None:
     new_markdown, new_timeline = await measure(None, runs)
     print(f"## Console rendering in Chromium: {before} against the working tree")
     print()
-    print(f"Median of {runs} runs (one for the session of 24 turns), ms, layout included; ")
+    print(f"Median of {runs} runs (one for the session of 24 turns), ms, layout included;")
     print("÷ plain: against the plain turn of the same length, as the browser test bounds it (4).")
     print()
     print(f"| Markdown | {before} | ÷ plain | now | ÷ plain | {before} ÷ now |")
