@@ -112,8 +112,9 @@ async def test_stored_html_and_hostile_markdown_never_run(engine: AsyncEngine, t
     await expect(entries.nth(1).locator(".md-unsafe-link")).to_have_text(
         ["click", "data", "vb", "spaced", "entity", "image: pic"]
     )
+    # The destination percent-encoded, as CommonMark renders it: its quotes stay in the URL.
     await expect(entries.nth(4).get_by_role("link", name="quote")).to_have_attribute(
-        "href", "https://example.com/\"onmouseover=\"window.__pwned='attr'"
+        "href", "https://example.com/%22onmouseover=%22window.__pwned='attr'"
     )
     await expect(tab.page.locator(".entry.is-tool .content-code")).to_contain_text("<svg onload")
     await expect(tab.page.locator(".side-theirs .passage")).to_contain_text("<a href=")
@@ -259,3 +260,57 @@ async def test_a_hostile_status_or_filter_in_the_address_stays_text(
     await tab.open(f"{page}&similarStatus={quote(script)}")
     await expect(tab.page.locator("#similar-body .empty").last).to_contain_text(script)
     await assert_nothing_ran(tab)
+
+
+# Turns a quadratic parser took seconds on (issue #30), each as long as a turn may be and
+# still be rendered (50,000 characters), against a plain turn of the same length.
+HOSTILE_TURNS = [
+    "[" * 24_999 + "]" * 24_999,
+    "| a | b |\n-" + " " * 49_000 + "x",
+]
+PLAIN_TURN = ("Some **bold** words and a `code` span. " * 1_300)[:49_998]
+# The bound: a hostile turn renders within 4 times a plain turn of its length (the hand-written
+# renderer took about 100 times: 2.5 s against 20 ms). Medians of 5, by the page's own clock.
+WITHIN_PLAIN = 4
+MEDIAN_RENDERS = """async (texts) => {
+    const { markdown } = await import('/console/static/markdown.js');
+    const median = (text) => {
+        const times = [];
+        for (let run = 0; run < 5; run += 1) {
+            const t0 = performance.now();
+            const root = document.body.appendChild(markdown(text));
+            void root.offsetHeight;
+            times.push(performance.now() - t0);
+            root.remove();
+        }
+        return times.sort((a, b) => a - b)[2];
+    };
+    markdown(texts[0]); // compiled before it is timed
+    return texts.map(median);
+}"""
+
+
+async def test_a_hostile_turn_renders_about_as_fast_as_a_plain_one(tab: Tab) -> None:
+    await tab.open(CONSOLE)
+    plain, *hostile = await tab.page.evaluate(MEDIAN_RENDERS, [PLAIN_TURN, *HOSTILE_TURNS])
+    assert max(hostile) <= WITHIN_PLAIN * plain, (plain, hostile)
+
+
+async def test_a_turn_nested_past_the_bound_shows_whole_as_text(tab: Tab) -> None:
+    await tab.open(CONSOLE)
+    nested = ["> " * n + "deep\n\nafter" for n in (18, 19, 30)]
+    nested.append("\n".join("  " * n + f"- item {n}" for n in range(12)) + "\n\nafter")
+    shown = await tab.page.evaluate(
+        """async (texts) => {
+            const { markdown } = await import('/console/static/markdown.js');
+            return texts.map((text) => {
+                const root = markdown(text);
+                return [root.classList.contains('markdown-plain'), root.textContent,
+                        root.querySelectorAll('blockquote').length];
+            });
+        }""",
+        nested,
+    )
+    # 18 quotes deep is Markdown; deeper, nothing is dropped: the turn is its own text.
+    assert shown[0] == [False, "deepafter", 18]
+    assert shown[1:] == [[True, text, 0] for text in nested[1:]]

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.console_browser import CONSOLE, Tab, open_panel
 from tests.support.console_worlds import ask, recurring_world
+from tests.support.world import World, blend, direction
 
 pytestmark = pytest.mark.browser
 
@@ -256,3 +257,65 @@ async def test_refused_neighbours_leave_the_page_and_say_why(engine: AsyncEngine
     await problem.get_by_role("button", name="Retry").click()
     await expect(tab.page.locator(".neighbour")).to_have_count(5)
     await expect(tab.page.locator(".timeline-bars")).to_be_visible()
+
+
+# Sessions at both ends of the range the contract allows, and in years 2 and 99 (issue #30).
+LONG_SPAN = [
+    "0001-01-01T00:00:00+00:00",
+    "0002-03-04T05:06:07+00:00",
+    "0099-12-31T12:00:00+00:00",
+    "2026-01-05T09:00:00+00:00",
+    "9999-12-31T23:59:59.999999+00:00",
+]
+MAX_FILLED_BARS = 1_000  # timeline.js: past this many buckets only the counted ones are drawn
+
+
+async def long_span_world(engine: AsyncEngine) -> tuple[str, str]:
+    """A viewed session and one look-alike started at each of LONG_SPAN: (key, viewed)."""
+    world = World()
+    account, key = world.account()
+    topic = direction(3)
+    viewed = world.session(account, "The failure", day=90)
+    world.chunk(viewed, blend(topic, direction(10), 0.1))
+    for n, started in enumerate(LONG_SPAN):
+        again = world.session(account, f"Again {n}")
+        world.lines[-1].update(started_at=started, last_activity_at=started)
+        world.chunk(again, blend(topic, direction(100 + n), 0.2))
+    await world.write(engine)
+    return key, viewed
+
+
+async def test_a_span_from_year_1_to_9999_draws_the_counted_buckets_each_labelled_by_its_year(
+    engine: AsyncEngine, tab: Tab
+) -> None:
+    key, viewed = await long_span_world(engine)
+    await tab.sign_in(key, f"{CONSOLE}?sessionId={viewed}&similar=open")
+    await expect(tab.page.get_by_role("button", name="By month")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    gaps = tab.page.locator(".timeline-gaps")
+    ends = {  # the first and last bucket's labels, as the axis shows them
+        "MONTH": ("January 0001", "December 9999"),
+        "DAY": ("Jan 1, 0001", "Dec 31, 9999"),
+        "WEEK": ("week of Jan 1, 0001", "week of Dec 27, 9999"),
+    }
+    for bucket, labels in ends.items():
+        # Every day from year 1 to 9999 is 3.65 million bars: only the counted ones are drawn.
+        await tab.page.get_by_role("button", name=f"By {bucket.lower()}").click()
+        total, counts = await api_counts(tab, key, viewed, bucket)
+        assert total == len(LONG_SPAN)
+        assert await shown_bars(tab) == sorted(counts.items())
+        assert len(counts) <= MAX_FILLED_BARS
+        await expect(tab.page.locator(".timeline-axis span")).to_have_text(list(labels))
+        bars = tab.page.locator(".timeline-bars .bar")
+        for bar, label in ((bars.first, labels[0]), (bars.last, labels[1])):
+            title = f"{label[0].upper()}{label[1:]}: 1 session"
+            await expect(bar).to_have_attribute("title", title)
+        drawn = f"Only the {len(counts)} {bucket.lower()}s with sessions are drawn"
+        await expect(gaps).to_contain_text(drawn)
+    titles = await tab.page.locator(".timeline-bars .bar").evaluate_all(
+        "(bars) => bars.map((b) => b.title)"
+    )
+    assert titles[1:3] == ["Week of Mar 4, 0002: 1 session", "Week of Dec 28, 0099: 1 session"]
+    assert not any(" 19" in t for t in titles), "years 1 to 99 are not the 1900s"
+    assert await tab.axe_violations() == []

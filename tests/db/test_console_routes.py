@@ -35,6 +35,9 @@ VENDORED = [
     "vendor/react/LICENSE",
     "vendor/react_dom/react-dom.production.min.js",
     "vendor/react_dom/LICENSE",
+    "vendor/markdown_it/markdown-it.esm.min.mjs",
+    "vendor/markdown_it/LICENSE",
+    "vendor/markdown_it/LICENSE-BUNDLED.txt",
 ]
 EXPECTED_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -60,7 +63,13 @@ async def test_the_page_is_served_without_a_key_and_with_strict_headers(
 
 @pytest.mark.parametrize(
     ("name", "media_type"),
-    [("app.js", "javascript"), ("similar.js", "javascript"), ("style.css", "text/css")],
+    [
+        ("app.js", "javascript"),
+        ("similar.js", "javascript"),
+        ("style.css", "text/css"),
+        # A module script runs only when served as JavaScript.
+        ("vendor/markdown_it/markdown-it.esm.min.mjs", "javascript"),
+    ],
 )
 async def test_static_files_are_served_with_the_same_headers(
     client: httpx.AsyncClient, name: str, media_type: str
