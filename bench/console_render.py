@@ -122,7 +122,7 @@ async def page_serving(browser: Browser, read: Callable[[str], bytes | None]) ->
 def timeline_of(days: list[str]) -> dict[str, Any]:
     """The API's timeline by day with one session on each of `days`."""
     buckets = [{"start": f"{day}T00:00:00+00:00", "sessions": 1} for day in days]
-    degraded = {"reasons": [], "detail": None}
+    degraded: dict[str, Any] = {"reasons": [], "detail": None}
     return {"sessions": len(days), "bucket": "DAY", "buckets": buckets, "degraded": degraded}
 
 
