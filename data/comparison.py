@@ -34,13 +34,13 @@ from data.lookups import (
     Hit,
     Inventory,
     Limits,
-    Looked,
     Lookup,
+    LookupAnswer,
     LookupPath,
     ModelPath,
     Probe,
     ScanWindow,
-    TextLooked,
+    TextAnswer,
 )
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
@@ -53,13 +53,13 @@ async def look_up(
     models: Sequence[ModelIdentity],
     limits: Limits,
     exact: bool = False,
-) -> Looked:
+) -> LookupAnswer:
     """The comparison's first statement, for every ask at once (an ask naming probes `again`
     has only those looked up); with `exact`, every lookup takes the exact path."""
     rows = await _first(conn, account_id, asks, models, limits, ANSWER, exact)
     answer = _Answer.read(rows)
     inventories = tuple(answer.inventory(ask.key) for ask in asks)
-    return Looked(answer.setting, inventories, answer.paths)
+    return LookupAnswer(answer.setting, inventories, answer.paths)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ async def look_up_text(
     ask: Ask,
     limits: Limits,
     exact: bool = False,
-) -> TextLooked:
+) -> TextAnswer:
     """A search text's vector as the one probe (probe 0) of the account's chunks of the
     model: same paths and candidates as a comparison's probes, no own session; with
     `exact`, on the exact path."""
@@ -137,7 +137,7 @@ async def look_up_text(
         },
     )
     answer = _Answer.read(rows.all())
-    return TextLooked(answer.paths[str(identity)], answer.lookups.get((0, 0), Lookup()))
+    return TextAnswer(answer.paths[str(identity)], answer.lookups.get((0, 0), Lookup()))
 
 
 @dataclass

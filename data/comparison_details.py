@@ -36,7 +36,7 @@ class ChunkDetail:
 
 
 @dataclass(frozen=True, slots=True)
-class Lonely:
+class Hitless:
     """A comparison that found no hit (its ask, and the model it compared in): is anything
     else of that model comparable at all?"""
 
@@ -48,7 +48,7 @@ class Lonely:
 
 
 @dataclass(frozen=True)
-class Shown:
+class PageDetails:
     """What the second statement read: the shown chunks, the neighbour sessions, and for
     each lonely comparison asked (in that order) whether it had something comparable."""
 
@@ -104,12 +104,12 @@ async def show(
     chunk_ids: Sequence[UUID],
     text_ids: Sequence[UUID],
     session_ids: Sequence[UUID],
-    lonely: Sequence[Lonely],
+    lonely: Sequence[Hitless],
     preview_chars: int,
-) -> Shown:
+) -> PageDetails:
     """The comparison's second statement; none when there is nothing to show or ask."""
     if not (chunk_ids or session_ids or lonely):
-        return Shown()
+        return PageDetails()
     text = _preview(preview_chars) if text_ids else "NULL::text"
     params: dict[str, Any] = {
         "account_id": account_id,
@@ -131,4 +131,4 @@ async def show(
             sessions[neighbour.id] = neighbour
         else:
             comparable.add(key)
-    return Shown(chunks, sessions, tuple(n in comparable for n in range(len(lonely))))
+    return PageDetails(chunks, sessions, tuple(n in comparable for n in range(len(lonely))))

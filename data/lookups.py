@@ -143,7 +143,7 @@ class ModelPath(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Looked:
+class LookupAnswer:
     """The first statement's answer: the setting, one inventory per ask (in ask order; None
     for a session the account does not have), and each model's path."""
 
@@ -157,7 +157,7 @@ class Looked:
 
 
 @dataclass(frozen=True, slots=True)
-class TextLooked:
+class TextAnswer:
     """A search text's lookup: its path, comparable chunks and answer."""
 
     path: ModelPath

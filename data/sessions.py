@@ -58,7 +58,7 @@ async def sessions_by_id(
 
 
 @dataclass(frozen=True, slots=True)
-class SessionSearch:
+class TitleSearch:
     """Sessions whose id is one of `ids`, or whose title or source id contains `text`."""
 
     ids: tuple[UUID, ...]
@@ -76,7 +76,7 @@ async def recent_sessions(
     account_id: UUID,
     first: int,
     after: tuple[datetime, UUID] | None,
-    search: SessionSearch | None = None,
+    search: TitleSearch | None = None,
 ) -> list[SessionRow]:
     """Newest first (started_at desc, id desc), keyset-paged; one more row than asked."""
     s = t.runtime_sessions.c

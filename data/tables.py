@@ -54,7 +54,7 @@ accounts = sa.Table(
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
 )
 
-# Looked up by hash before the account is known; under Citus a reference table.
+# LookupAnswer up by hash before the account is known; under Citus a reference table.
 api_keys = sa.Table(
     "api_keys",
     metadata,

@@ -14,7 +14,7 @@ from data import fits
 from data import indexing as sql
 from data.accounts import EmbeddingSetting
 from data.model_identity import ModelIdentity
-from indexer import billing, budget, lexical
+from indexer import billing, lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.lexical import Fit
 from indexer.providers import EmbeddingFailed
@@ -68,14 +68,14 @@ async def embed_query(
         if price <= 0:
             vectors = (await asyncio.to_thread(billing.embed_metered, embedder, [text])).vectors
         else:
-            bound = budget.batch_cost(billing.token_bound(embedder, text), price)
+            bound = spend_cap.batch_cost(billing.token_bound(embedder, text), price)
             async with engine.begin() as conn:
                 await sql.lock_account_spend(conn, account_id)
-                spent = await sql.spent_since(conn, account_id, budget.day_start(now))
-                if cap is not None and budget.affordable([bound], cap - spent) == 0:
+                spent = await sql.spent_since(conn, account_id, spend_cap.day_start(now))
+                if cap is not None and spend_cap.affordable([bound], cap - spent) == 0:
                     raise QueryNotEmbedded(CAP_REACHED)
                 billed = await asyncio.to_thread(billing.embed_metered, embedder, [text])
-                cost = budget.batch_cost(billed.tokens, price)
+                cost = spend_cap.batch_cost(billed.tokens, price)
                 await sql.record_usage(conn, account_id, setting.identity, billed.tokens, cost)
                 vectors = billed.vectors
     except EmbeddingFailed:

@@ -19,7 +19,7 @@ from config.settings import default_of
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
-from indexer import billing, budget, lexical
+from indexer import billing, lexical, spend_cap
 from indexer.batches import BatchOutcome, observe_batch
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
@@ -115,9 +115,9 @@ async def index_account(
             config.repeat,
             config.template_min_sessions,
         )
-    capped = work.degraded_reason == budget.CAP_REACHED
+    capped = work.degraded_reason == spend_cap.CAP_REACHED
     if capped and work.degraded_until is not None and work.degraded_until > now:
-        report.degraded[work.account_id] = budget.CAP_REACHED
+        report.degraded[work.account_id] = spend_cap.CAP_REACHED
         return
     if work.degraded_reason is not None:
         await _mark(engine, work, None, None)
@@ -198,8 +198,8 @@ async def embed_account(
                 )
                 return  # the provider is down or refusing: the next pass tries again
             if capped:
-                await _mark(engine, work, budget.CAP_REACHED, budget.next_day(now))
-                report.degraded[work.account_id] = budget.CAP_REACHED
+                await _mark(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
+                report.degraded[work.account_id] = spend_cap.CAP_REACHED
                 log.warning("daily_cap_reached", account_id=str(work.account_id))
                 return
             if not embedded and not outcome.skipped:
@@ -233,9 +233,9 @@ async def embed_batch(
         room = None
         if capped:
             assert work.daily_cap_usd is not None
-            spent = await sql.spent_since(conn, work.account_id, budget.day_start(now))
+            spent = await sql.spent_since(conn, work.account_id, spend_cap.day_start(now))
             room = work.daily_cap_usd - spent
-        fits = budget.affordable([budget.batch_cost(n, price) for n in tokens], room)
+        fits = spend_cap.affordable([spend_cap.batch_cost(n, price) for n in tokens], room)
         batch, units, cost, skipped = claimed[:fits], 0, 0.0, 0
         if batch:
             ids = [c.id for c in batch]
@@ -248,7 +248,7 @@ async def embed_batch(
                     conn, work.account_id, ids, str(exc), config.max_attempts
                 )
                 return BatchOutcome(error=str(exc), attempted=len(batch), failed=failed)
-            units, cost = embedded.tokens, budget.batch_cost(embedded.tokens, price)
+            units, cost = embedded.tokens, spend_cap.batch_cost(embedded.tokens, price)
             skipped = await _write(conn, work, ids, embedded.vectors)
             await sql.record_usage(conn, work.account_id, work.identity, units, cost)
     # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
@@ -291,8 +291,8 @@ async def _unavailable(
     engine: AsyncEngine, work: sql.AccountWork, report: PassReport, exc: EmbedderUnavailable
 ) -> None:
     log.warning("embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
-    await _mark(engine, work, budget.EMBEDDER_UNAVAILABLE, None)
-    report.degraded[work.account_id] = budget.EMBEDDER_UNAVAILABLE
+    await _mark(engine, work, spend_cap.EMBEDDER_UNAVAILABLE, None)
+    report.degraded[work.account_id] = spend_cap.EMBEDDER_UNAVAILABLE
 
 
 async def _mark(

@@ -18,13 +18,13 @@ MAX_SIMILAR_PER_REQUEST = 50
 
 class RequestBudget:
     """The comparisons one request may run, decided once, before any runs, by a plan that
-    grants whole fields (schema/budget.py) within the limit."""
+    grants whole fields (schema/comparison_budget.py) within the limit."""
 
     def __init__(self, limit: int = MAX_SIMILAR_PER_REQUEST) -> None:
         self.limit = limit
         self.granted: frozenset[tuple[str, ...]] | None = None
 
-    def admit(
+    def require(
         self, path: tuple[str, ...], plan: Callable[[int], frozenset[tuple[str, ...]]]
     ) -> None:
         """Raise LimitExceeded unless the field at `path` was granted by the plan."""

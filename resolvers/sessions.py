@@ -7,7 +7,7 @@ import contextlib
 from dataclasses import replace
 from uuid import UUID
 
-from data.sessions import SessionRow, SessionSearch, recent_sessions
+from data.sessions import SessionRow, TitleSearch, recent_sessions
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison import search
 from resolvers.comparison.results import SearchResult, SimilarResult
@@ -61,7 +61,7 @@ def search_list(text: str) -> tuple[str, str]:
     return ("search", text)
 
 
-def session_search(search: str | None) -> SessionSearch | None:
+def session_search(search: str | None) -> TitleSearch | None:
     """The search asked for, checked; None when there is nothing to search for."""
     if search is None or not search.strip():
         return None
@@ -70,7 +70,7 @@ def session_search(search: str | None) -> SessionSearch | None:
     for word in text.split():
         with contextlib.suppress(ValueError):
             ids.append(UUID(word))
-    return SessionSearch(tuple(ids), text)
+    return TitleSearch(tuple(ids), text)
 
 
 async def session_page(

@@ -10,7 +10,7 @@ from resolvers.comparison.search import checked_text
 from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
-from schema.budget import admit
+from schema.comparison_budget import require_granted
 from schema.selection import selects
 from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch
@@ -28,7 +28,7 @@ class SearchQuery:
     async def search_sessions(
         self, info: strawberry.Info[Context, None], text: str, **ranked: Any
     ) -> SessionSearch | None:
-        admit(info)
+        require_granted(info)
         text = checked_text(text, "text")
         selected = selects(info.selected_fields, "searchSessions", "results", "matches", "text")
         args = ranked_args(info, ranked, search_list(text), selected)

@@ -13,7 +13,7 @@ from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
-from schema.budget import admit
+from schema.comparison_budget import require_granted
 from schema.mapping import from_result
 from schema.selection import selects
 from schema.similar import SimilarSessions
@@ -128,7 +128,7 @@ class RuntimeSession:
     async def similar_sessions(
         self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
-        admit(info)
+        require_granted(info)
         args = ranked_args(info, ranked, similar_list(self.id), _selects_text(info))
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"

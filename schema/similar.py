@@ -27,9 +27,9 @@ from resolvers.context import Context
 from resolvers.rules import degraded as resolved
 from resolvers.rules import ranking
 from resolvers.sessions import similar_timeline
-from schema.budget import admit
-from schema.degraded import DegradedReason, ReasonCode
+from schema.comparison_budget import require_granted
 from schema.mapping import from_result
+from schema.reasons import DegradedReason, ReasonCode
 
 if TYPE_CHECKING:
     from schema.sessions import RuntimeSession
@@ -212,7 +212,7 @@ class SimilarSessions:
     async def timeline(
         self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK
     ) -> Timeline | None:
-        admit(info)
+        require_granted(info)
         result = await similar_timeline(info.context, self.runtime_session_id, self.args, bucket)
         return Timeline.of(result)
 

@@ -11,7 +11,7 @@ from strawberry.asgi import GraphQL
 
 from resolvers.context import Context
 from similar_sessions.console.routes import graphiql_page
-from similar_sessions.context import request_context
+from similar_sessions.request_context import request_context
 
 
 def is_graphiql_page(connection: HTTPConnection) -> bool:

@@ -23,8 +23,8 @@ from resolvers.sessions import search_list, search_sessions, similar_list, simil
 from schema.mapping import init_fields
 from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch, SimilarSessions
-from similar_sessions.context import request_context
 from similar_sessions.errors import not_found
+from similar_sessions.request_context import request_context
 
 # Each field named by its REST spelling, and the query parameters of a ranked list.
 _REST_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS}

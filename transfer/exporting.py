@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data import load
+from data import import_rows
 
 
 def _time(value: Any) -> str | None:
@@ -95,9 +95,9 @@ async def export(engine: AsyncEngine, out: IO[str]) -> int:
         count += 1
 
     async with engine.connect() as conn:
-        for account, setting, features in await load.export_accounts(conn):
+        for account, setting, features in await import_rows.export_accounts(conn):
             write(account_record(account, setting, features))
             for kind in ("session", "activity", "chunk"):
-                async for row in load.export_rows(conn, account.account_id, kind):
+                async for row in import_rows.export_rows(conn, account.account_id, kind):
                     write(row_record(kind, row))
     return count

@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
-from data import load, staging
+from data import import_rows, staging
 from data import tables as t
 from data.account_indexes import ensure_large_account_indexes
 from data.engine import lift_statement_budget
@@ -24,7 +24,7 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
-from transfer.records import AccountRecord, ChunkRecord, Record
+from transfer.import_format import AccountRecord, ChunkRecord, Record
 from transfer.staged import account_problems, conflict_reason, outside_account, stage_row
 
 log = structlog.get_logger(__name__)
@@ -142,7 +142,7 @@ async def _import(
     await _write_accounts(conn, run.accounts, run.identities)
     new_models = [i for i in sorted(run.identities, key=str) if await register_model(conn, i)]
     for kind in KINDS:
-        run.imported.changed[kind] = await load.upsert_staged(conn, kind)
+        run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
     run.phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)
@@ -211,10 +211,10 @@ async def _write_accounts(
     identities: set[ModelIdentity],
 ) -> None:
     for _, a in accounts:
-        await load.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
-        await load.replace_features(conn, a.id, a.features)
+        await import_rows.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
+        await import_rows.replace_features(conn, a.id, a.features)
         setting = None if a.embedding is None else a.embedding.model_dump()
-        await load.replace_embedding_setting(conn, a.id, setting)
-        await load.add_api_keys(conn, a.id, [(k.key, k.scopes) for k in a.api_keys])
+        await import_rows.replace_embedding_setting(conn, a.id, setting)
+        await import_rows.add_api_keys(conn, a.id, [(k.key, k.scopes) for k in a.api_keys])
         if a.embedding is not None:
             identities.add(a.embedding.identity)

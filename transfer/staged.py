@@ -9,9 +9,9 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.accounts import hash_key
-from data.load import content_hash, key_owners
+from data.import_rows import content_hash, key_owners
 from data.staging import Conflict
-from transfer.records import AccountRecord, ActivityRecord, ChunkRecord, Record, SessionRecord
+from transfer.import_format import AccountRecord, ActivityRecord, ChunkRecord, Record, SessionRecord
 
 
 def stage_row(line: int, record: SessionRecord | ActivityRecord | ChunkRecord) -> tuple[Any, ...]:

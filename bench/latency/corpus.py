@@ -13,7 +13,7 @@ import asyncpg
 import numpy as np
 
 from bench.common.synthetic import MODEL, SUBTOPICS, TOPICS, unit_rows
-from data.load import IMPORT_COLUMNS
+from data.import_rows import IMPORT_COLUMNS
 from data.model_identity import ModelIdentity
 
 IDENTITY = ModelIdentity.parse(MODEL)

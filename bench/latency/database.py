@@ -23,7 +23,7 @@ from bench.latency.corpus import (
     generate_account,
     now_utc,
 )
-from data import load
+from data import import_rows
 from data import tables as t
 from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
@@ -78,9 +78,9 @@ async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -
     started = time.perf_counter()
     async with engine.begin() as conn:
         for a in corpus.accounts:
-            await load.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
-            await load.replace_features(conn, a.id, ["similarSessions"])
-            await load.replace_embedding_setting(
+            await import_rows.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
+            await import_rows.replace_features(conn, a.id, ["similarSessions"])
+            await import_rows.replace_embedding_setting(
                 conn,
                 a.id,
                 {
@@ -92,7 +92,7 @@ async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -
                     "daily_cap_usd": 5.0,
                 },
             )
-            await load.add_api_keys(conn, a.id, [(a.key, ["view_runtime_sessions"])])
+            await import_rows.add_api_keys(conn, a.id, [(a.key, ["view_runtime_sessions"])])
     centres, subs = topic_space(corpus.seed)
     now = now_utc()
     raw = await asyncpg.connect(libpq(url))

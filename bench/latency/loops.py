@@ -30,7 +30,7 @@ from bench.latency.corpus import (
     now_utc,
     session_row,
 )
-from data import load
+from data import import_rows
 from data import tables as t
 from data.account_indexes import account_index_name, ensure_account_index
 from data.engine import make_engine
@@ -139,7 +139,7 @@ async def load_scenarios(server_url: str) -> tuple[str, dict[str, uuid.UUID]]:
             await ensure_model_index(conn, IDENTITY)
             for scenario in SCENARIOS:
                 account = accounts[scenario.name] = uuid.uuid4()
-                await load.upsert_rows(
+                await import_rows.upsert_rows(
                     conn, t.accounts, [{"account_id": account, "name": scenario.name}]
                 )
                 for n, vectors in enumerate(scenario_vectors(scenario)):

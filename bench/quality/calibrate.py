@@ -5,7 +5,7 @@ subset showing fewer than 20 neighbours in a band is too small to judge).
 
     python -m bench.quality && python -m bench.calibrate [--out docs/calibration.md]
 
-Prints the CALIBRATED entries for resolvers/calibration.py and writes the table."""
+Prints the CALIBRATED entries for resolvers/rules/calibration.py and writes the table."""
 
 from __future__ import annotations
 
@@ -25,12 +25,12 @@ RELATED_PRECISION = 0.60
 MIN_SHOWN = 20  # a subset showing fewer neighbours in a band is too small to judge it
 GRID = [round(0.35 + i / 100, 2) for i in range(66)]  # 0.35 .. 1.00
 OUT = ROOT / "docs" / "calibration.md"
-Shown = list[tuple[float, bool, str]]  # (similarity, same task, task) of a top-5 neighbour
+PageDetails = list[tuple[float, bool, str]]  # (similarity, same task, task) of a top-5 neighbour
 
 
-def shown_by_family(results: dict[str, Any]) -> dict[str, dict[str, Shown]]:
+def shown_by_family(results: dict[str, Any]) -> dict[str, dict[str, PageDetails]]:
     """family -> corpus -> every top-5 neighbour the served ranking showed."""
-    out: dict[str, dict[str, Shown]] = {}
+    out: dict[str, dict[str, PageDetails]] = {}
     for corpus, data in results.items():
         task = data["task"]
         for row in data["rows"]:
@@ -45,12 +45,12 @@ def shown_by_family(results: dict[str, Any]) -> dict[str, dict[str, Shown]]:
     return out
 
 
-def precision(pairs: Shown, keep: Callable[[float], bool]) -> tuple[float | None, int]:
+def precision(pairs: PageDetails, keep: Callable[[float], bool]) -> tuple[float | None, int]:
     sel = [same for sim, same, _ in pairs if keep(sim)]
     return (sum(sel) / len(sel) if sel else None, len(sel))
 
 
-def meets(subsets: list[Shown], keep: Callable[[float], bool], target: float) -> bool:
+def meets(subsets: list[PageDetails], keep: Callable[[float], bool], target: float) -> bool:
     for subset in subsets:
         p, n = precision(subset, keep)
         if p is not None and n >= MIN_SHOWN and p < target:
@@ -68,7 +68,7 @@ def between(low: float, high: float) -> Callable[[float], bool]:
     return lambda similarity: low <= similarity < high
 
 
-def choose(subsets: list[Shown]) -> BandCuts:
+def choose(subsets: list[PageDetails]) -> BandCuts:
     """The lowest cut points that meet both targets on every subset."""
     close = next((c for c in GRID if meets(subsets, at_least(c), CLOSE_PRECISION)), 1.0)
     related = next(
@@ -78,13 +78,13 @@ def choose(subsets: list[Shown]) -> BandCuts:
     return BandCuts(close, related)
 
 
-def cell(pairs: Shown, keep: Callable[[float], bool]) -> str:
+def cell(pairs: PageDetails, keep: Callable[[float], bool]) -> str:
     p, n = precision(pairs, keep)
     return "-" if p is None else f"{p:.0%} ({n})"
 
 
 def render(
-    found: dict[str, dict[str, Shown]], complete: set[str]
+    found: dict[str, dict[str, PageDetails]], complete: set[str]
 ) -> tuple[str, dict[str, BandCuts]]:
     lines = [
         "| model family | close | related | corpus | close: same task (shown) "
@@ -167,7 +167,7 @@ chosen on.
 {table}
 
 Reproduce: `python -m bench.quality && python -m bench.calibrate` (writes this page and
-prints the `CALIBRATED` entries of `resolvers/calibration.py`).
+prints the `CALIBRATED` entries of `resolvers/rules/calibration.py`).
 """
 
 

@@ -60,8 +60,8 @@ def report(results: dict[str, dict[str, Any]], settings: Settings) -> str:
             "is a miss). Cross-agent P@5: among each session's top 20, the first 5 neighbours",
             "recorded by another agent. Band columns: of the top-5 neighbours shown in that band,",
             "the share with the same task (count shown); served rows use the model's calibrated",
-            "cut points (resolvers/calibration.py, docs/calibration.md), the two baselines the",
-            "contract's 0.70 / 0.50 on their own cosine.",
+            "cut points (resolvers/rules/calibration.py, docs/calibration.md), the two baselines",
+            "the contract's 0.70 / 0.50 on their own cosine.",
             "",
             *[
                 f"- {name}: {d['sessions']} sessions, {d['tasks']} tasks"

@@ -12,7 +12,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison_details as details
-from data.comparison_details import ChunkDetail, Shown
+from data.comparison_details import ChunkDetail, PageDetails
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.results import (
     MatchResult,
@@ -47,7 +47,7 @@ async def assemble(
         sorted(ids),
         sorted(text_ids),
         [n.session_id for c in batch.found for n in c.page],
-        [details.Lonely(c.ask, c.model) for c in lonely if c.model is not None],
+        [details.Hitless(c.ask, c.model) for c in lonely if c.model is not None],
         ranking.SIMILAR_PREVIEW_CHARS,
     )
     comparable = {c.ask.key for c, ok in zip(lonely, shown.comparable, strict=True) if ok}
@@ -64,7 +64,7 @@ def result_of(
     c: Comparison,
     batch: Batch,
     tuning: Tuning,
-    shown: Shown,
+    shown: PageDetails,
     took_ms: float,
     comparable_elsewhere: bool,
 ) -> SimilarResult:
@@ -111,7 +111,7 @@ def bands_of(model: str | None) -> BandCuts:
 
 def neighbour_of(
     n: ranking.Neighbour,
-    shown: Shown,
+    shown: PageDetails,
     args: SimilarArgs,
     probes: Sequence[UUID] | None,
     cuts: BandCuts,

@@ -15,7 +15,7 @@ from data import comparison as sql
 from data import comparison_details as details
 from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
-from data.lookups import Ask, Limits, Lookup, TextLooked
+from data.lookups import Ask, Limits, Lookup, TextAnswer
 from indexer.query import QueryNotEmbedded, embed_query
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison.answer import bands_of, elapsed_ms, neighbour_of
@@ -99,7 +99,7 @@ async def _look_up(
                 if exact is None:
                     search = _with(search, "similar_approximate_unverified")
                 else:
-                    looked = TextLooked(looked.path, exact)
+                    looked = TextAnswer(looked.path, exact)
     except ComparisonTimedOut:
         return _empty(search, str(identity), frozenset({"similar_comparison_timed_out"}))
     return await _answer(conn, search, str(identity), looked)
@@ -120,7 +120,7 @@ async def _checked(
     )
     if clock is None:
         return None
-    exact: TextLooked | None = None
+    exact: TextAnswer | None = None
     async with sql.own_budget(conn, budget_ms):
         exact = await sql.look_up_text(
             conn,
@@ -135,7 +135,7 @@ async def _checked(
     return None if exact is None else exact.answer
 
 
-def _vouched(looked: TextLooked, limits: Limits) -> bool:
+def _vouched(looked: TextAnswer, limits: Limits) -> bool:
     """Whether the text's lookup needs no exact check: it took the exact path, or its
     approximate window vouches for its answer."""
     if not looked.path.path.approximate:
@@ -144,7 +144,7 @@ def _vouched(looked: TextLooked, limits: Limits) -> bool:
 
 
 async def _answer(
-    conn: AsyncConnection, search: Search, model: str, looked: TextLooked
+    conn: AsyncConnection, search: Search, model: str, looked: TextAnswer
 ) -> SearchResult:
     """Rank the text's hits and read what the page shows (the comparison's second
     statement, which also says whether anything of the model was comparable)."""
@@ -152,7 +152,7 @@ async def _answer(
     neighbours = ranking.rank_neighbours(hits, args.max_matches_per_session)
     page, more = ranking.page_after(neighbours, args.after, args.limit)
     chunk_ids = [m.chunk_id for n in page for m in n.matches]
-    lonely = [] if hits else [details.Lonely(search.ask, model)]
+    lonely = [] if hits else [details.Hitless(search.ask, model)]
     shown = await details.show(
         conn,
         search.account_id,

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from indexer.lexical import UNFITTED
 from resolvers.rules.calibration import CONTRACT_CUTS, cut_points
-from tests.support.similar_helpers import bearer, graphql
+from tests.support.comparisons import bearer, graphql
 from tests.support.world import MODEL, World, blend, direction
 
 

@@ -20,7 +20,7 @@ from data.engine import make_engine
 from data.migrate import alembic_config, migrate
 from indexer import lexical
 from indexer.lexical import LexicalEmbedder
-from tests.support.similar_helpers import bearer, graphql
+from tests.support.comparisons import bearer, graphql
 from tests.support.transfer_files import counts, dump, write_file
 from tests.support.world import World
 from transfer.errors import ImportRefused

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from config.settings import Settings
 from data.secrets import deployment_secret
 from similar_sessions.app import create_app
-from tests.support.similar_helpers import bearer, graphql, topic_world
+from tests.support.comparisons import bearer, graphql, topic_world
 from tests.support.world import World
 
 

@@ -18,14 +18,14 @@ from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
-from data import load
+from data import import_rows
 from data.engine import is_unavailable, make_engine
 from data.errors import Unavailable
 from data.migrate import migrate
 from data.server import async_url
 from schema import errors as schema_errors
 from similar_sessions.app import create_app
-from tests.support.similar_helpers import bearer
+from tests.support.comparisons import bearer
 from tests.support.transfer_files import TABLES, counts, sample_world, write_file
 from tests.support.world import pair_world
 from transfer.importing import import_file
@@ -186,14 +186,14 @@ async def test_an_import_that_fails_mid_file_leaves_the_database_as_it_was(
 ) -> None:
     path = write_file(tmp_path, sample_world().jsonl())
     before = await counts(engine)
-    real = load.upsert_staged
+    real = import_rows.upsert_staged
 
     async def failing(conn: Any, kind: str) -> int:
         if kind == "chunk":
             raise RuntimeError("the worker died here")
         return await real(conn, kind)
 
-    monkeypatch.setattr(load, "upsert_staged", failing)
+    monkeypatch.setattr(import_rows, "upsert_staged", failing)
     with pytest.raises(RuntimeError, match="died"):
         await import_file(engine, path)
     assert await counts(engine) == before
@@ -204,7 +204,7 @@ async def test_an_import_cancelled_mid_file_leaves_the_database_as_it_was(
 ) -> None:
     path = write_file(tmp_path, sample_world().jsonl())
     before = await counts(engine)
-    real = load.upsert_staged
+    real = import_rows.upsert_staged
     reached = asyncio.Event()
 
     async def stalling(conn: Any, kind: str) -> int:
@@ -214,7 +214,7 @@ async def test_an_import_cancelled_mid_file_leaves_the_database_as_it_was(
             await asyncio.sleep(60)
         return written
 
-    monkeypatch.setattr(load, "upsert_staged", stalling)
+    monkeypatch.setattr(import_rows, "upsert_staged", stalling)
     task = asyncio.create_task(import_file(engine, path))
     await asyncio.wait_for(reached.wait(), 10)
     task.cancel()

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.similar_helpers import bearer
+from tests.support.comparisons import bearer
 from tests.support.transfer_files import counts
 from tests.support.world import pair_world
 

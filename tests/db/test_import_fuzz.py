@@ -16,8 +16,8 @@ from tests.support.transfer_files import counts, write_file
 from tests.support.world import World, blend, direction
 from transfer.errors import ErrorLog, ImportRefused
 from transfer.formats import FORMATS
+from transfer.import_format import ChunkRecord
 from transfer.importing import import_file
-from transfer.records import ChunkRecord
 
 JSON_VALUES = st.recursive(
     st.one_of(

@@ -28,8 +28,8 @@ from transfer.errors import ErrorLog, ImportRefused
 from transfer.formats import FORMATS
 from transfer.formats.anyvalue import INT64_MAX, INT64_MIN, AnyValue
 from transfer.formats.genai import MAX_JSON_DEPTH
+from transfer.import_format import describe
 from transfer.importing import import_file
-from transfer.records import describe
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TWO_DAYS = 2 * 86_400 * 10**6  # microseconds

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.model_identity import ModelIdentity
-from indexer import budget
+from indexer import spend_cap
 from indexer.chunking import chunk_id
 from indexer.embedders import Registry
 from indexer.worker import IndexerConfig, index_once
@@ -168,21 +168,21 @@ async def test_the_daily_cap_stops_embedding_and_resumes_the_next_day(engine: As
     now = datetime.now(UTC)
     first = await index_once(engine, registry, CONFIG, now=now)
     assert first.chunks_embedded == 2  # $0.80 spent; a third chunk would pass $1.00
-    assert first.degraded == {account: budget.CAP_REACHED}
+    assert first.degraded == {account: spend_cap.CAP_REACHED}
     (setting,) = await rows(
         engine, "SELECT degraded_reason, degraded_until FROM embedding_settings"
     )
     assert setting.degraded_reason == "daily_cap_reached"
-    assert setting.degraded_until == budget.next_day(now)
+    assert setting.degraded_until == spend_cap.next_day(now)
     assert float(sum(u.cost_usd for u in await usage(engine))) <= 1.0
 
     same_day = await index_once(engine, registry, CONFIG, now=now)
-    assert same_day.chunks_embedded == 0 and same_day.degraded == {account: budget.CAP_REACHED}
+    assert same_day.chunks_embedded == 0 and same_day.degraded == {account: spend_cap.CAP_REACHED}
 
-    tomorrow = budget.next_day(now) + timedelta(minutes=1)
+    tomorrow = spend_cap.next_day(now) + timedelta(minutes=1)
     resumed = await index_once(engine, registry, CONFIG, now=tomorrow)
-    assert resumed.chunks_embedded == 2 and resumed.degraded == {account: budget.CAP_REACHED}
-    last = await index_once(engine, registry, CONFIG, now=budget.next_day(tomorrow))
+    assert resumed.chunks_embedded == 2 and resumed.degraded == {account: spend_cap.CAP_REACHED}
+    last = await index_once(engine, registry, CONFIG, now=spend_cap.next_day(tomorrow))
     assert last.chunks_embedded == 2 and not last.degraded
     (setting,) = await rows(
         engine, "SELECT degraded_reason, degraded_until FROM embedding_settings"

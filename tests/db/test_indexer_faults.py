@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from indexer import budget
+from indexer import spend_cap
 from indexer.embedders import Registry
 from indexer.worker import index_once
 from tests.support.indexing import (
@@ -31,7 +31,7 @@ async def test_an_account_without_an_embedder_is_marked_and_left_pending(
 ) -> None:
     account, _ = await world_with(engine, sessions=1, model="remote:unknown-model@8")
     report = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
-    assert report.degraded == {account: budget.EMBEDDER_UNAVAILABLE}
+    assert report.degraded == {account: spend_cap.EMBEDDER_UNAVAILABLE}
     assert await states(engine) == {}  # nothing chunked: windows are sized for the embedder
     (setting,) = await rows(engine, "SELECT degraded_reason FROM embedding_settings")
     assert setting.degraded_reason == "embedder_unavailable"

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.logs import configure_logging
 from data.accounts import revoke_key
-from tests.support.similar_helpers import bearer, graphql
+from tests.support.comparisons import bearer, graphql
 from tests.support.world import World, blend, direction
 
 SECRET_TEXT = "the customer's passport number is X1234567"

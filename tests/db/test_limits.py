@@ -16,7 +16,7 @@ from resolvers.context import MAX_SIMILAR_PER_REQUEST
 from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH, MAX_QUERY_TOKENS
 from similar_sessions.app import create_app
 from similar_sessions.body_limit import MAX_BODY_BYTES
-from tests.support.similar_helpers import bearer, graphql, topic_world
+from tests.support.comparisons import bearer, graphql, topic_world
 from tests.support.world import World
 
 

@@ -23,8 +23,8 @@ from data.model_indexes import index_name
 from resolvers.rules.lookup_path import LookupPath, choose_path
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
+from tests.support.comparisons import compare, full_scan
 from tests.support.crowded import IDENTITY, crowded_world, served_per_probe
-from tests.support.similar_helpers import compare, full_scan
 
 
 @pytest.mark.parametrize(

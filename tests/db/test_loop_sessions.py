@@ -21,9 +21,9 @@ from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.results import SimilarResult
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
+from tests.support.comparisons import compare, transaction_queries
 from tests.support.crowded import IDENTITY
 from tests.support.loops import SPREAD, ordinary_sessions, repeat_session, topic
-from tests.support.similar_helpers import compare, transaction_queries
 from tests.support.world import World, direction, unit
 
 APPROXIMATE = Tuning(exact_scan_max_chunks=100)

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from resolvers.tuning import Tuning
-from tests.support.similar_helpers import bearer, compare, graphql
+from tests.support.comparisons import bearer, compare, graphql
 from tests.support.world import World, blend, direction
 
 

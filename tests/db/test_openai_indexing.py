@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data import indexing as sql
-from indexer import budget
+from indexer import spend_cap
 from indexer.embedders import Registry
 from indexer.providers import providers_for
 from indexer.worker import IndexerConfig, index_once
@@ -86,7 +86,7 @@ async def test_the_cap_stops_the_worker_before_the_next_chunk_could_pass_it(
     priced = registry(fake, prices='{"text-embedding-3-small": 1000}')  # $0.001 a token
     now = datetime.now(UTC)
     first = await index_once(engine, priced, CONFIG, now=now)
-    assert first.degraded == {account: budget.CAP_REACHED}
+    assert first.degraded == {account: spend_cap.CAP_REACHED}
     spent = float(sum(u.cost_usd for u in await usage(engine)))
     assert spent == pytest.approx(billed(fake) * 0.001)
     assert spent <= cap
@@ -103,7 +103,7 @@ async def test_the_cap_stops_the_worker_before_the_next_chunk_could_pass_it(
     before = len(fake.seen)
     again = await index_once(engine, priced, CONFIG, now=now)
     assert again.chunks_embedded == 0 and len(fake.seen) == before
-    resumed = await index_once(engine, priced, CONFIG, now=budget.next_day(now))
+    resumed = await index_once(engine, priced, CONFIG, now=spend_cap.next_day(now))
     assert resumed.chunks_embedded > 0
 
 
@@ -189,7 +189,7 @@ async def test_a_refused_key_marks_the_account_and_counts_no_attempt(
     account, _ = await world_with(engine, sessions=1, model=MODEL)
     fake.script.append(Reply(401, body={"error": {"message": "invalid key"}}))
     report = await index_once(engine, registry(fake), CONFIG)
-    assert report.degraded == {account: budget.EMBEDDER_UNAVAILABLE}
+    assert report.degraded == {account: spend_cap.EMBEDDER_UNAVAILABLE}
     found = await rows(
         engine, "SELECT DISTINCT embedding_state, embed_attempts FROM session_chunks"
     )

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings, SettingsError
 from similar_sessions.app import create_app
-from tests.support.similar_helpers import bearer
+from tests.support.comparisons import bearer
 from tests.support.world import World
 
 

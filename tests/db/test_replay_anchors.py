@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.similar_helpers import bearer, graphql
+from tests.support.comparisons import bearer, graphql
 from tests.support.world import World, blend, direction
 
 QUERY = """query($id: UUID!) { runtimeSession(id: $id) { similarSessions(maxMatchesPerSession: 5) {

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.sessions import ReplayPageKey, replay_pages
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE
-from tests.support.similar_helpers import counted_statements, graphql
+from tests.support.comparisons import counted_statements, graphql
 from tests.support.world import World
 
 PAGE = """query($id: UUID!, $first: Int!, $after: String) { runtimeSession(id: $id) {

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from config.logs import configure_logging
 from config.settings import Settings
 from similar_sessions.app import create_app
-from tests.support.similar_helpers import bearer
+from tests.support.comparisons import bearer
 from tests.support.world import World, blend, direction
 
 SECRET_TEXT = "the customer's passport number is X1234567"

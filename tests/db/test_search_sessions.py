@@ -23,8 +23,8 @@ from resolvers.comparison.search import search_sessions
 from resolvers.rules import ranking
 from resolvers.services import Services
 from resolvers.tuning import Tuning
+from tests.support.comparisons import bearer, graphql
 from tests.support.loops import repeat_session
-from tests.support.similar_helpers import bearer, graphql
 from tests.support.world import World
 
 IDENTITY = lexical.UNFITTED  # every feature weighs 1: vectors without a fit

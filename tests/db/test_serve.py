@@ -12,7 +12,7 @@ import httpx
 import psutil
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.similar_helpers import bearer
+from tests.support.comparisons import bearer
 from tests.support.world import pair_world
 
 

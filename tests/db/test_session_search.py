@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.similar_helpers import bearer, graphql
+from tests.support.comparisons import bearer, graphql
 from tests.support.world import World
 
 SEARCH = """query($search: String, $first: Int! = 20, $after: String) {

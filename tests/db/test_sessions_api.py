@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.similar_helpers import counted_statements, graphql
+from tests.support.comparisons import counted_statements, graphql
 from tests.support.world import World
 
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.support.similar_helpers import bearer, graphql, topic_world
+from tests.support.comparisons import bearer, graphql, topic_world
 from tests.support.world import World, blend, direction
 
 SIMILAR_FIELDS = """

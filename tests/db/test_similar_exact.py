@@ -11,16 +11,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
-from data.lookups import Looked
+from data.lookups import LookupAnswer
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
+from tests.support.comparisons import compare, full_scan
 from tests.support.crowded import (
     EXACT,
     INDEX,
     crowded_world,
     served_per_probe,
 )
-from tests.support.similar_helpers import compare, full_scan
 from tests.support.world import World, blend, direction, unit
 
 
@@ -154,7 +154,7 @@ async def test_exact_lookups_are_never_asked_again(
     assert calls == [1]
 
 
-def _without_hits(looked: Looked, probe: int) -> Looked:
+def _without_hits(looked: LookupAnswer, probe: int) -> LookupAnswer:
     """The first statement's answer with one probe's hits dropped (its window kept)."""
     inventory = looked.inventories[0]
     assert inventory is not None

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.account_indexes import ensure_account_index
 from resolvers.rules import ranking
 from resolvers.tuning import Tuning
+from tests.support.comparisons import bearer, compare, graphql
 from tests.support.crowded import IDENTITY, contract_probes
-from tests.support.similar_helpers import bearer, compare, graphql
 from tests.support.world import World, blend, direction
 
 FILTERED_SCAN = """

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
 from resolvers.tuning import Tuning
-from tests.support.similar_helpers import compare
+from tests.support.comparisons import compare
 from tests.support.world import World, blend, direction
 
 OTHER_MODEL = "local:other-8@8"

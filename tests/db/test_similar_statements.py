@@ -17,9 +17,7 @@ from data.account_indexes import ensure_account_index
 from data.engine import make_engine
 from resolvers.tuning import Tuning
 from similar_sessions.app import create_app
-from tests.support.crowded import IDENTITY
-from tests.support.loops import ordinary_sessions
-from tests.support.similar_helpers import (
+from tests.support.comparisons import (
     bearer,
     compare,
     counted_statements,
@@ -27,6 +25,8 @@ from tests.support.similar_helpers import (
     topic_world,
     transaction_queries,
 )
+from tests.support.crowded import IDENTITY
+from tests.support.loops import ordinary_sessions
 from tests.support.world import World, direction, unit
 
 

@@ -17,8 +17,8 @@ from data.account_indexes import ensure_account_index
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult, timelines
 from resolvers.tuning import Tuning
+from tests.support.comparisons import graphql
 from tests.support.crowded import IDENTITY, contract_probes
-from tests.support.similar_helpers import graphql
 from tests.support.world import World, blend, direction
 
 RELATED_SCAN = """

@@ -19,9 +19,9 @@ from config.settings import Settings
 from indexer.worker import index_once
 from similar_sessions.app import create_app
 from tests.db.test_openai_indexing import registry
+from tests.support.comparisons import bearer
 from tests.support.fake_openai import fake_openai, server_error
 from tests.support.indexing import CONFIG, world_with
-from tests.support.similar_helpers import bearer
 from tests.support.world import World, blend, direction
 
 SECRET_TEXT = "the customer's passport number is X1234567"

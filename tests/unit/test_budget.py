@@ -17,7 +17,7 @@ from graphql import (
 )
 
 from schema import schema
-from schema.budget import BOUNDED_LISTS, granted
+from schema.comparison_budget import BOUNDED_LISTS, granted
 
 GRAPHQL = schema._schema
 

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from transfer.formats.anyvalue import AnyValue
 from transfer.formats.genai import MAX_JSON_DEPTH, nested_deeper, structured
-from transfer.records import describe
+from transfer.import_format import describe
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from transfer.errors import ErrorLog
 from transfer.formats import jsonl, messages, otlp
-from transfer.records import Record
+from transfer.import_format import Record
 
 Reader = Callable[
     [Iterable[tuple[int, bytes]], ErrorLog, UUID | None], Iterator[tuple[int, Record]]

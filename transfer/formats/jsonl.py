@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from uuid import UUID
 
 from transfer.errors import ErrorLog
-from transfer.records import ChunkRecord, Record, parse_line
+from transfer.import_format import ChunkRecord, Record, parse_line
 
 
 def read(

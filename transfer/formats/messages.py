@@ -20,7 +20,7 @@ from pydantic_core import from_json
 from transfer.errors import ErrorLog
 from transfer.formats.conversation import Turn, title_of, turns_of
 from transfer.formats.replay import Session, records_of, session_uuid
-from transfer.records import Record, describe
+from transfer.import_format import Record, describe
 from transfer.values import Time
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # sessions the source gave no time sort first

@@ -20,7 +20,7 @@ from transfer.formats.anyvalue import KeyValue, OtlpModel
 from transfer.formats.conversation import title_of
 from transfer.formats.genai import GenAISpan, replay_turns
 from transfer.formats.replay import Session, records_of, session_uuid
-from transfer.records import Record, describe
+from transfer.import_format import Record, describe
 
 STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 

@@ -12,7 +12,7 @@ from uuid import UUID, uuid5
 from pydantic import ValidationError
 
 from transfer.formats.conversation import Turn
-from transfer.records import ActivityRecord, Record, SessionRecord, describe
+from transfer.import_format import ActivityRecord, Record, SessionRecord, describe
 
 # Session ids are uuid5(SESSION_NAMESPACE, "<account id>:<source's session key>") when the
 # source gives no UUID; activity ids are uuid5(session id, "activity:<ordinal>") as the demo's.

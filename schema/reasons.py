@@ -1,5 +1,5 @@
 """DegradedReason: the degraded block's reason codes as a GraphQL enum, derived from the
-codes resolvers/degraded.py defines, so a code added there joins the enum. Each member's
+codes resolvers/rules/degraded.py defines, so a code added there joins the enum. Each member's
 value is its snake_case code: what REST, which serialises enums by value, answers."""
 
 from __future__ import annotations

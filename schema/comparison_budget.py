@@ -49,11 +49,11 @@ BOUNDED_LISTS = {
 }
 
 
-def admit(info: strawberry.Info[Context, None]) -> None:
+def require_granted(info: strawberry.Info[Context, None]) -> None:
     """Raise LimitExceeded unless this comparing field was granted by the request's plan."""
     raw: GraphQLResolveInfo[Context] = info._raw_info  # the operation's fragments and schema types
     path = tuple(key for key in info.path.as_list() if isinstance(key, str))
-    info.context.budget.admit(path, lambda limit: granted(raw, limit))
+    info.context.budget.require(path, lambda limit: granted(raw, limit))
 
 
 def granted(raw: GraphQLResolveInfo[Context], limit: int) -> frozenset[Path]:
