@@ -56,6 +56,24 @@ def parse_identity(text: str) -> ModelIdentity:
         raise ValueError(str(exc)) from None
 
 
+class DenseModelRecord(_Record):
+    """The dense model beside the configured one: the same passages embedded by it too, for
+    a search's dense leg."""
+
+    provider: Text = Field(min_length=1)
+    model: Text = Field(min_length=1)
+    dimensions: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _identity(self) -> DenseModelRecord:
+        parse_identity(f"{self.provider}:{self.model}@{self.dimensions}")
+        return self
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity.of(self.provider, self.model, self.dimensions)
+
+
 class EmbeddingSettingRecord(_Record):
     enabled: bool
     provider: Text = Field(min_length=1)
@@ -63,15 +81,28 @@ class EmbeddingSettingRecord(_Record):
     dimensions: int = Field(ge=1)
     scope: Scope = "full"
     daily_cap_usd: float | None = Field(default=None, ge=0, le=MAX_DAILY_CAP_USD)
+    dense: DenseModelRecord | None = None
 
     @model_validator(mode="after")
     def _identity(self) -> EmbeddingSettingRecord:
         parse_identity(f"{self.provider}:{self.model}@{self.dimensions}")
+        if self.dense is not None and self.dense.identity == self.identity:
+            raise ValueError("dense: names the configured model itself")
         return self
 
     @property
     def identity(self) -> ModelIdentity:
         return ModelIdentity.of(self.provider, self.model, self.dimensions)
+
+    def row(self) -> dict[str, object]:
+        """The setting as the columns of its embedding_settings row."""
+        dense = self.dense
+        return {
+            **self.model_dump(exclude={"dense"}),
+            "dense_provider": None if dense is None else dense.provider,
+            "dense_model": None if dense is None else dense.model,
+            "dense_dimensions": None if dense is None else dense.dimensions,
+        }
 
 
 class ApiKeyRecord(_Record):
