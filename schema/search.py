@@ -60,7 +60,7 @@ class SearchQuery:
             include_match_text=include_match_text and selected,
             cursor=after,
             names=_NAMES,
-            ranked=search_list(text),
+            ranked=search_list(info.context.principal.account_id, text),
             cursors=info.context.cursors,
             statuses=status,
             source_types=source_type,
