@@ -1,5 +1,5 @@
 """The per-request context: the process's services, the caller, the cursor codec, the
-request's budgets and fresh DataLoaders."""
+request's budgets (comparisons, replay content) and fresh DataLoaders."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from strawberry.dataloader import DataLoader
 from config.settings import default_of
 from data.accounts import Principal
 from data.model_catalog import ModelCatalog
-from data.sessions import ActivityRow, ReplayPageKey, SessionRow
+from data.sessions import ReplayPageKey, ReplayTurn, SessionRow
 from indexer.embedders import Registry
 from resolvers import loaders
 from resolvers.arguments import SimilarArgs
@@ -46,17 +46,22 @@ class RequestBudget:
 
 
 class ContentBudget:
-    """The characters of replay content one request may return, across every alias and
-    session it asks for; a turn past the budget is cut (its `contentTruncated` says so)."""
+    """The characters of replay content one request may read, and may return, across every
+    alias and session it asks for; a turn past the budget is cut (its `contentTruncated`
+    says so). A page read once and shown by many aliases is read once, returned by each."""
 
     def __init__(self, limit: int = default_of("replay_content_chars")) -> None:
-        self.limit, self.left = limit, limit
+        self.limit, self.left, self.unread = limit, limit, limit
 
     def take(self, content: str) -> str:
-        """The part of `content` the budget still allows, charged to it."""
+        """The part of `content` the budget still allows returned, charged to it."""
         shown = content[: self.left]
         self.left -= len(shown)
         return shown
+
+    def read(self, chars: int) -> None:
+        """Charge what a statement read (it read at most `unread`)."""
+        self.unread = max(0, self.unread - chars)
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ class Context:
     principal: Principal
     cursors: Cursors
     sessions: DataLoader[UUID, SessionRow | None] = field(init=False)
-    replays: DataLoader[ReplayPageKey, list[ActivityRow]] = field(init=False)
+    replays: DataLoader[ReplayPageKey, list[ReplayTurn]] = field(init=False)
     similar: DataLoader[tuple[UUID, SimilarArgs], SimilarResult | None] = field(init=False)
     timelines: DataLoader[TimelineKey, TimelineResult | None] = field(init=False)
     budget: RequestBudget = field(default_factory=RequestBudget)
@@ -94,7 +99,7 @@ class Context:
         account, services = self.principal.account_id, self.services
         built = {
             "sessions": loaders.session_loader(services.engine, account),
-            "replays": loaders.replay_loader(services.engine, account),
+            "replays": loaders.replay_loader(services.engine, account, self.content),
             "similar": loaders.similar_loader(services, account),
             "timelines": loaders.timeline_loader(services, account),
         }

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from data.comparison import reading
-from data.sessions import ActivityRow, ReplayPageKey, SessionRow, replay_pages, sessions_by_id
+from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
 from resolvers.arguments import SimilarArgs
 from resolvers.results import SimilarResult
 from resolvers.similar import compare_sessions
@@ -31,13 +31,16 @@ def session_loader(engine: AsyncEngine, account_id: UUID) -> DataLoader[UUID, Se
 
 
 def replay_loader(
-    engine: AsyncEngine, account_id: UUID
-) -> DataLoader[ReplayPageKey, list[ActivityRow]]:
-    """Pages of many sessions' replays (a page and one turn more each) in one statement."""
+    engine: AsyncEngine, account_id: UUID, content: ContentBudget
+) -> DataLoader[ReplayPageKey, list[ReplayTurn]]:
+    """Pages of many sessions' replays (a page and one turn more each) in one statement,
+    which reads no more content than the request's budget has left unread."""
 
-    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ActivityRow]]:
+    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ReplayTurn]]:
         async with engine.connect() as conn:
-            return await replay_pages(conn, account_id, keys)
+            pages = await replay_pages(conn, account_id, keys, content.unread)
+        content.read(sum(len(turn.content) for page in pages for turn in page))
+        return pages
 
     return DataLoader(load_fn=load)
 
@@ -71,4 +74,4 @@ def timeline_loader(
 
 
 if TYPE_CHECKING:
-    from resolvers.context import Services
+    from resolvers.context import ContentBudget, Services

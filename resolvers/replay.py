@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from data.sessions import ActivityRow, ReplayPageKey
+from data.sessions import ActivityRow, ReplayPageKey, ReplayTurn
 from resolvers.context import Context
 from resolvers.errors import BadArgument
 
@@ -28,7 +28,7 @@ def replay_cursor(context: Context, row: ActivityRow) -> str:
 
 async def replay_page(
     context: Context, session_id: UUID, first: int, after: str | None
-) -> tuple[list[ActivityRow], bool]:
+) -> tuple[list[ReplayTurn], bool]:
     """The turns of one page, and whether more follow it."""
     key = replay_key(context, session_id, first, after)
     rows = await context.replays.load(key)

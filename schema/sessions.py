@@ -8,7 +8,7 @@ from uuid import UUID
 
 import strawberry
 
-from data.sessions import ActivityRow, SessionRow
+from data.sessions import ReplayTurn, SessionRow
 from resolvers.arguments import DEFAULT_LIMIT, DEFAULT_MAX_MATCHES, SimilarArgs
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
@@ -43,11 +43,11 @@ class ReplayEntry:
     role: str
     kind: str
     api_usage_id: UUID | None
-    row: strawberry.Private[ActivityRow]
+    row: strawberry.Private[ReplayTurn]
     shown: strawberry.Private[str | None] = None  # decided once, by content or contentTruncated
 
     @classmethod
-    def of(cls, row: ActivityRow) -> ReplayEntry:
+    def of(cls, row: ReplayTurn) -> ReplayEntry:
         return from_result(cls, row, row=row, shown=None)
 
     @strawberry.field(
@@ -64,14 +64,15 @@ class ReplayEntry:
 
     @strawberry.field(
         description="The turn's text; cut when the request's replay content budget "
-        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS, across all its aliases and sessions) ran out."
+        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS read, and as many returned, across all its "
+        "aliases and sessions) ran out."
     )
     def content(self, info: strawberry.Info[Context, None]) -> str:
         return self._shown(info)
 
     @strawberry.field(description="True when `content` was cut by the request's content budget.")
     def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
-        return len(self._shown(info)) < len(self.row.content)
+        return len(self._shown(info)) < self.row.content_chars
 
 
 @strawberry.type(description="One page of a session's replay, in order.")
@@ -87,7 +88,9 @@ _REPLAY_PAGING = (
     f"At most `first` turns ({DEFAULT_REPLAY_PAGE} by default, {MAX_REPLAY_PAGE} at most) "
     "after the cursor `after` (one of this session's replay cursors). Null, with an error, "
     "when refused (BAD_USER_INPUT naming `first` or `after`); the rest of the query keeps its "
-    "data."
+    "data. A query whose replay fields could read more than SIMILAR_SESSIONS_REPLAY_TURNS "
+    "turns together (each its `first` times the sessions it can run for) is refused before "
+    "it runs (LIMIT_EXCEEDED)."
 )
 
 
