@@ -38,7 +38,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import httpx
-import psutil
 
 from config.settings import Settings
 from data.engine import make_engine
@@ -144,13 +143,15 @@ def start_server(url: str, env: dict[str, str], log: Path) -> tuple[subprocess.P
 
 @dataclass
 class Memory:
-    """The server's resident memory, sampled."""
+    """The server's resident memory (Linux's VmRSS), sampled."""
 
-    process: psutil.Process
+    pid: int
     samples: list[float] = field(default_factory=list)
 
     def sample(self) -> float:
-        mb = float(self.process.memory_info().rss) / 2**20
+        status = Path(f"/proc/{self.pid}/status").read_text(encoding="ascii")
+        [kib] = [line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")]
+        mb = int(kib) / 1024
         self.samples.append(mb)
         return mb
 
@@ -288,7 +289,7 @@ def main() -> int:
     url = asyncio.run(prepared(resolve_url(settings.database_url, settings.data_dir)))
     proc, base = start_server(url, env, SERVER_LOG)
     try:
-        figures = asyncio.run(measure(base, Memory(psutil.Process(proc.pid)), args))
+        figures = asyncio.run(measure(base, Memory(proc.pid), args))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
