@@ -6,12 +6,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from strawberry.dataloader import DataLoader
 
 from data.comparison import reading
-from data.sessions import ActivityRow, ReplayPageKey, SessionRow, replay_pages, sessions_by_id
+from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
 from resolvers.comparison.phases import SimilarKey, compare_sessions
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.timeline import TimelineKey, TimelineResult, timelines
@@ -24,15 +25,15 @@ class Loaders:
     """One request's DataLoaders, for its caller's account."""
 
     sessions: DataLoader[UUID, SessionRow | None]
-    replays: DataLoader[ReplayPageKey, list[ActivityRow]]
+    replays: DataLoader[ReplayPageKey, list[ReplayTurn]]
     similar: DataLoader[SimilarKey, SimilarResult | None]
     timelines: DataLoader[TimelineKey, TimelineResult | None]
 
     @classmethod
-    def of(cls, services: Services, account_id: UUID) -> Loaders:
+    def of(cls, services: Services, account_id: UUID, content: ContentBudget) -> Loaders:
         return cls(
             sessions=session_loader(services, account_id),
-            replays=replay_loader(services, account_id),
+            replays=replay_loader(services, account_id, content),
             similar=similar_loader(services, account_id),
             timelines=timeline_loader(services, account_id),
         )
@@ -48,13 +49,16 @@ def session_loader(services: Services, account_id: UUID) -> DataLoader[UUID, Ses
 
 
 def replay_loader(
-    services: Services, account_id: UUID
-) -> DataLoader[ReplayPageKey, list[ActivityRow]]:
-    """Pages of many sessions' replays (a page and one turn more each) in one statement."""
+    services: Services, account_id: UUID, content: ContentBudget
+) -> DataLoader[ReplayPageKey, list[ReplayTurn]]:
+    """Pages of many sessions' replays (a page and one turn more each) in one statement,
+    which reads no more content than the request's budget has left unread."""
 
-    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ActivityRow]]:
+    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ReplayTurn]]:
         async with services.engine.connect() as conn:
-            return await replay_pages(conn, account_id, keys)
+            pages = await replay_pages(conn, account_id, keys, content.unread)
+        content.read(sum(len(turn.content) for page in pages for turn in page))
+        return pages
 
     return DataLoader(load_fn=load)
 
@@ -85,3 +89,7 @@ def timeline_loader(
             return await timelines(conn, account_id, keys, services.tuning, services.models)
 
     return DataLoader(load_fn=load)
+
+
+if TYPE_CHECKING:
+    from resolvers.context import ContentBudget

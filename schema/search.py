@@ -31,6 +31,7 @@ class SearchQuery:
         require_granted(info)
         text = checked_text(text, "text")
         selected = selects(info.selected_fields, "searchSessions", "results", "matches", "text")
-        args = ranked_args(info, ranked, search_list(text), selected)
+        listed = search_list(info.context.principal.account_id, text)
+        args = ranked_args(info, ranked, listed, selected)
         result = await search_sessions(info.context, text, args)
         return SessionSearch.of(result, RuntimeSession.of)

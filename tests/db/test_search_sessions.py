@@ -181,6 +181,37 @@ async def test_graphql_and_rest_search_within_the_account(
         assert refused.status_code == 422 and refused.json()["parameter"] == "q"
 
 
+async def test_a_search_cursor_opens_only_for_the_account_it_was_handed_to(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """Two accounts with the same sessions, searched with the same text: each one's cursor
+    pages its own list, and is refused for the other (issue #30)."""
+    _, mine, _ = await topic_sessions(engine)
+    _, theirs, _ = await topic_sessions(engine)
+
+    async def rest(key: str, **params: Any) -> httpx.Response:
+        return await client.get(
+            "/api/v1/runtime-sessions/search",
+            params={"q": QUESTION, "limit": 1, **params},
+            headers=bearer(key),
+        )
+
+    cursor = (await rest(theirs)).json()["next_cursor"]
+    assert (await rest(theirs, cursor=cursor)).status_code == 200
+    refused = await rest(mine, cursor=cursor)
+    assert refused.status_code == 422 and refused.json()["parameter"] == "cursor"
+    query = (
+        "query($q: String!, $after: String) {"
+        " searchSessions(text: $q, limit: 1, after: $after) { endCursor } }"
+    )
+    body = await graphql(client, theirs, query, q=QUESTION)
+    assert body["data"]["searchSessions"]["endCursor"] == cursor  # one codec for both
+    [error] = (await graphql(client, mine, query, q=QUESTION, after=cursor))["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "after"}
+    own = (await rest(mine)).json()["next_cursor"]
+    assert own != cursor and (await rest(mine, cursor=own)).status_code == 200
+
+
 async def test_text_postgresql_cannot_hold_is_refused_by_name(
     client: httpx.AsyncClient, engine: AsyncEngine
 ) -> None:
