@@ -5,6 +5,9 @@ passage, two spaces: each slot has its own vector, model, state, attempts and er
 from __future__ import annotations
 
 from enum import Enum
+from typing import NamedTuple
+
+from data.model_identity import ModelIdentity
 
 
 class VectorSlot(Enum):
@@ -42,3 +45,11 @@ class VectorSlot(Enum):
         if self is VectorSlot.PRIMARY:
             return "embedding_state = 'pending'"
         return "dense_state = 'pending' AND embedding_state <> 'skipped'"
+
+
+class Space(NamedTuple):
+    """A model's vector space as the chunks hold it: the model and the slot its vectors are
+    in (the dense model's are in the dense slot)."""
+
+    identity: ModelIdentity
+    slot: VectorSlot = VectorSlot.PRIMARY

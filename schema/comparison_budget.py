@@ -51,7 +51,9 @@ BOUNDED_LISTS = {
     ("RuntimeSessionConnection", "nodes"),
     ("RuntimeSessionConnection", "edges"),
     ("SimilarSessions", "results"),
+    ("SimilarSessions", "nearest"),
     ("SessionSearch", "results"),
+    ("SessionSearch", "nearest"),
 }
 
 

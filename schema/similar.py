@@ -15,6 +15,7 @@ import strawberry
 
 from data.sessions import SessionRow
 from resolvers.arguments import SimilarArgs
+from resolvers.comparison.legs import Leg, LegAnswer
 from resolvers.comparison.results import (
     MatchResult,
     NeighbourResult,
@@ -107,6 +108,11 @@ class Match(RankedPassage):
 
 @strawberry.type(description="A passage of another session that matched the search text.")
 class SearchMatch(RankedPassage):
+    matched_words: list[str] = strawberry.field(
+        description="The words of `text` the search text's terms matched (stemmed as the "
+        "lexical leg stems them), lowercased, each once: what a client highlights."
+    )
+
     @classmethod
     def of(cls, m: MatchResult) -> SearchMatch:
         return from_result(cls, m)
@@ -187,6 +193,29 @@ class Timeline:
         return from_result(cls, t, buckets=buckets, degraded=Degraded.of(t.degraded))
 
 
+strawberry.enum(Leg, name="SearchLegName", description="A search's way of finding passages.")
+
+
+@strawberry.type(
+    description="One leg of a search: the lexical leg ranks passages by BM25 over their "
+    "words; the dense leg by cosine to the text in the dense model's space. Their session "
+    "rankings are fused by reciprocal rank."
+)
+class SearchLeg:
+    leg: Leg
+    model: str | None = strawberry.field(description="The dense leg's model; null for lexical.")
+    ran: bool = strawberry.field(description="False when it could not run (see `reasons`).")
+    floor: float | None = strawberry.field(description="The dense leg's floor for a text.")
+    reasons: list[DegradedReason] = strawberry.field(  # type: ignore[valid-type]
+        description="Why it did not run, when it did not."
+    )
+
+    @classmethod
+    def of(cls, leg: LegAnswer) -> SearchLeg:
+        reasons = [ReasonCode(code) for code in sorted(leg.reasons) if not leg.ran]
+        return from_result(cls, leg, reasons=reasons)
+
+
 @strawberry.type(description="The sessions most similar to one session, best first.")
 class SimilarSessions:
     runtime_session_id: UUID
@@ -199,8 +228,15 @@ class SimilarSessions:
     max_matches_per_session: int
     degraded: Degraded
     bands: BandCutPoints
+    floor: float = strawberry.field(
+        description="The similarity a passage had to reach to be compared (the model's floor)."
+    )
     elapsed_ms: float
     results: list[Neighbour]
+    nearest: list[Neighbour] = strawberry.field(
+        description="When nothing passed the floor, the nearest sessions below it (loose); "
+        "else empty."
+    )
     end_cursor: str | None
     has_next_page: bool
     args: strawberry.Private[SimilarArgs]
@@ -224,6 +260,7 @@ class SimilarSessions:
             degraded=Degraded.of(r.degraded),
             bands=from_result(BandCutPoints, r.bands),
             results=[Neighbour.of(n, session_of) for n in r.results],
+            nearest=[Neighbour.of(n, session_of) for n in r.nearest],
         )
 
 
@@ -235,8 +272,17 @@ class SessionSearch:
     max_matches_per_session: int
     degraded: Degraded
     bands: BandCutPoints
+    floor: float = strawberry.field(
+        description="The similarity the dense leg's passages had to reach (its model's floor "
+        "for a text; the contract's when no dense leg ran)."
+    )
+    legs: list[SearchLeg] = strawberry.field(description="Each leg, and whether it ran.")
     elapsed_ms: float
     results: list[SearchNeighbour]
+    nearest: list[SearchNeighbour] = strawberry.field(
+        description="When nothing was found, the sessions of the passages nearest the text "
+        "(loose); else empty."
+    )
     end_cursor: str | None
     has_next_page: bool
 
@@ -247,5 +293,7 @@ class SessionSearch:
             r,
             degraded=Degraded.of(r.degraded),
             bands=from_result(BandCutPoints, r.bands),
+            legs=[SearchLeg.of(leg) for leg in r.legs],
             results=[SearchNeighbour.of(n, session_of) for n in r.results],
+            nearest=[SearchNeighbour.of(n, session_of) for n in r.nearest],
         )

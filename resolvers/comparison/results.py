@@ -11,10 +11,12 @@ from data.comparison_details import ChunkDetail
 from data.lookups import LookupPath
 from data.sessions import SessionRow
 from resolvers.arguments import SimilarArgs
+from resolvers.comparison.legs import LegAnswer
 from resolvers.cursors import Position
 from resolvers.rules import ranking
 from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts
 from resolvers.rules.degraded import Degraded
+from resolvers.rules.ranking import MIN_SIMILAR_SIMILARITY
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
 
@@ -132,6 +134,9 @@ class SimilarResult(Answered):
     lookup_path: LookupPath | None
     bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
+    floor: float = MIN_SIMILAR_SIMILARITY  # the floor its lookups used (the model's)
+    # The nearest sessions below the floor, offered (loose) when none passed it.
+    nearest: tuple[NeighbourResult, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,3 +152,7 @@ class SearchResult(Answered):
     lookup_path: LookupPath | None
     bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
+    floor: float = MIN_SIMILAR_SIMILARITY  # the floor its dense leg used (the model's)
+    legs: tuple[LegAnswer, ...] = ()  # each leg, whether it ran, and why not
+    # The nearest sessions in the answer's space, offered (loose) when none was found.
+    nearest: tuple[NeighbourResult, ...] = ()
