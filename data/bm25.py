@@ -69,11 +69,12 @@ candidates AS MATERIALIZED (
   WHERE c.account_id = :account_id AND {_SEARCHABLE} AND {_FILTERS}
     AND c.search_terms @@ (SELECT query FROM selective)),
 scored AS (
-  SELECT c.id, c.runtime_session_id, sum(w.idf * (tf.n * (:k1 + 1)) / (tf.n + :k1 * (
-           1 - :b + :b * length(c.search_terms) / (SELECT avgdl FROM lengths)))) AS score
+  SELECT c.id, c.runtime_session_id, sum(w.idf * (tf.n * (p.k1 + 1)) / (tf.n + p.k1 * (
+           1 - p.b + p.b * length(c.search_terms) / (SELECT avgdl FROM lengths)))) AS score
   FROM candidates c JOIN weights w ON c.search_terms @@ w.query
+  CROSS JOIN (SELECT CAST(:k1 AS float8) AS k1, CAST(:b AS float8) AS b) p
   CROSS JOIN LATERAL (SELECT round(1 / (1.64493406685
-           - ts_rank(c.search_terms, w.query, 0) * 16.4493406685) - 0.5) AS n) tf
+           - ts_rank(c.search_terms, w.query, 0) * 16.4493406685) - 0.5)::float8 AS n) tf
   GROUP BY c.id, c.runtime_session_id)
 SELECT id, runtime_session_id, score FROM scored ORDER BY score DESC, id LIMIT :passages"""
 

@@ -105,7 +105,8 @@ async def dense_leg(
     ):
         exact = await _checked(conn, text, space, vector, limits, tuning, checks)
         unverified = exact is None
-        looked = looked if exact is None else exact
+        # the path reported stays the one the lookup took
+        looked = looked if exact is None else TextAnswer(looked.path, exact.answer)
     same = text.answer is not None and text.answer[0] == space
     found = tuple(
         Found(h.chunk_id, h.session_id, h.similarity, h.similarity if same else None)

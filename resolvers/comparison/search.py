@@ -198,14 +198,14 @@ async def _answer(
     page, more = fused_page(legs, args, fusion)
     nearest: list[ranking.Neighbour] = []
     if not page and not args.after:
-        search = search.with_reasons("similar_nothing_close_enough")
         if answer is not None:
             nearest = await nearest_page(conn, search.text, answer, services.tuning, args)
+        nothing = nearest or answer is None  # else nothing of the model to compare with
+        reason = "similar_nothing_close_enough" if nothing else "similar_no_comparable_sessions"
+        search = search.with_reasons(reason)
     if any(leg.unverified for leg in legs):
         search = search.with_reasons("similar_approximate_unverified")
     shown = await _shown(conn, search, [*page, *nearest])
-    if not page and not nearest and answer is not None and not args.after:
-        search = search.with_reasons("similar_no_comparable_sessions")
     return SearchResult(
         model_identity=model,
         args=args,

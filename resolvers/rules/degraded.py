@@ -59,8 +59,8 @@ SENTENCES: dict[str, str] = {
         "compared."
     ),
     "similar_nothing_close_enough": (
-        "Nothing was close enough to pass the model's floor; the nearest passages are offered "
-        "instead, labelled loose."
+        "Nothing was close enough to pass the model's floor; the nearest passages, if any, are "
+        "offered instead, labelled loose."
     ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
