@@ -144,7 +144,8 @@ def bands_of(measured: list[Measured], floor: float) -> tuple[float, float]:
 def main() -> int:
     settings = Settings.from_env()
     lines = [
-        "| model family | floor | close | related | corpus | probes | best of own task: p5 / median |",
+        "| model family | floor | close | related | corpus | probes "
+        "| best of own task: p5 / median |",
         "|---|---|---|---|---|---|---|",
     ]
     entries = []
