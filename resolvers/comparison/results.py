@@ -4,7 +4,6 @@ The GraphQL types read these attributes and the REST payload is derived from tho
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import datetime
 from uuid import UUID
 
 from data.comparison_details import ChunkDetail
@@ -65,30 +64,6 @@ class NeighbourResult:
         return self.session.id
 
     @property
-    def session_source_type(self) -> str:
-        return self.session.source_type
-
-    @property
-    def session_source_id(self) -> str:
-        return self.session.source_id
-
-    @property
-    def session_reference(self) -> str:
-        return self.session.reference
-
-    @property
-    def title(self) -> str:
-        return self.session.title
-
-    @property
-    def started_at(self) -> datetime:
-        return self.session.started_at
-
-    @property
-    def last_activity_at(self) -> datetime:
-        return self.session.last_activity_at
-
-    @property
     def console_link(self) -> str:
         """The other session at the turn of its best match, when that has one."""
         anchor = self.matches[0].replay_anchor if self.matches else None
@@ -120,12 +95,12 @@ class Answered:
 
 
 @dataclass(frozen=True, slots=True)
-class SimilarResult(Answered):
-    runtime_session_id: UUID
+class RankedAnswer(Answered):
+    """What every ranked answer holds: its model (whose cosine `similarity` is), its
+    arguments, its degraded block, its page of sessions (and the nearest below the floor
+    when none passed it), its lookup path, its model's cut points and floor."""
+
     model_identity: str | None
-    embedded_chunks: int
-    probe_chunks: int
-    pending_chunks: int
     args: SimilarArgs
     degraded: Degraded
     elapsed_ms: float
@@ -139,20 +114,18 @@ class SimilarResult(Answered):
     nearest: tuple[NeighbourResult, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult(Answered):
-    """The sessions whose passages are nearest a described text, ranked as neighbours are."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimilarResult(RankedAnswer):
+    """A session's neighbours."""
 
-    model_identity: str | None
-    args: SimilarArgs
-    degraded: Degraded
-    elapsed_ms: float
-    results: tuple[NeighbourResult, ...]
-    next_after: Position | None  # the last shown one's position when more follow
-    lookup_path: LookupPath | None
-    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
-    end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
-    floor: float = MIN_SIMILAR_SIMILARITY  # the floor its dense leg used (the model's)
+    runtime_session_id: UUID
+    embedded_chunks: int
+    probe_chunks: int
+    pending_chunks: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult(RankedAnswer):
+    """The sessions whose passages are nearest a described text, the legs' rankings fused."""
+
     legs: tuple[LegAnswer, ...] = ()  # each leg, whether it ran, and why not
-    # The nearest sessions in the answer's space, offered (loose) when none was found.
-    nearest: tuple[NeighbourResult, ...] = ()

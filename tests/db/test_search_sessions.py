@@ -347,19 +347,18 @@ async def test_a_priced_model_records_the_search_spend_and_stops_at_the_cap(
     assert await spend(engine, account) == pytest.approx(0.08), "nothing spent past the cap"
 
 
+SEARCH = (
+    "query($q: String!) { searchSessions(text: $q, limit: 2) { modelIdentity floor"
+    " legs { leg ran } degraded { reasons } results { runtimeSessionId band"
+    " matches { text replayAnchor matchedWords } } } }"
+)
+
+
 async def test_graphql_and_rest_search_within_the_account(
     client: httpx.AsyncClient, engine: AsyncEngine
 ) -> None:
     _, key, sessions = await topic_sessions(engine)
-    body = await graphql(
-        client,
-        key,
-        "query($q: String!) { searchSessions(text: $q, limit: 2) { modelIdentity floor"
-        " legs { leg ran } degraded { reasons } results { runtimeSessionId band"
-        " matches { text replayAnchor matchedWords } } } }",
-        q=QUESTION,
-    )
-    found = body["data"]["searchSessions"]
+    found = (await graphql(client, key, SEARCH, q=QUESTION))["data"]["searchSessions"]
     ids = {r["runtimeSessionId"] for r in found["results"]}
     assert ids == {sessions["migration"], sessions["migration again"]}
     assert found["legs"] == [{"leg": "LEXICAL", "ran": True}]
