@@ -15,15 +15,8 @@ from resolvers.sessions import similar_list, similar_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
-from schema.selection import selects
+from schema.selection import selects_passage_text
 from schema.similar import SimilarSessions
-
-
-def _selects_text(info: strawberry.Info[Context, None]) -> bool:
-    """Whether the client selected a match's or a probe's text."""
-    matches = ("similarSessions", "results", "matches")
-    fields = info.selected_fields
-    return selects(fields, *matches, "text") or selects(fields, *matches, "probe", "text")
 
 
 @strawberry.type(description="One step of a session's replay.")
@@ -136,7 +129,12 @@ class RuntimeSession:
         self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
         require_granted(info)
-        args = ranked_args(info, ranked, similar_list(self.id), _selects_text(info))
+        args = ranked_args(
+            info,
+            ranked,
+            similar_list(self.id),
+            selects_passage_text(info.selected_fields, "similarSessions"),
+        )
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result, RuntimeSession.of)

@@ -229,7 +229,8 @@ class SearchLeg:
 
     @classmethod
     def of(cls, leg: LegAnswer) -> SearchLeg:
-        reasons = [ReasonCode(code) for code in sorted(leg.reasons) if not leg.ran]
+        ordered = sorted(leg.reasons, key=resolved.REASON_ORDER.__getitem__)
+        reasons = [ReasonCode(code) for code in ordered if not leg.ran]
         return from_result(cls, leg, reasons=reasons)
 
 

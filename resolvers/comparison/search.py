@@ -175,8 +175,9 @@ async def _legs(
     if dense is None:
         return legs
     model = str(dense.identity)
-    if vector is None:
-        return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=search.reasons)]
+    if vector is None:  # why: the reasons the text's embedding gave, not what was asked
+        why = search.reasons - {"similar_window_applied", "similar_filter_applied"}
+        return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=why)]
     floor = calibration(model, ProbeKind.TEXT).floor
     tuning, checks = services.tuning, services.checks
     legs.append(await dense_leg(conn, search.text, dense, vector, floor, tuning, checks))

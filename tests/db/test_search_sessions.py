@@ -493,3 +493,39 @@ async def test_a_search_the_index_cannot_vouch_for_is_checked_by_an_exact_pass(
     ]
     assert served == expected
     assert "similar_approximate_unverified" not in result.degraded.reasons
+
+
+async def test_the_nearest_passages_texts_are_read_when_only_they_are_asked(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """Selecting the nearest sessions' texts (or a match's matched words) reads the texts,
+    though no result's text was asked for."""
+    _, key, _ = await topic_sessions(engine)
+    query = (
+        "query($q: String!) { searchSessions(text: $q, limit: 2) {"
+        " nearest { matches { text } } results { matches { matchedWords } } } }"
+    )
+    lonely = (await graphql(client, key, query, q="zebra crossing at midnight"))["data"]
+    assert [m["text"] for n in lonely["searchSessions"]["nearest"] for m in n["matches"]]
+    assert all(m["text"] for n in lonely["searchSessions"]["nearest"] for m in n["matches"])
+    found = (await graphql(client, key, query, q=QUESTION))["data"]["searchSessions"]
+    assert any(m["matchedWords"] for n in found["results"] for m in n["matches"])
+
+
+async def test_the_app_embeds_search_texts_with_the_indexers_providers(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    from similar_sessions.app import create_app
+
+    app = create_app(settings, engine=engine, run_migrations=False)
+    assert "openai" in app.state.services.embedders.providers
+
+
+async def test_a_leg_that_did_not_run_says_why_in_the_contracts_order(engine: AsyncEngine) -> None:
+    account, _, _ = await topic_sessions(engine, model=DENSE_MODEL)
+    down = Registry(
+        {MODEL: LexicalEmbedder, DENSE_MODEL: lambda: FailingWords(identity=DENSE_MODEL)}
+    )
+    result = await searched(engine, account, QUESTION, registry=down, statuses=("completed",))
+    [_, dense] = result.legs
+    assert dense.reasons == {"search_text_not_embedded", "search_dense_leg_failed"}
