@@ -12,6 +12,7 @@ import pytest
 from playwright.async_api import Browser, Locator, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from resolvers.rules.degraded import SENTENCES
 from tests.support.console_browser import CONSOLE, Tab, assert_nothing_ran, new_tab, open_panel
 from tests.support.console_server import serving
 from tests.support.console_worlds import (
@@ -29,10 +30,7 @@ pytestmark = pytest.mark.browser
 NOT_EMBEDDED = (
     "the search text could not be embedded with the account's model; only its words were compared."
 )
-NOTHING_CLOSE = (
-    "Nothing was close enough to pass the model's floor; the nearest passages are offered "
-    "instead, labelled loose."
-)
+NOTHING_CLOSE = SENTENCES["similar_nothing_close_enough"]
 # Shares no word (no stem) with any passage of the described world.
 UNRELATED = "the customer wants a seat upgrade"
 MARKUP = "<b>x</b>"
