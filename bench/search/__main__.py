@@ -23,6 +23,7 @@ from bench.search import metrics
 from bench.search.baselines import BM25_ROW, bm25_rankings, relevant_sets, table
 from bench.search.product import Prepared, prepare, rankings
 from bench.search.queries import query_set
+from bench.search.stored import best_passage_rankings, stored
 from config.logs import configure_logging
 from config.settings import Settings
 from resolvers.comparison.legs import Leg
@@ -30,6 +31,9 @@ from resolvers.comparison.searched import Fusion
 
 OUT = ROOT / "bench" / "results" / "search.md"
 Row = tuple[str, str, metrics.Figures]
+# The other way the issue left open: the fitted lexical model's own vectors (IDF-weighted,
+# L2-normalised passages) against the text embedded by the same fit.
+LEXICAL_VECTORS_ROW = "fitted lexical vectors (cosine, best passage, no floor)"
 CONFIGS: list[tuple[str, Leg | None, Fusion, bool]] = [  # (row, only, fusion, needs dense)
     ("product: lexical leg only (BM25 over passages)", Leg.LEXICAL, Fusion.RRF, False),
     ("product: dense leg only (all-MiniLM-L6-v2)", Leg.DENSE, Fusion.RRF, True),
@@ -48,6 +52,10 @@ async def measure(
     notes = []
     prepared: Prepared = await prepare(corpus, dense, settings, reuse)
     try:
+        vectors = await stored(prepared.engine, corpus.account_id, "embedding")
+        names = {s.id: s.name for s in corpus.sessions}
+        by_vectors = best_passage_rankings(vectors, [q.text for q in queries], names)
+        rows.append((name, LEXICAL_VECTORS_ROW, metrics.figures(by_vectors, relevant)))
         for row, only, fusion, needs_dense in CONFIGS:
             if needs_dense and not dense:
                 continue

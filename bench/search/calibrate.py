@@ -26,14 +26,13 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-import sqlalchemy as sa
 
 from bench.common.databases import with_database
 from bench.quality import labelled
 from bench.quality.calibrate import CLOSE_PRECISION, RELATED_PRECISION, PageDetails, meets
 from bench.quality.vector_cache import CachedEmbedder
+from bench.search.stored import Stored, stored
 from config.settings import Settings
-from data import fits
 from data.engine import make_engine
 from data.server import resolve_url
 from indexer.embedders import MiniLMEmbedder
@@ -74,26 +73,15 @@ def probes(corpus: labelled.Corpus) -> list[tuple[UUID, str, str]]:
     return out
 
 
-async def stored(
-    corpus: labelled.Corpus, settings: Settings, column: str
-) -> tuple[np.ndarray, list[UUID], Fit | None]:
-    """The corpus's stored vectors of the slot, their sessions, and the account's fit."""
+async def stored_of(corpus: labelled.Corpus, settings: Settings, column: str) -> Stored:
+    """The corpus's stored vectors of the slot, in the dense database bench.search left."""
     url = resolve_url(settings.database_url, settings.data_dir)
     name = "ss_search_" + corpus.name.replace("-", "_") + "_dense"
     engine = make_engine(with_database(url, name))
     try:
-        async with engine.connect() as conn:
-            statement = (
-                f"SELECT runtime_session_id, {column}::text FROM session_chunks "
-                f"WHERE {column} IS NOT NULL AND redaction_state = 'clear'"
-            )
-            rows = (await conn.execute(sa.text(statement))).all()
-            kept = await fits.load_fit(conn, corpus.account_id)
+        return await stored(engine, corpus.account_id, column)
     finally:
         await engine.dispose()
-    matrix = np.array([np.array(v.strip("[]").split(","), dtype=np.float32) for _, v in rows])
-    fit = None if kept is None else Fit.from_bytes(kept.sessions, kept.weights)
-    return matrix, [s for s, _ in rows], fit
 
 
 def embedder(family: Family, fit: Fit | None) -> Any:
@@ -101,7 +89,8 @@ def embedder(family: Family, fit: Fit | None) -> Any:
 
 
 def measure(corpus: labelled.Corpus, family: Family, settings: Settings) -> Measured:
-    matrix, owners, fit = asyncio.run(stored(corpus, settings, family.column))
+    kept = asyncio.run(stored_of(corpus, settings, family.column))
+    matrix, owners, fit = kept.matrix, kept.owners, kept.fit
     task = {s.id: s.task for s in corpus.sessions}
     asked = probes(corpus)
     vectors = np.asarray(embedder(family, fit).embed([text for _, _, text in asked]))
