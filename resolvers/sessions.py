@@ -14,18 +14,26 @@ from resolvers.comparison.results import SearchResult, SimilarResult
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult
 from resolvers.context import Context
 from resolvers.errors import BadArgument
+from resolvers.shared_terms import pairs_of, with_terms
 
 MAX_PAGE = 100
 MAX_SEARCH_CHARS = 200
 
 
 async def similar_sessions(
-    context: Context, session_id: UUID, args: SimilarArgs
+    context: Context, session_id: UUID, args: SimilarArgs, terms: bool = False
 ) -> SimilarResult | None:
     """The comparison for one session of the caller's account; None when it has no such
-    session. Its end cursor is sealed for this session's list with these arguments."""
+    session. Its end cursor is sealed for this session's list with these arguments; with
+    `terms` (and texts shown), each match has its shared terms."""
     result = await context.loaders.similar.load((session_id, args))
-    if result is None or result.next_after is None:
+    if result is None:
+        return result
+    if terms and args.include_match_text:
+        answers = await context.loaders.terms.load_many(pairs_of(result.results))
+        shown, block = with_terms(result.results, answers, result.degraded)
+        result = replace(result, results=shown, degraded=block)
+    if result.next_after is None:
         return result
     binding = args.binding(similar_list(session_id))
     return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
@@ -40,11 +48,18 @@ async def similar_timeline(
     return result
 
 
-async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:
+async def search_sessions(
+    context: Context, text: str, args: SimilarArgs, terms: bool = False
+) -> SearchResult:
     """The account's sessions nearest a described text (GraphQL and REST both call it); its
-    end cursor is sealed for this text's list with these arguments."""
+    end cursor is sealed for this text's list with these arguments; with `terms` (and texts
+    shown), each match has the terms it shares with the text."""
     account_id = context.principal.account_id
     result = await search.search_sessions(context.services, account_id, text, args)
+    if terms and args.include_match_text:
+        answers = await context.loaders.terms.load_many(pairs_of(result.results, text))
+        shown, block = with_terms(result.results, answers, result.degraded)
+        result = replace(result, results=shown, degraded=block)
     if result.next_after is None:
         return result
     binding = args.binding(search_list(context.principal.account_id, text))

@@ -30,8 +30,10 @@ class SearchQuery:
     ) -> SessionSearch | None:
         require_granted(info)
         text = checked_text(text, "text")
-        selected = selects(info.selected_fields, "searchSessions", "results", "matches", "text")
+        matches = ("searchSessions", "results", "matches")
+        terms = selects(info.selected_fields, *matches, "sharedTerms")
+        selected = terms or selects(info.selected_fields, *matches, "text")
         listed = search_list(info.context.principal.account_id, text)
         args = ranked_args(info, ranked, listed, selected)
-        result = await search_sessions(info.context, text, args)
+        result = await search_sessions(info.context, text, args, terms)
         return SessionSearch.of(result, RuntimeSession.of)

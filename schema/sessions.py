@@ -18,12 +18,21 @@ from schema.mapping import from_result
 from schema.selection import selects
 from schema.similar import SimilarSessions
 
+_MATCHES = ("similarSessions", "results", "matches")
+
 
 def _selects_text(info: strawberry.Info[Context, None]) -> bool:
-    """Whether the client selected a match's or a probe's text."""
-    matches = ("similarSessions", "results", "matches")
+    """Whether the client selected a match's or a probe's text, or their shared terms."""
     fields = info.selected_fields
-    return selects(fields, *matches, "text") or selects(fields, *matches, "probe", "text")
+    return (
+        selects(fields, *_MATCHES, "text")
+        or selects(fields, *_MATCHES, "probe", "text")
+        or _selects_terms(info)
+    )
+
+
+def _selects_terms(info: strawberry.Info[Context, None]) -> bool:
+    return selects(info.selected_fields, *_MATCHES, "sharedTerms")
 
 
 @strawberry.type(description="One step of a session's replay.")
@@ -137,6 +146,6 @@ class RuntimeSession:
     ) -> SimilarSessions | None:
         require_granted(info)
         args = ranked_args(info, ranked, similar_list(self.id), _selects_text(info))
-        result = await similar_sessions(info.context, self.id, args)
+        result = await similar_sessions(info.context, self.id, args, _selects_terms(info))
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result, RuntimeSession.of)

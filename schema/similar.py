@@ -93,6 +93,14 @@ class RankedPassage(Passage):
     text: str | None = strawberry.field(
         description="Up to 280 characters; null when includeMatchText is false or withheld."
     )
+    shared_terms: list[str] | None = strawberry.field(
+        default=None,
+        description="The terms that carry most of the two passages' similarity under the "
+        "account's fitted lexical model, however the pair was found, heaviest first (at most "
+        "5); empty when they share none, or when the account has no fit (the degraded block "
+        "then names SHARED_TERMS_UNAVAILABLE); null when includeMatchText is false or a "
+        "passage is withheld.",
+    )
 
 
 @strawberry.type(description="A passage of the other session, and the probe that found it.")

@@ -36,6 +36,9 @@ class MatchResult(ChunkDetail):
     similarity: float
     band: ranking.Band
     probe: PassageResult | None  # None for a search text's match
+    # The terms that carry most of the pair's similarity under the account's fitted lexical
+    # model (resolvers/shared_terms.py); None when not asked for, or a text is not shown.
+    shared_terms: tuple[str, ...] | None = None
 
     @classmethod
     def of(
@@ -132,6 +135,10 @@ class SimilarResult(Answered):
     lookup_path: LookupPath | None
     bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
+    # Every neighbour in order (`results` is a page of them), and the probes' chunk ids by
+    # probe number: what the failure modes are grouped from (resolvers/failure_modes.py).
+    ranked: tuple[ranking.Neighbour, ...] = ()
+    probes: tuple[UUID, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ results {
   runtimeSessionId sessionSourceType sessionSourceId sessionReference title startedAt
   lastActivityAt score similarity band matchedChunkCount consoleLink
   matches { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor similarity
-            band redactionState text
+            band redactionState text sharedTerms
             probe { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor text } }
 }
 """
@@ -146,6 +146,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "redaction_state",
         "replay_anchor",
         "text",
+        "shared_terms",
         "probe",
     }
     assert set(match["probe"]) == {

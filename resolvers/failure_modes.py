@@ -1,0 +1,225 @@
+"""Failure modes, live: which failures of a window recur, which are new, and why they match.
+
+The account's sessions of the asked statuses that started in the window (the newest
+`SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are each compared twice, all in one batch of the
+request's similarSessions DataLoader, so in one lookup statement: once with the filters and
+the window (their neighbours among the window's failures: the group rule's links) and once
+with only the sessions that started before the window (a member with a neighbour there at
+"related" or closer makes its group recurring; the nearest earlier passage of each probe
+answers that exactly). Grouping and order are pure (resolvers/rules/failure_groups.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+from data.failures import InWindow, sessions_in_window
+from resolvers.arguments import FailureArgs, SimilarArgs
+from resolvers.comparison.answer import elapsed_ms
+from resolvers.comparison.results import SimilarResult
+from resolvers.context import Context
+from resolvers.failure_members import group_terms
+from resolvers.failure_results import FailureGroupResult, FailureModesResult
+from resolvers.rules import failure_groups as rules
+from resolvers.rules.calibration import BandCuts
+from resolvers.rules.degraded import Degraded, degraded
+from resolvers.shared_terms import NO_FIT
+
+TIMED_OUT = "similar_comparison_timed_out"
+UNVERIFIED = "similar_approximate_unverified"
+
+
+def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, SimilarArgs]:
+    """The two comparisons of each member: its neighbours among the window's sessions of the
+    asked statuses and source types (with their best match), and among every session that
+    started before the window (the nearest only)."""
+    links = SimilarArgs(
+        limit=1,
+        max_matches_per_session=1,
+        window_days=args.window_days,
+        include_match_text=False,
+        statuses=args.statuses,
+        source_types=args.source_types,
+    )
+    earlier = SimilarArgs(
+        limit=1, max_matches_per_session=0, include_match_text=False, started_before=window_start
+    )
+    return links, earlier
+
+
+async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
+    """One page of the window's groups; with `terms` (and texts shown), each group's shared
+    terms are chosen too."""
+    started = time.perf_counter()
+    window_start = datetime.now(UTC) - timedelta(days=args.window_days)
+    bound = context.services.tuning.failure_modes_sessions
+    found = await _window(context, args, window_start, bound)
+    near, before = await _compared(context, args, found, window_start)
+    reasons = _reasons(found, bound, near, before)
+    embedded = {i: r for i, r in near.items() if r.model_identity is not None}
+    groups = [] if TIMED_OUT in reasons else _grouped(found, embedded, before)
+    if args.containing is not None:
+        groups = [g for g in groups if any(m.session_id == args.containing for m in g.members)]
+    page, more = rules.groups_after(groups, args.after, args.limit)
+    chosen: list[tuple[str, ...] | None] = [None] * len(page)
+    if terms and args.include_match_text:
+        picked, fitted = await group_terms(context, page)
+        chosen = list(picked)
+        reasons |= set() if fitted else {NO_FIT}
+    shown = await _shown(context, args, page, found, embedded, before, chosen)
+    unembedded = len(near) - len(embedded)
+    return FailureModesResult(
+        args=args,
+        window_start=window_start,
+        sessions=found.total,
+        compared=len(found.sessions),
+        left_out=found.total - len(found.sessions),
+        compared_since=found.sessions[-1].started_at if found.sessions else None,
+        not_embedded=unembedded,
+        bound=bound,
+        group_count=len(groups),
+        degraded=_block(reasons, found, bound, unembedded, bool(embedded)),
+        elapsed_ms=elapsed_ms(started),
+        groups=shown,
+        next_after=page[-1].position if more and page else None,
+        end_cursor=_sealed(context, args, page[-1].position) if more and page else None,
+    )
+
+
+def _sealed(context: Context, args: FailureArgs, after: rules.GroupPosition) -> str:
+    """The groups' end cursor, bound to this account and these arguments."""
+    return context.cursors.failure_groups(after, args.binding(context.principal.account_id))
+
+
+async def _window(
+    context: Context, args: FailureArgs, window_start: datetime, bound: int
+) -> InWindow:
+    """The window's sessions (the newest `bound`), primed into the request's session loader."""
+    async with context.services.engine.connect() as conn:
+        found = await sessions_in_window(
+            conn,
+            context.principal.account_id,
+            window_start,
+            args.statuses,
+            args.source_types,
+            bound,
+        )
+    for row in found.sessions:
+        context.loaders.sessions.prime(row.id, row)
+    return found
+
+
+async def _compared(
+    context: Context, args: FailureArgs, found: InWindow, window_start: datetime
+) -> tuple[dict[UUID, SimilarResult], dict[UUID, SimilarResult]]:
+    """Each session's two comparisons (near: its links; before: earlier sessions), all in one
+    batch of the request's similarSessions DataLoader."""
+    ids = [row.id for row in found.sessions]
+    links, earlier = lookups(args, window_start)
+    answers = await context.loaders.similar.load_many(
+        [(i, links) for i in ids] + [(i, earlier) for i in ids]
+    )
+    near = {i: r for i, r in zip(ids, answers[: len(ids)], strict=True) if r is not None}
+    before = {i: r for i, r in zip(ids, answers[len(ids) :], strict=True) if r is not None}
+    return near, before
+
+
+def _grouped(
+    found: InWindow, embedded: dict[UUID, SimilarResult], before: dict[UUID, SimilarResult]
+) -> list[rules.Group]:
+    """The embedded sessions' groups, in order."""
+    starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
+    recurring = frozenset(i for i, r in before.items() if _recurs(r))
+    member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
+    return rules.groups_of(starts, member_links, recurring)
+
+
+def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:
+    """The member's neighbours at its model's related cut point or closer, each tied by its
+    best match (this member's probe passage and the neighbour's passage)."""
+    related = result.bands.related
+    return [
+        rules.Link(member, n.session_id, n.similarity, result.probes[m.probe], m.chunk_id)
+        for n in result.ranked
+        if n.similarity >= related
+        for m in n.matches[:1]
+    ]
+
+
+def _recurs(result: SimilarResult) -> bool:
+    """Whether a session that started before the window is a neighbour at "related" or
+    closer (its lookup had only those as candidates)."""
+    return any(n.similarity >= result.bands.related for n in result.ranked)
+
+
+def _reasons(
+    found: InWindow,
+    bound: int,
+    near: dict[UUID, SimilarResult],
+    before: dict[UUID, SimilarResult],
+) -> set[str]:
+    results = [*near.values(), *before.values()]
+    reasons = {TIMED_OUT} if any(TIMED_OUT in r.degraded.reasons for r in results) else set()
+    if any(UNVERIFIED in r.degraded.reasons for r in results):
+        reasons.add(UNVERIFIED)
+    if found.total > bound:
+        reasons.add("failure_modes_bounded")
+    if any(r.model_identity is None for r in near.values()):
+        reasons.add("failure_modes_not_embedded")
+    return reasons
+
+
+def _block(
+    reasons: set[str], found: InWindow, bound: int, unembedded: int, semantic: bool
+) -> Degraded:
+    """The answer's degraded block, its sentences naming the counts."""
+    values = {
+        "sessions": f"{found.total:,}",
+        "bound": f"{bound:,}",
+        "left_out": f"{found.total - len(found.sessions):,}",
+        "compared_since": found.sessions[-1].started_at.isoformat() if found.sessions else "-",
+        "not_embedded": f"{unembedded:,}",
+    }
+    return degraded(semantic and TIMED_OUT not in reasons, reasons, None, tuple(values.items()))
+
+
+async def _shown(
+    context: Context,
+    args: FailureArgs,
+    page: Sequence[rules.Group],
+    found: InWindow,
+    embedded: dict[UUID, SimilarResult],
+    before: dict[UUID, SimilarResult],
+    chosen: Sequence[tuple[str, ...] | None],
+) -> tuple[FailureGroupResult, ...]:
+    """The page's groups with their sessions, earlier sessions and shared terms."""
+    sessions = {row.id: row for row in found.sessions}
+    cuts: dict[UUID, BandCuts] = {i: r.bands for i, r in embedded.items()}
+    earlier = [_earliest_like(g, before) for g in page]
+    rows = await context.loaders.sessions.load_many([e for e in earlier if e is not None])
+    seen = {row.id: row for row in rows if row is not None}
+    account_id = context.principal.account_id
+    return tuple(
+        FailureGroupResult(
+            group, sessions, seen.get(like) if like else None, terms, cuts, args, account_id
+        )
+        for group, like, terms in zip(page, earlier, chosen, strict=True)
+    )
+
+
+def _earliest_like(group: rules.Group, before: dict[UUID, SimilarResult]) -> UUID | None:
+    """For a recurring group, the earlier session most like one of its members (highest
+    similarity, ties by id); None for a new group."""
+    best: tuple[float, UUID] | None = None
+    for m in group.members:
+        result = before.get(m.session_id)
+        if result is None:
+            continue
+        for n in result.ranked:
+            if n.similarity >= result.bands.related and (
+                best is None or (-n.similarity, n.session_id) < (-best[0], best[1])
+            ):
+                best = (n.similarity, n.session_id)
+    return None if best is None else best[1]
