@@ -41,9 +41,11 @@ from similar_sessions.request_context import request_context
 _REST_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS}
 _FAILURE_NAMES = {a.field: a.rest_name for a in FAILURE_ARGUMENTS}
 # What only GraphQL has: a neighbour's session object and console link, Relay-style paging
-# (REST pages with next_cursor, present only when more results exist); and the arguments a
-# GraphQL type keeps for its own resolvers.
-GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page", "args"})
+# (REST pages with next_cursor, present only when more results exist); and what a GraphQL
+# type keeps for its own resolvers (the arguments, a failure group's result).
+GRAPHQL_ONLY = frozenset(
+    {"session", "console_link", "end_cursor", "has_next_page", "args", "found"}
+)
 
 
 def _int(raw: str, name: str) -> int:
