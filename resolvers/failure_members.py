@@ -37,9 +37,10 @@ def tie(member: rules.Member) -> Tie | None:
 
 async def group_terms(
     context: Context, groups: Sequence[rules.Group]
-) -> tuple[list[tuple[str, ...]], bool]:
+) -> tuple[list[tuple[str, ...]], str | None]:
     """Each group's terms (named by at least half of its newest GROUP_TERMS_SAMPLE members'
-    ties), all groups' ties in one batch; and whether the account had a fit to choose them."""
+    ties), all groups' ties in one batch; and the fitted model they were chosen with (None:
+    the account has no fit, or no group has a tie)."""
     samples = [[tie(m) for m in g.members[:GROUP_TERMS_SAMPLE]] for g in groups]
     keys = list(dict.fromkeys(k for sample in samples for k in sample if k is not None))
     answers = dict(zip(keys, await context.loaders.terms.load_many(keys), strict=True))
@@ -47,7 +48,7 @@ async def group_terms(
         common_terms([(answers[k].terms or ()) if k is not None else () for k in sample])
         for sample in samples
     ]
-    return chosen, all(a.fitted for a in answers.values())
+    return chosen, next((a.model for a in answers.values() if a.model is not None), None)
 
 
 async def members_page(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -25,7 +26,6 @@ from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.calibration import BandCuts
 from resolvers.rules.degraded import Degraded, degraded
-from resolvers.shared_terms import NO_FIT
 
 TIMED_OUT = "similar_comparison_timed_out"
 UNVERIFIED = "similar_approximate_unverified"
@@ -49,10 +49,27 @@ def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, Sim
     return links, earlier
 
 
-async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
-    """One page of the window's groups; with `terms` (and texts shown), each group's shared
-    terms are chosen too."""
-    started = time.perf_counter()
+@dataclass(frozen=True, slots=True)
+class Grouping:
+    """Every group of a window, in order, and what they were made from: the window's sessions
+    (the newest `bound`), each one's two comparisons, and the reasons the answer names."""
+
+    window_start: datetime
+    bound: int
+    found: InWindow
+    near: dict[UUID, SimilarResult]  # the links' comparison, by session
+    before: dict[UUID, SimilarResult]  # the earlier sessions' comparison, by session
+    reasons: frozenset[str]
+    groups: tuple[rules.Group, ...]
+
+    @property
+    def embedded(self) -> dict[UUID, SimilarResult]:
+        return {i: r for i, r in self.near.items() if r.model_identity is not None}
+
+
+async def grouping(context: Context, args: FailureArgs) -> Grouping:
+    """The window's sessions, compared in one batch, and all their groups in order (none
+    when the comparison ran past its budget); `containing` keeps only that session's."""
     window_start = datetime.now(UTC) - timedelta(days=args.window_days)
     bound = context.services.tuning.failure_modes_sessions
     found = await _window(context, args, window_start, bound)
@@ -62,29 +79,39 @@ async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> Fai
     groups = [] if TIMED_OUT in reasons else _grouped(found, embedded, before)
     if args.containing is not None:
         groups = [g for g in groups if any(m.session_id == args.containing for m in g.members)]
-    page, more = rules.groups_after(groups, args.after, args.limit)
+    return Grouping(window_start, bound, found, near, before, frozenset(reasons), tuple(groups))
+
+
+async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
+    """One page of the window's groups; with `terms` (and texts shown), each group's shared
+    terms are chosen too."""
+    started = time.perf_counter()
+    g = await grouping(context, args)
+    found, embedded, reasons = g.found, g.embedded, set(g.reasons)
+    page, more = rules.groups_after(g.groups, args.after, args.limit)
     chosen: list[tuple[str, ...] | None] = [None] * len(page)
+    model = None
     if terms and args.include_match_text:
-        picked, fitted = await group_terms(context, page)
+        picked, model = await group_terms(context, page)
         chosen = list(picked)
-        reasons |= set() if fitted else {NO_FIT}
-    shown = await _shown(context, args, page, found, embedded, before, chosen)
-    unembedded = len(near) - len(embedded)
+    shown = await _shown(context, args, page, found, embedded, g.before, chosen)
+    unembedded = len(g.near) - len(embedded)
     return FailureModesResult(
         args=args,
-        window_start=window_start,
+        window_start=g.window_start,
         sessions=found.total,
         compared=len(found.sessions),
         left_out=found.total - len(found.sessions),
         compared_since=found.sessions[-1].started_at if found.sessions else None,
         not_embedded=unembedded,
-        bound=bound,
-        group_count=len(groups),
-        degraded=_block(reasons, found, bound, unembedded, bool(embedded)),
+        bound=g.bound,
+        group_count=len(g.groups),
+        degraded=_block(reasons, found, g.bound, unembedded, bool(embedded)),
         elapsed_ms=elapsed_ms(started),
         groups=shown,
         next_after=page[-1].position if more and page else None,
         end_cursor=_sealed(context, args, page[-1].position) if more and page else None,
+        shared_terms_model=model,
     )
 
 

@@ -117,6 +117,7 @@ class FailureModesResult:
     groups: tuple[FailureGroupResult, ...]
     next_after: rules.GroupPosition | None
     end_cursor: str | None = None
+    shared_terms_model: str | None = None  # the fit the shared terms were chosen with
 
     @property
     def window_days(self) -> int:

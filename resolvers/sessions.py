@@ -31,8 +31,8 @@ async def similar_sessions(
         return result
     if terms and args.include_match_text:
         answers = await context.loaders.terms.load_many(pairs_of(result.results))
-        shown, block = with_terms(result.results, answers, result.degraded)
-        result = replace(result, results=shown, degraded=block)
+        shown, model = with_terms(result.results, answers)
+        result = replace(result, results=shown, shared_terms_model=model)
     if result.next_after is None:
         return result
     binding = args.binding(similar_list(session_id))
@@ -58,8 +58,8 @@ async def search_sessions(
     result = await search.search_sessions(context.services, account_id, text, args)
     if terms and args.include_match_text:
         answers = await context.loaders.terms.load_many(pairs_of(result.results, text))
-        shown, block = with_terms(result.results, answers, result.degraded)
-        result = replace(result, results=shown, degraded=block)
+        shown, model = with_terms(result.results, answers)
+        result = replace(result, results=shown, shared_terms_model=model)
     if result.next_after is None:
         return result
     binding = args.binding(search_list(context.principal.account_id, text))

@@ -15,29 +15,27 @@ from data.passages import clear_texts
 from indexer.lexical import LexicalEmbedder
 from indexer.query import account_fit
 from resolvers.comparison.results import MatchResult, NeighbourResult
-from resolvers.rules.degraded import Degraded, with_reason
 from resolvers.rules.shared_terms import shared_terms
 from resolvers.services import Services
 
 # A pair: one side (a passage's id, or a search text) and the other passage's id.
 TermsKey = tuple[UUID | str, UUID]
-NO_FIT = "shared_terms_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
 class Terms:
-    """A pair's terms (None: one of its passages is no longer clear), and whether the account
-    had a fit to choose them with (without one they are always empty)."""
+    """A pair's terms (None: one of its passages is no longer clear), and the fitted lexical
+    model they were chosen with (None: the account has no fit, and they are empty)."""
 
     terms: tuple[str, ...] | None
-    fitted: bool = True
+    model: str | None
 
 
 async def terms_for(services: Services, account_id: UUID, keys: Sequence[TermsKey]) -> list[Terms]:
     """One Terms per pair, in key order: the account's fit and the passages read once."""
     fit = await account_fit(services.engine, services.embedders, account_id)
     if fit is None:
-        return [Terms((), fitted=False) for _ in keys]
+        return [Terms((), None) for _ in keys]
     ids = {side for key in keys for side in key if isinstance(side, UUID)}
     async with services.engine.connect() as conn:
         read = await clear_texts(conn, account_id, sorted(ids))
@@ -60,9 +58,10 @@ def _chosen(
         return weighted[side]
 
     out = []
+    model = str(fit.identity)
     for one, other in keys:
         a, b = of(one), of(other)
-        out.append(Terms(None if a is None or b is None else shared_terms(a, b)))
+        out.append(Terms(None if a is None or b is None else shared_terms(a, b), model))
     return out
 
 
@@ -78,21 +77,15 @@ def pairs_of(neighbours: Sequence[NeighbourResult], text: str | None = None) -> 
 
 
 def with_terms(
-    neighbours: Sequence[NeighbourResult], answers: Sequence[Terms], degraded: Degraded
-) -> tuple[tuple[NeighbourResult, ...], Degraded]:
-    """The neighbours with each match's terms (answers in `pairs_of` order), and the degraded
-    block naming `shared_terms_unavailable` when the account had no fit to choose them with."""
+    neighbours: Sequence[NeighbourResult], answers: Sequence[Terms]
+) -> tuple[tuple[NeighbourResult, ...], str | None]:
+    """The neighbours with each match's terms (answers in `pairs_of` order), and the fitted
+    model they were chosen with (None: the account has no fit, or no match was shown)."""
     given = iter(answers)
     filled = []
-    unfitted = False
     for n in neighbours:
-        matches = []
-        for m in n.matches:
-            answer = next(given)
-            unfitted = unfitted or not answer.fitted
-            matches.append(_shown(m, answer))
-        filled.append(replace(n, matches=tuple(matches)))
-    return tuple(filled), with_reason(degraded, NO_FIT) if unfitted else degraded
+        filled.append(replace(n, matches=tuple(_shown(m, next(given)) for m in n.matches)))
+    return tuple(filled), next((a.model for a in answers if a.model is not None), None)
 
 
 def _shown(m: MatchResult, answer: Terms) -> MatchResult:

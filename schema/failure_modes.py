@@ -152,6 +152,11 @@ class FailureModes:
     groups: list[FailureGroup]
     end_cursor: str | None
     has_next_page: bool
+    shared_terms_model: str | None = strawberry.field(
+        description="The account's fitted lexical model the shared terms were chosen with; "
+        "null when the account has no fit (every sharedTerms is then empty), or when no term "
+        "was asked for or shown."
+    )
 
     @classmethod
     def of(cls, r: FailureModesResult) -> FailureModes:
@@ -166,8 +171,10 @@ class FailureModes:
 def _texts_selected(info: strawberry.Info[Context, None]) -> tuple[bool, bool]:
     """(a text or a term selected anywhere under the field, a term selected)."""
     fields, groups = info.selected_fields, ("failureModes", "groups")
-    terms = selects(fields, *groups, "sharedTerms") or selects(
-        fields, *groups, *_MATCH, "sharedTerms"
+    terms = (
+        selects(fields, *groups, "sharedTerms")
+        or selects(fields, *groups, *_MATCH, "sharedTerms")
+        or selects(fields, "failureModes", "sharedTermsModel")
     )
     texts = terms or any(
         selects(fields, *groups, *_MATCH, *leaf) for leaf in (("text",), ("probe", "text"))

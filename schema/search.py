@@ -31,7 +31,9 @@ class SearchQuery:
         require_granted(info)
         text = checked_text(text, "text")
         matches = ("searchSessions", "results", "matches")
-        terms = selects(info.selected_fields, *matches, "sharedTerms")
+        terms = selects(info.selected_fields, *matches, "sharedTerms") or selects(
+            info.selected_fields, "searchSessions", "sharedTermsModel"
+        )
         selected = terms or selects(info.selected_fields, *matches, "text")
         listed = search_list(info.context.principal.account_id, text)
         args = ranked_args(info, ranked, listed, selected)

@@ -32,7 +32,10 @@ def _selects_text(info: strawberry.Info[Context, None]) -> bool:
 
 
 def _selects_terms(info: strawberry.Info[Context, None]) -> bool:
-    return selects(info.selected_fields, *_MATCHES, "sharedTerms")
+    fields = info.selected_fields
+    return selects(fields, *_MATCHES, "sharedTerms") or selects(
+        fields, "similarSessions", "sharedTermsModel"
+    )
 
 
 @strawberry.type(description="One step of a session's replay.")

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
     from schema.sessions import RuntimeSession
 
 SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a word.")
+TERMS_MODEL = (
+    "The account's fitted lexical model the matches' sharedTerms were chosen with; null when "
+    "the account has no fit (every sharedTerms is then empty), or when no sharedTerms was "
+    "asked for or shown."
+)
 
 
 @strawberry.type(description="Every way the comparison came up short, named.")
@@ -97,9 +102,8 @@ class RankedPassage(Passage):
         default=None,
         description="The terms that carry most of the two passages' similarity under the "
         "account's fitted lexical model, however the pair was found, heaviest first (at most "
-        "5); empty when they share none, or when the account has no fit (the degraded block "
-        "then names SHARED_TERMS_UNAVAILABLE); null when includeMatchText is false or a "
-        "passage is withheld.",
+        "5); empty when they share none, or when the account has no fit (`sharedTermsModel` "
+        "is then null); null when includeMatchText is false or a passage is withheld.",
     )
 
 
@@ -211,6 +215,7 @@ class SimilarSessions:
     results: list[Neighbour]
     end_cursor: str | None
     has_next_page: bool
+    shared_terms_model: str | None = strawberry.field(description=TERMS_MODEL)
     args: strawberry.Private[SimilarArgs]
 
     @strawberry.field(
@@ -247,6 +252,7 @@ class SessionSearch:
     results: list[SearchNeighbour]
     end_cursor: str | None
     has_next_page: bool
+    shared_terms_model: str | None = strawberry.field(description=TERMS_MODEL)
 
     @classmethod
     def of(cls, r: SearchResult, session_of: SessionOf) -> SessionSearch:

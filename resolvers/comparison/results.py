@@ -139,6 +139,7 @@ class SimilarResult(Answered):
     # probe number: what the failure modes are grouped from (resolvers/failure_modes.py).
     ranked: tuple[ranking.Neighbour, ...] = ()
     probes: tuple[UUID, ...] = ()
+    shared_terms_model: str | None = None  # the fit the matches' terms were chosen with
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,3 +155,4 @@ class SearchResult(Answered):
     lookup_path: LookupPath | None
     bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
     end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
+    shared_terms_model: str | None = None  # the fit the matches' terms were chosen with

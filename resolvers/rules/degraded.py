@@ -53,9 +53,6 @@ SENTENCES: dict[str, str] = {
         "answer, and the exact check ran past its time budget; the list may miss or misorder "
         "neighbours."
     ),
-    "shared_terms_unavailable": (
-        "The account has no fitted lexical model, so no shared terms were chosen for its matches."
-    ),
     "failure_modes_bounded": (
         "The window holds more sessions than one request compares; the oldest were left out."
     ),
@@ -164,8 +161,3 @@ def degraded(
         raise ValueError(f"undocumented reason codes: {sorted(unknown)}")
     ordered = tuple(sorted(reasons, key=REASON_ORDER.__getitem__))
     return Degraded(semantic, ordered, window_days, values)
-
-
-def with_reason(d: Degraded, code: str) -> Degraded:
-    """The block with one reason more, in its place."""
-    return degraded(d.semantic, {*d.reasons, code}, d.window_days, d.values)

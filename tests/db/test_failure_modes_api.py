@@ -33,6 +33,7 @@ MEMBER_FIELDS = (
 QUERY = (
     "query($w: Int!, $after: String, $limit: Int!) { failureModes(windowDays: $w, "
     "limit: $limit, after: $after) { windowDays statuses sessions compared leftOut "
+    "sharedTermsModel "
     "comparedSince notEmbedded bound groupCount degraded { semantic reasons detail } "
     "endCursor hasNextPage groups {" + GROUP_FIELDS + " members {"
     " nodes {" + MEMBER_FIELDS + "} hasNextPage } } } }"
@@ -177,10 +178,11 @@ async def test_a_groups_terms_are_the_words_its_members_share(
     body = await graphql(
         client,
         key,
-        "{ failureModes(windowDays: 7) { degraded { reasons } groups { size sharedTerms"
+        "{ failureModes(windowDays: 7) { sharedTermsModel groups { size sharedTerms"
         " members { nodes { match { text sharedTerms probe { text } } } } } } }",
     )
     groups = body["data"]["failureModes"]["groups"]
+    assert body["data"]["failureModes"]["sharedTermsModel"].startswith("local:lexical-384.")
     assert sorted(g["size"] for g in groups) == [4, 4]
     for group in groups:
         assert group["sharedTerms"], group

@@ -1,6 +1,6 @@
 """sharedTerms on every match: chosen with the account's fitted lexical model whatever model
 found the pair (a pair found only by other vectors still gets lexical terms), an empty list
-with `shared_terms_unavailable` when the account has no fit, null when texts are not shown;
+and no `sharedTermsModel` when the account has no fit, null when texts are not shown;
 REST carries the same list, and one request reads the fit and the texts once."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ LOCK_AGAIN = "Migration aborted, deadlock detected on table orders; retrying the
 REFUND = "The customer asked for a refund of the cancelled flight to Seattle"
 MATCHES = """query($id: UUID!, $t: Boolean!) { runtimeSession(id: $id) {
   similarSessions(includeMatchText: $t, maxMatchesPerSession: 1) {
-    degraded { reasons }
+    degraded { reasons } sharedTermsModel
     results { runtimeSessionId matches { text sharedTerms probe { text } } } } } }"""
 
 
@@ -60,7 +60,8 @@ async def test_a_pair_found_by_other_vectors_gets_the_fits_lexical_terms(
     # 2: the four rarer ones carry 87% of what they share (ties by term).
     assert terms[world["twin"]] == ["deploy", "detected", "migration", "table"]
     assert terms[world["unlike"]] == []  # near by its vector, no weighed word in common
-    assert "SHARED_TERMS_UNAVAILABLE" not in similar["degraded"]["reasons"]
+    assert similar["sharedTermsModel"].startswith("local:lexical-384.")
+    assert similar["degraded"]["reasons"] == []
     rest = await client.get(
         f"/api/v1/runtime-sessions/{world['viewed']}/similar?max_matches_per_session=1",
         headers=bearer(world["key"]),
@@ -73,21 +74,21 @@ async def test_a_pair_found_by_other_vectors_gets_the_fits_lexical_terms(
         assert word in LOCK.lower() and word in LOCK_AGAIN.lower()
 
 
-async def test_without_a_fit_the_terms_are_empty_and_the_reason_named(
+async def test_without_a_fit_the_terms_are_empty_and_no_model_is_named(
     client: httpx.AsyncClient, engine: AsyncEngine
 ) -> None:
     world = await dense_pair(engine, fitted=False)
     body = await graphql(client, world["key"], MATCHES, id=world["viewed"], t=True)
     similar = body["data"]["runtimeSession"]["similarSessions"]
     assert all(r["matches"][0]["sharedTerms"] == [] for r in similar["results"])
-    assert similar["degraded"]["reasons"][-1] == "SHARED_TERMS_UNAVAILABLE"
+    assert similar["results"] and similar["sharedTermsModel"] is None
     rest = (
         await client.get(
             f"/api/v1/runtime-sessions/{world['viewed']}/similar", headers=bearer(world["key"])
         )
     ).json()
-    assert rest["degraded"]["reasons"][-1] == "shared_terms_unavailable"
-    assert "no fitted lexical model" in rest["degraded"]["detail"]
+    assert rest["shared_terms_model"] is None and rest["degraded"]["reasons"] == []
+    assert all(m["shared_terms"] == [] for r in rest["results"] for m in r["matches"])
 
 
 async def test_no_text_no_terms_and_nothing_read(

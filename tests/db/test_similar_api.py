@@ -15,7 +15,7 @@ from tests.support.world import World, blend, direction
 
 SIMILAR_FIELDS = """
 runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDays limit
-maxMatchesPerSession elapsedMs endCursor hasNextPage
+maxMatchesPerSession elapsedMs endCursor hasNextPage sharedTermsModel
 degraded { semantic reasons detail }
 bands { close related }
 results {
@@ -115,6 +115,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "bands",
         "elapsed_ms",
         "results",
+        "shared_terms_model",
         "next_cursor",
     }
     assert set(body["degraded"]) == {"semantic", "reasons", "detail"}

@@ -234,3 +234,73 @@ async def exact_reference(
         groups.add(frozenset(component))
     new = {g: not (g & earlier) for g in groups}
     return Reference(groups, new, {m: len(adjacent[m]) for m in members})
+
+
+# Failures of three kinds, told in words: what the lexical model's fit and the shared terms
+# are made from (the console's tests and screenshots).
+FAILURE_TEXTS = {
+    "payment": (
+        "Checkout failed: the payment gateway timed out after 30 seconds while charging card "
+        "{n}. The agent retried the charge and the gateway refused it again."
+    ),
+    "seats": (
+        "Seat selection crashed: the seat map for flight HAT{n} came back with an empty cabin, "
+        "so the agent could not assign the window seat the customer asked for."
+    ),
+    "refund": (
+        "Refund stuck: the refund for reservation ZF{n} stayed pending because the original "
+        "payment method was a gift card that had expired."
+    ),
+}
+
+
+async def lexical_failures(
+    engine: AsyncEngine, per_kind: int = 4
+) -> tuple[str, dict[str, list[str]]]:
+    """An account on the default (lexical) model with failed sessions of three kinds in the
+    last week, one of them also failing a month ago, and completed sessions between;
+    indexed, so the account has its fit. Its key, and its failed sessions by kind."""
+    from indexer.embedders import DEFAULT_MODEL, Registry
+    from indexer.worker import IndexerConfig, index_once
+
+    world = World()
+    account, key = world.account("failures", model=str(DEFAULT_MODEL))
+    made: dict[str, list[str]] = {kind: [] for kind in FAILURE_TEXTS}
+    n = 0
+    for kind, text in FAILURE_TEXTS.items():
+        for s in range(per_kind):
+            n += 1
+            days_ago = 0.3 + 1.4 * s + 0.2 * len(made[kind])
+            sid = _told(
+                world,
+                account,
+                f"{kind.capitalize()} failure {s + 1}",
+                days_ago,
+                text.format(n=100 + n),
+            )
+            made[kind].append(sid)
+    _told(world, account, "Refund failure last month", 32, FAILURE_TEXTS["refund"].format(n=999))
+    for s in range(3):
+        _told(
+            world,
+            account,
+            f"Booking {s + 1}",
+            2 + s,
+            "Booked a flight to Seattle for May 20th.",
+            "completed",
+        )
+    await world.write(engine)
+    await index_once(engine, Registry(), IndexerConfig(progress=False))
+    return key, made
+
+
+def _told(
+    world: World, account: str, title: str, days_ago: float, text: str, status: str = "failed"
+) -> str:
+    sid = world.session(account, title, status=status)
+    started = at(days_ago)
+    world.lines[-1]["started_at"] = started.isoformat()
+    world.lines[-1]["last_activity_at"] = (started + timedelta(hours=1)).isoformat()
+    world.activity(sid, 0, f"I need help: {title.lower()}.", occurred_at=started)
+    world.activity(sid, 1, text, role="assistant", occurred_at=started + timedelta(minutes=1))
+    return sid

@@ -24,8 +24,40 @@ export function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** A passage's text as text (never parsed), or why it is not shown. */
-export function passage(text, redactionState) {
+// Letters, marks, digits and underscores: what the lexical model's words are made of.
+const WORD_CHAR = "[\\p{L}\\p{M}\\p{N}_]";
+// Scripts written without spaces: their terms are pairs of characters found anywhere.
+const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
+
+function escaped(term) {
+  return term.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * The text as text nodes, each shared term's occurrences in a <mark>: whole words, in any
+ * case (the model reads casefolded words), or anywhere for a pair of an unspaced script.
+ */
+export function highlighted(text, terms) {
+  const shown = (terms ?? []).filter((t) => typeof t === "string" && t.length > 0);
+  if (shown.length === 0) return [text];
+  const alternatives = [...shown]
+    .sort((a, b) => b.length - a.length)
+    .map((t) => (UNSPACED.test(t) ? escaped(t) : `(?<!${WORD_CHAR})${escaped(t)}(?!${WORD_CHAR})`));
+  const pattern = new RegExp(alternatives.join("|"), "giu");
+  const parts = [];
+  let at = 0;
+  for (const found of text.matchAll(pattern)) {
+    if (found[0].length === 0) continue;
+    if (found.index > at) parts.push(text.slice(at, found.index));
+    parts.push(h("mark", {}, found[0]));
+    at = found.index + found[0].length;
+  }
+  if (at < text.length) parts.push(text.slice(at));
+  return parts;
+}
+
+/** A passage's text as text (never parsed), its shared terms marked, or why it is not shown. */
+export function passage(text, redactionState, terms = null) {
   if (text === null || text === undefined) {
     return h(
       "p",
@@ -35,7 +67,13 @@ export function passage(text, redactionState) {
         : "Passage withheld: its text is not shown.",
     );
   }
-  return h("blockquote", { class: "passage" }, text);
+  return h("blockquote", { class: "passage" }, highlighted(text, terms));
+}
+
+/** "Shared terms: a, b, c" for a match that has some (marks alone are not read out); else null. */
+export function termsLine(terms, lead = "Shared terms: ") {
+  if (!terms || terms.length === 0) return null;
+  return h("p", { class: "match-terms" }, lead, terms.join(", "));
 }
 
 /** The other session's side of a match: what it was, linked to its turn, and its text. */
@@ -50,7 +88,7 @@ export function theirSide(m, sessionId, lead = "Theirs: ") {
       lead,
       m.replayAnchor ? h("a", { href: `${sessionHref(sessionId)}#activity-${m.replayAnchor}` }, what) : what,
     ),
-    passage(m.text, m.redactionState),
+    passage(m.text, m.redactionState, m.sharedTerms),
   );
 }
 
@@ -73,14 +111,15 @@ export function neighbourMatch(m, neighbourId) {
         " at ",
         time(probe.occurredAt, { short: true }),
       ),
-      passage(probe.text, "clear"),
+      passage(probe.text, "clear", m.sharedTerms),
     ),
+    termsLine(m.sharedTerms),
   );
 }
 
 /** A match of a search: the session's passage like the text, linked to its turn. */
 export function foundMatch(m, sessionId) {
-  return h("li", { class: "match" }, theirSide(m, sessionId, ""));
+  return h("li", { class: "match" }, theirSide(m, sessionId, ""), termsLine(m.sharedTerms, "Shared with the text: "));
 }
 
 /** One ranked session (`kind`: neighbour or found): its title linked to the turn of its best
