@@ -1,17 +1,20 @@
 """Failure modes, live: which failures of a window recur, which are new, and why they match.
 
 The account's sessions of the asked statuses that started in the window (the newest
-`SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are each compared twice, all in one batch of the
-request's similarSessions DataLoader, so in one lookup statement: once with the filters and
-the window (their neighbours among the window's failures: the group rule's links) and once
-with only the sessions that started before the window (a member with a neighbour there at
-"related" or closer makes its group recurring; the nearest earlier passage of each probe
-answers that exactly). Grouping and order are pure (resolvers/rules/failure_groups.py)."""
+`SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are compared through the request's
+similarSessions DataLoader, FAILURE_MODES_BATCH sessions to a batch (one lookup statement
+each, each within the comparison's time budget): first with the filters and the window,
+their neighbours among the window's failures, which are the group rule's links; then, for
+isNew, among only the sessions that started before the window, where the nearest passage of
+each probe says exactly whether one is "related" or closer. That second comparison is asked
+of each group's representative first, and of its other members only when the representative
+has none: a recurring group is known from one member, a new group from all of them. Grouping
+and order are pure (resolvers/rules/failure_groups.py)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -20,7 +23,7 @@ from data.failures import InWindow, sessions_in_window
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
 from resolvers.comparison.results import SimilarResult
-from resolvers.context import Context
+from resolvers.context import MAX_SIMILAR_PER_REQUEST, Context
 from resolvers.failure_members import group_terms
 from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.rules import failure_groups as rules
@@ -28,6 +31,8 @@ from resolvers.rules.calibration import BandCuts
 from resolvers.rules.degraded import Degraded, degraded
 
 TIMED_OUT = "similar_comparison_timed_out"
+# Sessions compared in one batch (one statement): what one request may compare otherwise.
+FAILURE_MODES_BATCH = MAX_SIMILAR_PER_REQUEST
 UNVERIFIED = "similar_approximate_unverified"
 
 
@@ -68,18 +73,63 @@ class Grouping:
 
 
 async def grouping(context: Context, args: FailureArgs) -> Grouping:
-    """The window's sessions, compared in one batch, and all their groups in order (none
-    when the comparison ran past its budget); `containing` keeps only that session's."""
+    """The window's sessions, compared, and all their groups in order (none when a
+    comparison ran past its budget); `containing` keeps only that session's group."""
     window_start = datetime.now(UTC) - timedelta(days=args.window_days)
     bound = context.services.tuning.failure_modes_sessions
     found = await _window(context, args, window_start, bound)
-    near, before = await _compared(context, args, found, window_start)
-    reasons = _reasons(found, bound, near, before)
+    links, earlier = lookups(args, window_start)
+    near = await _compared(context, [row.id for row in found.sessions], links)
     embedded = {i: r for i, r in near.items() if r.model_identity is not None}
-    groups = [] if TIMED_OUT in reasons else _grouped(found, embedded, before)
+    before: dict[UUID, SimilarResult] = {}
+    groups: list[rules.Group] = []
+    if not _timed_out(near.values()):
+        starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
+        member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
+        groups = rules.groups_of(starts, member_links, frozenset())
+        before = await _earlier(context, groups, earlier)
+        recurring = frozenset(i for i, r in before.items() if _recurs(r))
+        groups = [] if _timed_out(before.values()) else rules.marked(groups, recurring)
+    reasons = _reasons(found, bound, near, before)
     if args.containing is not None:
         groups = [g for g in groups if any(m.session_id == args.containing for m in g.members)]
     return Grouping(window_start, bound, found, near, before, frozenset(reasons), tuple(groups))
+
+
+async def _compared(
+    context: Context, ids: Sequence[UUID], args: SimilarArgs
+) -> dict[UUID, SimilarResult]:
+    """Each session compared with these arguments, FAILURE_MODES_BATCH to a batch of the
+    request's similarSessions DataLoader (one statement each), one batch after another."""
+    out: dict[UUID, SimilarResult] = {}
+    for start in range(0, len(ids), FAILURE_MODES_BATCH):
+        chunk = ids[start : start + FAILURE_MODES_BATCH]
+        answers = await context.loaders.similar.load_many([(i, args) for i in chunk])
+        out |= {i: r for i, r in zip(chunk, answers, strict=True) if r is not None}
+        if _timed_out(out.values()):
+            break  # the answer is empty either way
+    return out
+
+
+async def _earlier(
+    context: Context, groups: Sequence[rules.Group], earlier: SimilarArgs
+) -> dict[UUID, SimilarResult]:
+    """The earlier sessions' comparison of each group's representative, then of the other
+    members of the groups whose representative has no related one: enough to tell every
+    group new or recurring exactly."""
+    before = await _compared(context, [g.representative for g in groups], earlier)
+    rest = [
+        m.session_id
+        for g in groups
+        if not (g.representative in before and _recurs(before[g.representative]))
+        for m in g.members
+        if m.session_id != g.representative
+    ]
+    return before | await _compared(context, rest, earlier)
+
+
+def _timed_out(results: Iterable[SimilarResult]) -> bool:
+    return any(TIMED_OUT in r.degraded.reasons for r in results)
 
 
 async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
@@ -136,31 +186,6 @@ async def _window(
     for row in found.sessions:
         context.loaders.sessions.prime(row.id, row)
     return found
-
-
-async def _compared(
-    context: Context, args: FailureArgs, found: InWindow, window_start: datetime
-) -> tuple[dict[UUID, SimilarResult], dict[UUID, SimilarResult]]:
-    """Each session's two comparisons (near: its links; before: earlier sessions), all in one
-    batch of the request's similarSessions DataLoader."""
-    ids = [row.id for row in found.sessions]
-    links, earlier = lookups(args, window_start)
-    answers = await context.loaders.similar.load_many(
-        [(i, links) for i in ids] + [(i, earlier) for i in ids]
-    )
-    near = {i: r for i, r in zip(ids, answers[: len(ids)], strict=True) if r is not None}
-    before = {i: r for i, r in zip(ids, answers[len(ids) :], strict=True) if r is not None}
-    return near, before
-
-
-def _grouped(
-    found: InWindow, embedded: dict[UUID, SimilarResult], before: dict[UUID, SimilarResult]
-) -> list[rules.Group]:
-    """The embedded sessions' groups, in order."""
-    starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
-    recurring = frozenset(i for i, r in before.items() if _recurs(r))
-    member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
-    return rules.groups_of(starts, member_links, recurring)
 
 
 def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:
@@ -237,8 +262,8 @@ async def _shown(
 
 
 def _earliest_like(group: rules.Group, before: dict[UUID, SimilarResult]) -> UUID | None:
-    """For a recurring group, the earlier session most like one of its members (highest
-    similarity, ties by id); None for a new group."""
+    """For a recurring group, the earlier session most like one of its members asked (the
+    representative alone when it has one; highest similarity, ties by id); None if new."""
     best: tuple[float, UUID] | None = None
     for m in group.members:
         result = before.get(m.session_id)

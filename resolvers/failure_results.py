@@ -58,7 +58,7 @@ class MemberPageResult:
 @dataclass(frozen=True, slots=True)
 class FailureGroupResult:
     """One group, with its members' sessions (by id), for a recurring group the earlier session
-    most like one of its members (`seen_before`), and the terms most of its members share."""
+    most like the members asked (`seen_before`), and the terms most of its members share."""
 
     group: rules.Group
     sessions: dict[UUID, SessionRow]

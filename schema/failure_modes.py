@@ -87,8 +87,9 @@ class FailureGroup:
         description="The member tied to the most others in the group, ties by session id."
     )
     seen_before: RuntimeSession | None = strawberry.field(
-        description="For a recurring group, the session before the window most like one of "
-        "its members; null for a new group."
+        description="For a recurring group, the session before the window most like its "
+        "representative, or (when the representative has none related) most like one of its "
+        "other members; null for a new group."
     )
     daily: list[TimelineCount] = strawberry.field(
         description="Its members by the UTC day they started, oldest first (the timeline shape)."

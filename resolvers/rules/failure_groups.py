@@ -131,6 +131,15 @@ def _group(members: list[Member], recurring: frozenset[UUID]) -> Group:
     return Group(tuple(members), representative, is_new)
 
 
+def marked(groups: Iterable[Group], recurring: frozenset[UUID]) -> list[Group]:
+    """The groups told new or recurring (recurring when a member is), in the groups' order."""
+    told = [
+        Group(g.members, g.representative, not any(m.session_id in recurring for m in g.members))
+        for g in groups
+    ]
+    return sorted(told, key=lambda g: g.position)
+
+
 def groups_after(
     groups: Sequence[Group], after: GroupPosition | None, limit: int
 ) -> tuple[list[Group], bool]:

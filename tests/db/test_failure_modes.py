@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import uuid
 
+import numpy as np
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import ensure_account_index
+from resolvers.arguments import FailureArgs
 from resolvers.errors import BadArgument
+from resolvers.failure_modes import Grouping, grouping
 from resolvers.failure_results import FailureModesResult
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
@@ -20,10 +23,13 @@ from tests.support.failures import (
     NOW,
     WINDOW_DAYS,
     Failures,
+    add_session,
     ask,
+    context_of,
     crowd,
     exact_reference,
     failures_world,
+    topic_vectors,
 )
 from tests.support.world import World, direction
 
@@ -176,3 +182,38 @@ async def test_any_status_and_a_wider_window_take_more_sessions(engine: AsyncEng
     assert served(result) == reference.new
     assert result.compared == 26
     assert result.window_start < NOW
+
+
+async def test_is_new_asks_a_recurring_groups_representative_first(engine: AsyncEngine) -> None:
+    world = await failures_world(engine, crowded=False)
+    # x - y - z tied in a line (x and z not), y the representative; an earlier failure like z
+    # only: the group recurs, though not through its representative.
+    u1, u2, u3 = (direction(7300 + n) for n in range(3))
+    line = World()
+    unit = [v / np.linalg.norm(v) for v in (u1, u2, u3)]
+    for name, days_ago, vector in (
+        ("x", 1.0, unit[0]),
+        ("y", 2.0, unit[0] + unit[1]),
+        ("z", 3.0, unit[1]),
+        ("w, earlier", 20.0, 0.4 * unit[1] + 0.6 * unit[2]),
+    ):
+        sid = add_session(line, world.account, name, days_ago, topic_vectors(vector, 90, 2, 0.02))
+        world.sessions[name] = sid
+    await line.write(engine)
+    found = await grouping(context_of(engine, world.account, Tuning()), FailureArgs(WINDOW_DAYS))
+    reference = await exact_reference(engine, world.account, WINDOW_DAYS, ["failed"])
+    assert served_groups(found) == reference.new
+    xyz = named(world, "x", "y", "z")
+    [group] = [g for g in found.groups if {m.session_id for m in g.members} == xyz]
+    assert not group.is_new and group.representative == uuid.UUID(world.sessions["y"])
+    assert xyz <= found.before.keys()  # y had no earlier neighbour: x and z were asked too
+    for other in found.groups:
+        members = {m.session_id for m in other.members}
+        asked = members & found.before.keys()
+        first = found.before[other.representative]
+        told = any(n.similarity >= first.bands.related for n in first.ranked)
+        assert asked == ({other.representative} if told else members)
+
+
+def served_groups(found: Grouping) -> dict[frozenset[uuid.UUID], bool]:
+    return {frozenset(m.session_id for m in g.members): g.is_new for g in found.groups}

@@ -1,12 +1,19 @@
 """The failure modes' pure parts: connected components of the links, the representative,
-the order of groups, paging of groups and members, and the daily count."""
+the order of groups, marking groups new or recurring afterwards, paging of groups and
+members, and the daily count."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from resolvers.rules.failure_groups import Link, groups_after, groups_of, members_after
+from resolvers.rules.failure_groups import (
+    Link,
+    groups_after,
+    groups_of,
+    marked,
+    members_after,
+)
 
 T = datetime(2026, 11, 20, 23, 30, tzinfo=UTC)
 S = [uuid.UUID(int=n + 1) for n in range(10)]
@@ -50,6 +57,21 @@ def test_new_groups_first_then_by_size_then_by_representative() -> None:
         (True, 2, S[3]),
         (True, 1, S[8]),
         (False, 3, S[6]),
+    ]
+
+
+def test_marked_groups_recur_through_any_member_and_are_ordered_again() -> None:
+    links = [link(0, 1), link(1, 2), link(3, 4), link(5, 6), link(6, 7)]
+    sessions = started(*range(9))
+    unmarked = groups_of(sessions, links, frozenset())
+    assert all(g.is_new for g in unmarked)
+    recurring = frozenset({S[5], S[2]})  # neither is its group's representative
+    assert marked(unmarked, recurring) == groups_of(sessions, links, recurring)
+    assert [(g.is_new, g.size) for g in marked(unmarked, recurring)] == [
+        (True, 2),
+        (True, 1),
+        (False, 3),
+        (False, 3),
     ]
 
 
