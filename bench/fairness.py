@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import httpx
 
+from bench.common.serving import serve
 from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
@@ -113,32 +113,8 @@ async def prepared(server_url: str) -> str:
     return url
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(url: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    # This checkout's code, whichever checkout the installed entry point names.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "similar_sessions.cli", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env={**os.environ, **env, "DATABASE_URL": libpq(url), "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=log.open("wb"),
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"the server did not start; see {log}")
+    return serve(url, env, log)
 
 
 @dataclass

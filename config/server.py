@@ -104,6 +104,14 @@ class ServerSettings(BaseSettings):
         ge=1,
         le=5_000,
     )
+    page_connections: int = setting(
+        2,
+        "connections of the comparisons' pool one page of comparisons (a `runtimeSessions` "
+        "page, or aliases) is spread over, each comparison on one, at least 4 a connection: "
+        "their lookups run at once on as many of the server's cores (at most the pool's size)",
+        ge=1,
+        le=64,
+    )
     rate_limit: str | None = setting(
         "20/second;600/minute",
         "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "

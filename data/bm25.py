@@ -21,6 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.lookups import Ask
+from data.model_indexes import vector_expression
+from data.vector_slots import Space
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -67,22 +69,39 @@ candidates AS MATERIALIZED (
   WHERE c.account_id = :account_id AND {_SEARCHABLE} AND {_FILTERS}
     AND c.search_terms @@ (SELECT query FROM selective)),
 scored AS (
-  SELECT c.id, c.runtime_session_id, sum(w.idf * (tf.n * (:k1 + 1)) / (tf.n + :k1 * (
-           1 - :b + :b * length(c.search_terms) / (SELECT avgdl FROM lengths)))) AS score
+  SELECT c.id, c.runtime_session_id, sum(w.idf * (tf.n * (p.k1 + 1)) / (tf.n + p.k1 * (
+           1 - p.b + p.b * length(c.search_terms) / (SELECT avgdl FROM lengths)))) AS score
   FROM candidates c JOIN weights w ON c.search_terms @@ w.query
+  CROSS JOIN (SELECT CAST(:k1 AS float8) AS k1, CAST(:b AS float8) AS b) p
   CROSS JOIN LATERAL (SELECT round(1 / (1.64493406685
-           - ts_rank(c.search_terms, w.query, 0) * 16.4493406685) - 0.5) AS n) tf
+           - ts_rank(c.search_terms, w.query, 0) * 16.4493406685) - 0.5)::float8 AS n) tf
   GROUP BY c.id, c.runtime_session_id)
 SELECT id, runtime_session_id, score FROM scored ORDER BY score DESC, id LIMIT :passages"""
 
 
+def _with_similarity(space: Space) -> str:
+    """BM25's best passages with each one's cosine similarity to the text's vector in one
+    model's space (null for a passage without a clear vector of that model)."""
+    identity, slot = space
+    width = identity.dimensions
+    held = f"c.{slot.model} = {identity.sql_literal()} AND c.{slot.state} = 'embedded'"
+    cosine = f"{vector_expression(identity, 'c', slot)} <=> CAST(:vector AS vector({width}))"
+    return (
+        f"SELECT b.id, b.runtime_session_id, b.score, CASE WHEN {held} THEN 1 - ({cosine}) END "
+        f"FROM ({BM25}) b JOIN session_chunks c ON c.account_id = :account_id AND c.id = b.id "
+        "ORDER BY b.score DESC, b.id"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A passage the lexical leg found, with its BM25 score."""
+    """A passage the lexical leg found, with its BM25 score and, when a vector of the text
+    was given, its cosine similarity to it (None: the passage has no vector of that model)."""
 
     chunk_id: UUID
     session_id: UUID
     score: float
+    similarity: float | None = None
 
 
 async def ranked_passages(
@@ -92,13 +111,17 @@ async def ranked_passages(
     ask: Ask,
     passages: int,
     candidates: int,
+    vector: tuple[Space, str] | None = None,
 ) -> list[Scored]:
     """The account's `passages` best passages for the text by BM25, best first (ties on
     chunk id), among those the ask's window and filters allow; none when no word of the
-    text is in any of them."""
+    text is in any of them. With `vector` (a space and the text's vector in it), each with
+    its similarity to the text in that space."""
+    statement = BM25 if vector is None else _with_similarity(vector[0])
     rows = await conn.execute(
-        sa.text(BM25),
+        sa.text(statement),
         {
+            **({} if vector is None else {"vector": vector[1]}),
             "account_id": account_id,
             "text": text,
             "cutoff": ask.cutoff,

@@ -5,40 +5,56 @@ passage, two spaces: each slot has its own vector, model, state, attempts and er
 from __future__ import annotations
 
 from enum import Enum
+from typing import NamedTuple
+
+from data.model_identity import ModelIdentity
+
+
+class Columns(NamedTuple):
+    """The columns of one slot."""
+
+    vector: str
+    model: str
+    state: str
+    embedded_at: str
+    attempts: str
+    error: str
+    waiting: str  # what a chunk must be for the slot's model to embed it
 
 
 class VectorSlot(Enum):
-    PRIMARY = "embedding"
-    DENSE = "dense"
+    # The configured model's: every comparison reads it.
+    PRIMARY = Columns(
+        "embedding",
+        "embedding_model",
+        "embedding_state",
+        "embedded_at",
+        "embed_attempts",
+        "embed_error",
+        "embedding_state = 'pending'",
+    )
+    # The dense model's: the same passages, less what the primary pass found repeated.
+    DENSE = Columns(
+        "dense_embedding",
+        "dense_model",
+        "dense_state",
+        "dense_embedded_at",
+        "dense_attempts",
+        "dense_error",
+        "dense_state = 'pending' AND embedding_state <> 'skipped'",
+    )
 
-    @property
-    def vector(self) -> str:
-        return "embedding" if self is VectorSlot.PRIMARY else "dense_embedding"
+    def __getattr__(self, role: str) -> str:
+        """A column of the slot by its role (`slot.vector`, `slot.state`: a field of
+        Columns)."""
+        if role not in Columns._fields:
+            raise AttributeError(f"a vector slot has no column {role!r}")
+        return str(getattr(object.__getattribute__(self, "value"), role))
 
-    @property
-    def model(self) -> str:
-        return "embedding_model" if self is VectorSlot.PRIMARY else "dense_model"
 
-    @property
-    def state(self) -> str:
-        return "embedding_state" if self is VectorSlot.PRIMARY else "dense_state"
+class Space(NamedTuple):
+    """A model's vector space as the chunks hold it: the model and the slot its vectors are
+    in (the dense model's are in the dense slot)."""
 
-    @property
-    def embedded_at(self) -> str:
-        return "embedded_at" if self is VectorSlot.PRIMARY else "dense_embedded_at"
-
-    @property
-    def attempts(self) -> str:
-        return "embed_attempts" if self is VectorSlot.PRIMARY else "dense_attempts"
-
-    @property
-    def error(self) -> str:
-        return "embed_error" if self is VectorSlot.PRIMARY else "dense_error"
-
-    @property
-    def waiting(self) -> str:
-        """What a chunk must be for this slot's model to embed it: pending in the slot, and,
-        for the dense slot, not content the primary pass found repeated (boilerplate)."""
-        if self is VectorSlot.PRIMARY:
-            return "embedding_state = 'pending'"
-        return "dense_state = 'pending' AND embedding_state <> 'skipped'"
+    identity: ModelIdentity
+    slot: VectorSlot = VectorSlot.PRIMARY

@@ -25,12 +25,8 @@ def policy_for(policy: ChunkPolicy, embedder: Embedder) -> ChunkPolicy:
     return replace(policy, window_tokens=embedder.max_tokens)
 
 
-def fingerprint(policy: ChunkPolicy, embedder: Embedder, sizer: Embedder | None = None) -> str:
-    """What a session's chunks were cut for: the model, and the windows (sized for `sizer`,
-    the model beside it that reads fewer tokens, when there is one)."""
-    window = sizer or embedder
-    sized = f"{embedder.identity}|{policy_for(policy, window).fingerprint()}"
-    return sized if sizer is None else f"{sized}|cut for {sizer.identity}"
+def fingerprint(policy: ChunkPolicy, embedder: Embedder) -> str:
+    return f"{embedder.identity}|{policy_for(policy, embedder).fingerprint()}"
 
 
 async def rechunk_session(
@@ -39,14 +35,11 @@ async def rechunk_session(
     session: sql.StaleSession,
     policy: ChunkPolicy,
     embedder: Embedder,
-    sizer: Embedder | None = None,
 ) -> int | None:
-    """Write the session's chunks, cut for the embedder (or for `sizer` where the account's
-    dense model reads fewer tokens); the number written, or None when another worker has it.
+    """Write the session's chunks; the number written, or None when another worker has it.
 
     Only chunks whose id the indexer derived are replaced or deleted: imported chunks stay."""
-    window = sizer or embedder
-    sized = policy_for(policy, window)
+    sized = policy_for(policy, embedder)
     async with engine.begin() as conn:
         if not await sql.lock_session(conn, account_id, session.id):
             return None
@@ -55,7 +48,7 @@ async def rechunk_session(
             Turn(r.id, r.ordinal, r.occurred_at, r.role, r.kind, r.content, r.api_usage_id)
             for r in rows
         ]
-        chunks = chunk_session(turns, sized, window.token_cost)
+        chunks = chunk_session(turns, sized, embedder.token_cost)
         stored = {c.id: c for c in await sql.stored_chunks(conn, account_id, session.id)}
         wanted: dict[UUID, dict[str, Any]] = {}
         for chunk in chunks:
@@ -77,7 +70,7 @@ async def rechunk_session(
         await sql.upsert_chunks(conn, changed)
         await sql.delete_chunks(conn, account_id, [cid for cid in ours if cid not in wanted])
         await sql.record_chunking(
-            conn, account_id, session, fingerprint(policy, embedder, sizer), len(chunks)
+            conn, account_id, session, fingerprint(policy, embedder), len(chunks)
         )
     return len(changed)
 

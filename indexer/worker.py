@@ -28,6 +28,7 @@ from indexer.fitting import ensure_fit
 from indexer.providers import EmbeddingFailed
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.vectors import as_text
+from indexer.whole_passages import WholePassages
 from observability import metrics
 
 log = structlog.get_logger(__name__)
@@ -107,7 +108,7 @@ async def index_account(
         await _unavailable(engine, work, report, exc)
         return
     dense = _dense_embedder(registry, work, report)
-    await chunk_account(engine, config, work, embedder, report, _sizer(config, embedder, dense))
+    await chunk_account(engine, config, work, embedder, report)
     if fitted:
         work, embedder = await ensure_fit(
             engine,
@@ -146,20 +147,11 @@ def _dense_embedder(
     if work.dense is None:
         return None
     try:
-        return registry.get(work.dense)
+        return WholePassages(registry.get(work.dense))
     except EmbedderUnavailable as exc:
         log.warning("dense_embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
         report.degraded[work.account_id] = spend_cap.EMBEDDER_UNAVAILABLE
         return None
-
-
-def _sizer(config: IndexerConfig, primary: Embedder, dense: Embedder | None) -> Embedder | None:
-    """The dense model, when it reads fewer tokens than the windows the configured one gets:
-    both models embed the same passages, so they are cut for it (MiniLM's 254 word pieces)."""
-    if dense is None or dense.max_tokens is None:
-        return None
-    limit = primary.max_tokens or config.policy.window_tokens
-    return dense if dense.max_tokens < limit else None
 
 
 async def _embed_dense(
@@ -185,17 +177,17 @@ async def chunk_account(
     work: sql.AccountWork,
     embedder: Embedder,
     report: PassReport,
-    sizer: Embedder | None = None,
 ) -> None:
+    """Cut the account's stale sessions into chunks for its configured model: a dense model
+    beside it embeds the same passages (reading as much of each as it can), so that the
+    configured model's comparisons are the same with or without one."""
     async with engine.connect() as conn:
         stale = await sql.stale_sessions(
-            conn, work.account_id, fingerprint(config.policy, embedder, sizer)
+            conn, work.account_id, fingerprint(config.policy, embedder)
         )
     bar = tqdm(stale, desc="chunking", unit="session", disable=_quiet(config), leave=False)
     for session in bar:
-        written = await rechunk_session(
-            engine, work.account_id, session, config.policy, embedder, sizer
-        )
+        written = await rechunk_session(engine, work.account_id, session, config.policy, embedder)
         if written is not None:
             report.sessions_chunked += 1
             report.chunks_written += written

@@ -76,6 +76,9 @@ class SimilarArgs:
     # ... and only sessions that started before this instant (no argument of the API: the
     # failure modes ask it, resolvers/failure_modes.py)
     started_before: datetime | None = None
+    # Whether, when nothing passes the floor, the nearest passages below it are looked up
+    # and offered (no argument of the API: the failure modes read only what passed it).
+    offer_nearest: bool = True
 
     @property
     def filtered(self) -> bool:

@@ -2,8 +2,9 @@
 
 The account's sessions of the asked statuses that started in the window (the newest
 `SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are compared through the request's
-similarSessions DataLoader, FAILURE_MODES_BATCH sessions to a batch (one lookup statement
-each, each within the comparison's time budget): first with the filters and the window,
+similarSessions DataLoader, FAILURE_MODES_BATCH sessions to a batch (one batch of the
+loader, its parts at once over the comparisons' connections, each within the comparison's
+time budget): first with the filters and the window,
 their neighbours among the window's failures, which are the group rule's links; then, for
 isNew, among only the sessions that started before the window, where the nearest passage of
 each probe says exactly whether one is "related" or closer. That second comparison is asked
@@ -31,7 +32,7 @@ from resolvers.rules.calibration import BandCuts
 from resolvers.rules.degraded import Degraded, degraded
 
 TIMED_OUT = "similar_comparison_timed_out"
-# Sessions compared in one batch (one statement): what one request may compare otherwise.
+# Sessions compared in one batch of the loader: what one request may compare otherwise.
 FAILURE_MODES_BATCH = MAX_SIMILAR_PER_REQUEST
 UNVERIFIED = "similar_approximate_unverified"
 
@@ -39,7 +40,7 @@ UNVERIFIED = "similar_approximate_unverified"
 def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, SimilarArgs]:
     """The two comparisons of each member: its neighbours among the window's sessions of the
     asked statuses and source types (with their best match), and among every session that
-    started before the window (the nearest only)."""
+    started before the window (the nearest only); neither looks below the floor."""
     links = SimilarArgs(
         limit=1,
         max_matches_per_session=1,
@@ -47,9 +48,14 @@ def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, Sim
         include_match_text=False,
         statuses=args.statuses,
         source_types=args.source_types,
+        offer_nearest=False,
     )
     earlier = SimilarArgs(
-        limit=1, max_matches_per_session=0, include_match_text=False, started_before=window_start
+        limit=1,
+        max_matches_per_session=0,
+        include_match_text=False,
+        started_before=window_start,
+        offer_nearest=False,
     )
     return links, earlier
 
@@ -100,7 +106,7 @@ async def _compared(
     context: Context, ids: Sequence[UUID], args: SimilarArgs
 ) -> dict[UUID, SimilarResult]:
     """Each session compared with these arguments, FAILURE_MODES_BATCH to a batch of the
-    request's similarSessions DataLoader (one statement each), one batch after another."""
+    request's similarSessions DataLoader, one batch after another."""
     out: dict[UUID, SimilarResult] = {}
     for start in range(0, len(ids), FAILURE_MODES_BATCH):
         chunk = ids[start : start + FAILURE_MODES_BATCH]

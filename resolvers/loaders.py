@@ -3,10 +3,11 @@ and one value per key, in key order."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
 from strawberry.dataloader import DataLoader
@@ -70,18 +71,48 @@ def replay_loader(
     return DataLoader(load_fn=load)
 
 
+# A page's comparisons are spread over connections only this many at least a connection: a
+# few comparisons gain nothing from a second statement's round trips.
+PART_MIN_COMPARISONS = 4
+
+K = TypeVar("K")
+
+
+def parts(keys: Sequence[K], connections: int) -> list[Sequence[K]]:
+    """The batch cut into consecutive parts, one a connection: as many as `connections`,
+    each of at least PART_MIN_COMPARISONS (one part when the batch is smaller)."""
+    count = max(1, min(connections, len(keys) // PART_MIN_COMPARISONS))
+    size = -(-len(keys) // count)
+    return [keys[start : start + size] for start in range(0, len(keys), size)] or [keys]
+
+
 def similar_loader(
     services: Services, account_id: UUID
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
+    """One batch of the request's comparisons, its parts compared at once over as many of
+    the comparisons' connections (each part its two statements, one answer per key)."""
+
+    async def compare(part: Sequence[SimilarKey]) -> list[SimilarResult | None]:
+        # Read-only, in autocommit: a transaction begun for a check ends with the connection.
+        async with reading(services.comparison_engine) as conn:
+            return await compare_sessions(
+                conn, account_id, part, services.tuning, services.models, services.checks
+            )
+
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
         with tracer.start_as_current_span("similar_sessions.compare") as span:
             span.set_attribute("similar_sessions.comparisons", len(keys))
             started = time.time_ns()
-            # Read-only, in autocommit: a transaction begun for a check ends with the connection.
-            async with reading(services.comparison_engine) as conn:
-                results = await compare_sessions(
-                    conn, account_id, keys, services.tuning, services.models, services.checks
-                )
+            split = parts(keys, services.tuning.page_connections)
+            # Every part ends before the batch answers or fails: no statement outlives it.
+            answers = await asyncio.gather(
+                *(compare(part) for part in split), return_exceptions=True
+            )
+            results: list[SimilarResult | None] = []
+            for answer in answers:
+                if isinstance(answer, BaseException):
+                    raise answer
+                results.extend(answer)
             report_comparisons(results, started, time.time_ns())
             return results
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
+from typing import TypeVar
 from uuid import UUID
 
 from data.sessions import SessionRow, TitleSearch, recent_sessions
@@ -17,6 +18,7 @@ from resolvers.errors import BadArgument
 from resolvers.shared_terms import pairs_of, with_terms
 
 MAX_PAGE = 100
+Ranked = TypeVar("Ranked", SimilarResult, SearchResult)
 MAX_SEARCH_CHARS = 200
 
 
@@ -30,9 +32,7 @@ async def similar_sessions(
     if result is None:
         return result
     if terms and args.include_match_text:
-        answers = await context.loaders.terms.load_many(pairs_of(result.results))
-        shown, model = with_terms(result.results, answers)
-        result = replace(result, results=shown, shared_terms_model=model)
+        result = await _termed(context, result)
     if result.next_after is None:
         return result
     binding = args.binding(similar_list(session_id))
@@ -57,13 +57,21 @@ async def search_sessions(
     account_id = context.principal.account_id
     result = await search.search_sessions(context.services, account_id, text, args)
     if terms and args.include_match_text:
-        answers = await context.loaders.terms.load_many(pairs_of(result.results, text))
-        shown, model = with_terms(result.results, answers)
-        result = replace(result, results=shown, shared_terms_model=model)
+        result = await _termed(context, result, text)
     if result.next_after is None:
         return result
     binding = args.binding(search_list(context.principal.account_id, text))
     return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
+
+
+async def _termed(context: Context, result: Ranked, text: str | None = None) -> Ranked:
+    """The answer with each match's shared terms, of its results and its nearest alike (one
+    batch of the request's terms loader), and the fit they were chosen with."""
+    listed = [*result.results, *result.nearest]
+    answers = await context.loaders.terms.load_many(pairs_of(listed, text))
+    shown, model = with_terms(listed, answers)
+    cut = len(result.results)
+    return replace(result, results=shown[:cut], nearest=shown[cut:], shared_terms_model=model)
 
 
 def similar_list(session_id: UUID) -> tuple[str, str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from config.settings import Settings, default_of
 from data.engine import ComparisonSettings
 from data.lookups import Limits
+from data.model_identity import ModelIdentity
 from resolvers.rules import ranking
+from resolvers.rules.calibration import ProbeKind, calibration
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +23,7 @@ class Tuning:
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
     verify_timeout_ms: int = default_of("verify_timeout_ms")
     failure_modes_sessions: int = default_of("failure_modes_sessions")
+    page_connections: int = default_of("page_connections")
 
     @property
     def limits(self) -> Limits:
@@ -31,6 +35,12 @@ class Tuning:
             exact_scan_max_chunks=self.exact_scan_max_chunks,
             probes=ranking.SIMILAR_PROBE_CHUNKS,
         )
+
+    def limits_for(self, models: Sequence[ModelIdentity]) -> Limits:
+        """The bounds of a comparison's lookups in these models: each with its calibrated
+        floor for a session's passages (the contract's for a model without one)."""
+        floors = tuple((str(m), calibration(str(m), ProbeKind.PASSAGE).floor) for m in models)
+        return replace(self.limits, floors=floors)
 
     @property
     def comparison_settings(self) -> ComparisonSettings:
@@ -54,4 +64,5 @@ class Tuning:
             comparison_timeout_ms=settings.comparison_timeout_ms,
             verify_timeout_ms=settings.verify_timeout_ms,
             failure_modes_sessions=settings.failure_modes_sessions,
+            page_connections=min(settings.page_connections, settings.comparison_pool_size),
         )

@@ -58,7 +58,9 @@ BOUNDED_LISTS = {
     ("RuntimeSessionConnection", "nodes"),
     ("RuntimeSessionConnection", "edges"),
     ("SimilarSessions", "results"),
+    ("SimilarSessions", "nearest"),
     ("SessionSearch", "results"),
+    ("SessionSearch", "nearest"),
     ("FailureModes", "groups"),
     ("FailureMemberPage", "nodes"),
 }

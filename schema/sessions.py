@@ -15,27 +15,8 @@ from resolvers.sessions import similar_list, similar_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
-from schema.selection import selects
+from schema.selection import selects_passage_text, selects_shared_terms
 from schema.similar import SimilarSessions
-
-_MATCHES = ("similarSessions", "results", "matches")
-
-
-def _selects_text(info: strawberry.Info[Context, None]) -> bool:
-    """Whether the client selected a match's or a probe's text, or their shared terms."""
-    fields = info.selected_fields
-    return (
-        selects(fields, *_MATCHES, "text")
-        or selects(fields, *_MATCHES, "probe", "text")
-        or _selects_terms(info)
-    )
-
-
-def _selects_terms(info: strawberry.Info[Context, None]) -> bool:
-    fields = info.selected_fields
-    return selects(fields, *_MATCHES, "sharedTerms") or selects(
-        fields, "similarSessions", "sharedTermsModel"
-    )
 
 
 @strawberry.type(description="One step of a session's replay.")
@@ -148,7 +129,9 @@ class RuntimeSession:
         self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
         require_granted(info)
-        args = ranked_args(info, ranked, similar_list(self.id), _selects_text(info))
-        result = await similar_sessions(info.context, self.id, args, _selects_terms(info))
+        terms = selects_shared_terms(info.selected_fields, "similarSessions")
+        selected = terms or selects_passage_text(info.selected_fields, "similarSessions")
+        args = ranked_args(info, ranked, similar_list(self.id), selected)
+        result = await similar_sessions(info.context, self.id, args, terms)
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result, RuntimeSession.of)

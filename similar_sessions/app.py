@@ -26,6 +26,7 @@ from data.model_catalog import ModelCatalog
 from data.secrets import deployment_secret
 from data.server import resolve_url
 from indexer.embedders import Registry
+from indexer.providers import providers_for
 from observability.tracing import configure_tracing, trace_engine
 from resolvers.cursors import Cursors
 from resolvers.services import Services
@@ -78,7 +79,9 @@ def open_engines(settings: Settings) -> tuple[AsyncEngine, AsyncEngine]:
 def services_of(
     settings: Settings, engine: AsyncEngine, comparisons: AsyncEngine | None
 ) -> Services:
-    return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), Registry())
+    # The indexer's embedders: a search text is embedded by the model its passages were.
+    embedders = Registry(providers=providers_for(settings))
+    return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), embedders)
 
 
 async def metrics(_: Request) -> Response:

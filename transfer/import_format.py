@@ -56,16 +56,15 @@ def parse_identity(text: str) -> ModelIdentity:
         raise ValueError(str(exc)) from None
 
 
-class DenseModelRecord(_Record):
-    """The dense model beside the configured one: the same passages embedded by it too, for
-    a search's dense leg."""
+class ModelRecord(_Record):
+    """A model identity's parts: `<provider>:<model>@<dimensions>`, one pgvector can index."""
 
     provider: Text = Field(min_length=1)
     model: Text = Field(min_length=1)
     dimensions: int = Field(ge=1)
 
     @model_validator(mode="after")
-    def _identity(self) -> DenseModelRecord:
+    def _identity(self) -> ModelRecord:
         parse_identity(f"{self.provider}:{self.model}@{self.dimensions}")
         return self
 
@@ -74,25 +73,20 @@ class DenseModelRecord(_Record):
         return ModelIdentity.of(self.provider, self.model, self.dimensions)
 
 
-class EmbeddingSettingRecord(_Record):
+class EmbeddingSettingRecord(ModelRecord):
+    """The account's configured model, and, as `dense`, the dense model beside it: the same
+    passages embedded by that model too, for a search's dense leg."""
+
     enabled: bool
-    provider: Text = Field(min_length=1)
-    model: Text = Field(min_length=1)
-    dimensions: int = Field(ge=1)
     scope: Scope = "full"
     daily_cap_usd: float | None = Field(default=None, ge=0, le=MAX_DAILY_CAP_USD)
-    dense: DenseModelRecord | None = None
+    dense: ModelRecord | None = None
 
     @model_validator(mode="after")
-    def _identity(self) -> EmbeddingSettingRecord:
-        parse_identity(f"{self.provider}:{self.model}@{self.dimensions}")
+    def _another_dense_model(self) -> EmbeddingSettingRecord:
         if self.dense is not None and self.dense.identity == self.identity:
             raise ValueError("dense: names the configured model itself")
         return self
-
-    @property
-    def identity(self) -> ModelIdentity:
-        return ModelIdentity.of(self.provider, self.model, self.dimensions)
 
     def row(self) -> dict[str, object]:
         """The setting as the columns of its embedding_settings row."""

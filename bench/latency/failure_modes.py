@@ -1,7 +1,7 @@
 """Failure modes at 100k chunks: one failure-modes request over K failed sessions (K = 100,
 200, 500, 1000), beside the same sessions asked one similarSessions request each.
 
-    python -m bench.latency.failure_modes [--rounds 5] [--fresh]
+    python -m bench.latency.failure_modes [--rounds 5] [--sizes 100,200,500,1000] [--fresh]
 
 The table is the latency benchmark's world (bench/latency/corpus.py: Zipf accounts of
 clustered topics, loaded by COPY, HNSW indexes built as the product builds them), 75k chunks
@@ -151,7 +151,7 @@ async def run(args: argparse.Namespace) -> None:
                     "time_share_percent": 100,
                     "comparison_timeout_ms": budget_ms,
                     "statement_timeout_ms": max(budget_ms, settings.statement_timeout_ms),
-                    "failure_modes_sessions": max(SIZES),
+                    "failure_modes_sessions": max(args.sizes),
                     "database_url": url,
                 }
             )
@@ -163,7 +163,7 @@ async def run(args: argparse.Namespace) -> None:
                     transport=transport, base_url="http://bench", timeout=300
                 ) as http,
             ):
-                for size in SIZES:
+                for size in args.sizes:
                     ids = await mark_failed(engine, failures, size)
                     row = await measure(http, failures.key, ids, args.rounds)
                     rows.append({"budget_ms": budget_ms, **row})
@@ -204,6 +204,12 @@ def report(rows: list[dict[str, Any]], meta: dict[str, Any], args: argparse.Name
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.latency.failure_modes")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--sizes",
+        type=lambda v: [int(n) for n in v.split(",")],
+        default=list(SIZES),
+        help="failed sessions per request, comma-separated (200 is also asked one at a time)",
+    )
     parser.add_argument("--fresh", action="store_true", help="load the table again")
     args = parser.parse_args(argv)
     configure_logging("WARNING")

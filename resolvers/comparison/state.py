@@ -27,6 +27,10 @@ class Comparison:
     page: tuple[ranking.Neighbour, ...] = ()
     more: bool = False  # neighbours follow the page
     ranked: tuple[ranking.Neighbour, ...] = ()  # every neighbour, in order (the page's list)
+    # With no hit: the passages nearest its probes, floor or no floor, and their sessions
+    # ranked (offered, loose, as nothing was close enough).
+    nearest_hits: tuple[Hit, ...] = ()
+    nearest: tuple[ranking.Neighbour, ...] = ()
 
     @property
     def model(self) -> str | None:

@@ -1,7 +1,8 @@
 """sharedTerms on every match: chosen with the account's fitted lexical model whatever model
 found the pair (a pair found only by other vectors still gets lexical terms), an empty list
 and no `sharedTermsModel` when the account has no fit, null when texts are not shown;
-REST carries the same list, and one request reads the fit and the texts once."""
+REST carries the same list, the nearest offered below the floor get theirs too, and one
+request reads the fit and the texts once."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.lexical import Fit
 from indexer.worker import IndexerConfig, index_once
 from tests.support.comparisons import bearer, counted_statements, graphql
-from tests.support.world import World, blend, direction
+from tests.support.world import World, blend, direction, unit
 
 LOCK = "The deploy failed: deadlock detected on table orders while the migration ran"
 LOCK_AGAIN = "Migration aborted, deadlock detected on table orders; retrying the deploy"
@@ -138,3 +139,29 @@ async def test_a_search_match_shares_terms_with_the_searched_text(
     for result in found["results"]:
         for match in result["matches"]:
             assert match["sharedTerms"] and set(match["sharedTerms"]) <= {"deadlock", "orders"}
+
+
+async def test_the_nearest_offered_below_the_floor_get_their_terms_too(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = World()
+    account, key = world.account()
+    ids = {}
+    for n, (name, text) in enumerate({"viewed": LOCK, "twin": LOCK_AGAIN}.items()):
+        ids[name] = world.session(account, name)
+        world.chunk(ids[name], unit(direction(40 + n)), content=text)  # unrelated vectors
+    await world.write(engine)
+    fit = Fit.of_sessions([[LOCK], [LOCK_AGAIN], [REFUND], ["orders deadlock"]])
+    async with engine.begin() as conn:
+        await fits.save_fit(conn, uuid.UUID(account), fit.identity, fit.sessions, fit.to_bytes())
+    query = """query($id: UUID!) { runtimeSession(id: $id) {
+      similarSessions(maxMatchesPerSession: 1) { degraded { reasons } sharedTermsModel
+        results { runtimeSessionId } nearest { runtimeSessionId matches { sharedTerms } } } } }"""
+    body = await graphql(client, key, query, id=ids["viewed"])
+    similar = body["data"]["runtimeSession"]["similarSessions"]
+    assert similar["results"] == []
+    assert similar["degraded"]["reasons"] == ["SIMILAR_NOTHING_CLOSE_ENOUGH"]
+    [nearest] = similar["nearest"]
+    assert nearest["runtimeSessionId"] == ids["twin"]
+    assert nearest["matches"][0]["sharedTerms"] == ["deploy", "detected", "migration", "table"]
+    assert similar["sharedTermsModel"].startswith("local:lexical-384.")

@@ -9,17 +9,12 @@ session_chunks once.
 
 Revision ID: 0009
 Revises: 0008
-Create Date: 2026-12-01 12:00:00
 """
-
-from collections.abc import Sequence
 
 from alembic import op
 
 revision: str = '0009'
 down_revision: str | None = '0008'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 STATES = "('pending', 'skipped', 'in_progress', 'embedded', 'failed')"
 RANGE = (

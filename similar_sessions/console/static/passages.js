@@ -1,7 +1,9 @@
 // What a ranked session and its matching passages look like, in the panel and in the search
-// results alike: the band as a word (the number in a tooltip), the passage as plain text.
+// results alike: the band as a word (the number in a tooltip), the passage as plain text (a
+// search's matched words, or a match's shared terms, marked in it).
 
 import { h, plural, sessionHref, time } from "./dom.js";
+import { highlighted, termsMarked } from "./highlight.js";
 import { status } from "./sessions.js";
 
 /** The band word; its number in a tooltip that keyboard users reach too. */
@@ -24,40 +26,9 @@ export function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-// Letters, marks, digits and underscores: what the lexical model's words are made of.
-const WORD_CHAR = "[\\p{L}\\p{M}\\p{N}_]";
-// Scripts written without spaces: their terms are pairs of characters found anywhere.
-const UNSPACED = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
-
-function escaped(term) {
-  return term.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-/**
- * The text as text nodes, each shared term's occurrences in a <mark>: whole words, in any
- * case (the model reads casefolded words), or anywhere for a pair of an unspaced script.
- */
-export function highlighted(text, terms) {
-  const shown = (terms ?? []).filter((t) => typeof t === "string" && t.length > 0);
-  if (shown.length === 0) return [text];
-  const alternatives = [...shown]
-    .sort((a, b) => b.length - a.length)
-    .map((t) => (UNSPACED.test(t) ? escaped(t) : `(?<!${WORD_CHAR})${escaped(t)}(?!${WORD_CHAR})`));
-  const pattern = new RegExp(alternatives.join("|"), "giu");
-  const parts = [];
-  let at = 0;
-  for (const found of text.matchAll(pattern)) {
-    if (found[0].length === 0) continue;
-    if (found.index > at) parts.push(text.slice(at, found.index));
-    parts.push(h("mark", {}, found[0]));
-    at = found.index + found[0].length;
-  }
-  if (at < text.length) parts.push(text.slice(at));
-  return parts;
-}
-
-/** A passage's text as text (never parsed), its shared terms marked, or why it is not shown. */
-export function passage(text, redactionState, terms = null) {
+/** A passage's text as text (never parsed), with a search's matched `words` marked in it (or,
+ * for a neighbour's match, which has none, its shared `terms`), or why it is not shown. */
+export function passage(text, redactionState, words = null, terms = []) {
   if (text === null || text === undefined) {
     return h(
       "p",
@@ -67,7 +38,8 @@ export function passage(text, redactionState, terms = null) {
         : "Passage withheld: its text is not shown.",
     );
   }
-  return h("blockquote", { class: "passage" }, highlighted(text, terms));
+  const marked = words ? highlighted(text, words) : termsMarked(text, terms);
+  return h("blockquote", { class: "passage" }, marked);
 }
 
 /** "Shared terms: a, b, c" for a match that has some (marks alone are not read out); else null. */
@@ -88,7 +60,7 @@ export function theirSide(m, sessionId, lead = "Theirs: ") {
       lead,
       m.replayAnchor ? h("a", { href: `${sessionHref(sessionId)}#activity-${m.replayAnchor}` }, what) : what,
     ),
-    passage(m.text, m.redactionState, m.sharedTerms),
+    passage(m.text, m.redactionState, m.matchedWords, m.sharedTerms),
   );
 }
 
@@ -111,13 +83,14 @@ export function neighbourMatch(m, neighbourId) {
         " at ",
         time(probe.occurredAt, { short: true }),
       ),
-      passage(probe.text, "clear", m.sharedTerms),
+      passage(probe.text, "clear", null, m.sharedTerms),
     ),
     termsLine(m.sharedTerms),
   );
 }
 
-/** A match of a search: the session's passage like the text, linked to its turn. */
+/** A match of a search: the session's passage like the text, linked to its turn, the words
+ * the text matched in it marked. */
 export function foundMatch(m, sessionId) {
   return h("li", { class: "match" }, theirSide(m, sessionId, ""), termsLine(m.sharedTerms, "Shared with the text: "));
 }
@@ -147,5 +120,21 @@ export function rankedSession(n, kind, matchItems) {
       ` · ${plural(n.matchedChunkCount, "matching passage")}`,
     ),
     matchItems.length ? h("ul", { class: "matches" }, matchItems) : null,
+  );
+}
+
+/** What is offered when nothing passed the floor: the API's sentence, then the nearest
+ * sessions in their own list, each labelled by its band word (loose). */
+export function nearestOffered(sentence, sessions, matchItemsOf) {
+  return h(
+    "div",
+    { class: "nearest-offered" },
+    h("p", { class: "empty" }, sentence),
+    h("h3", { class: "nearest-heading" }, "Nearest sessions, below the floor"),
+    h(
+      "ol",
+      { class: "nearest-list" },
+      sessions.map((n) => rankedSession(n, "nearest", matchItemsOf(n))),
+    ),
   );
 }
