@@ -97,6 +97,13 @@ class ServerSettings(BaseSettings):
         ge=0,
         le=600_000,
     )
+    failure_modes_sessions: int = setting(
+        500,
+        "sessions one failure-modes request compares: the newest of its window; the older "
+        "ones are left out and named (`failure_modes_bounded`)",
+        ge=1,
+        le=5_000,
+    )
     page_connections: int = setting(
         2,
         "connections of the comparisons' pool one page of comparisons (a `runtimeSessions` "

@@ -50,9 +50,10 @@ def comparable_count(model: str, slot: VectorSlot = VectorSlot.PRIMARY) -> str:
 
 PLAN = """
 asked AS MATERIALIZED (
-  SELECT a.key, a.session_id, a.cutoff, a.statuses, a.source_types, a.again
+  SELECT a.key, a.session_id, a.cutoff, a.statuses, a.source_types, a.again, a.started_before
   FROM jsonb_to_recordset(CAST(:asks AS jsonb)) AS a(key int, session_id uuid,
-    cutoff timestamptz, statuses text[], source_types text[], again int[])),
+    cutoff timestamptz, statuses text[], source_types text[], again int[],
+    started_before timestamptz)),
 setting AS MATERIALIZED (
   SELECT enabled, provider, model, dimensions, scope, daily_cap_usd, model_identity
   FROM embedding_settings WHERE account_id = :account_id),
@@ -106,7 +107,8 @@ def _probe_vectors(n: int, identity: ModelIdentity) -> str:
         "min(q.probe) OVER (PARTITION BY q.key, q.v) AS lookup, "
         "array_agg(q.probe) OVER (PARTITION BY q.key, q.v) AS sharers FROM ("
         "SELECT p.key, p.probe, f.session_id, f.cutoff, "
-        f"f.statuses, f.source_types, pa.path, {vector_expression(identity, 'c')} AS v "
+        "f.statuses, f.source_types, f.started_before, pa.path, "
+        f"{vector_expression(identity, 'c')} AS v "
         "FROM retried p JOIN found f ON f.key = p.key JOIN paths pa ON pa.model = p.model "
         "JOIN session_chunks c ON c.account_id = :account_id AND c.id = p.chunk_id "
         f"WHERE p.model = {identity.sql_literal()}) AS q)"
@@ -115,7 +117,7 @@ def _probe_vectors(n: int, identity: ModelIdentity) -> str:
 
 def _candidates(scope: str, filtered: bool) -> str:
     """The candidate chunks `c` of probe `p` within scope; with filters, joined to their
-    session `s` for its status and source type."""
+    session `s` for its status, source type and start."""
     where = (
         f"WHERE {scope} AND c.runtime_session_id IS DISTINCT FROM p.session_id "
         "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
@@ -126,7 +128,8 @@ def _candidates(scope: str, filtered: bool) -> str:
         "session_chunks c JOIN runtime_sessions s "
         f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id {where} "
         "AND (p.statuses IS NULL OR s.status = ANY(p.statuses)) "
-        "AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types))"
+        "AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types)) "
+        "AND (p.started_before IS NULL OR s.started_at < p.started_before)"
     )
 
 
@@ -141,7 +144,7 @@ def _exact_pool(n: int, identity: ModelIdentity, filtered: bool) -> str:
     if not filtered:
         return f"pool_{n} AS MATERIALIZED (SELECT {columns} FROM session_chunks c WHERE {scope})"
     return (
-        f"pool_{n} AS MATERIALIZED (SELECT {columns}, s.status, s.source_type "
+        f"pool_{n} AS MATERIALIZED (SELECT {columns}, s.status, s.source_type, s.started_at "
         "FROM session_chunks c JOIN runtime_sessions s "
         f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id WHERE {scope})"
     )
@@ -158,7 +161,8 @@ def _exact(n: int, filtered: bool) -> str:
     if filtered:
         where += (
             " AND (p.statuses IS NULL OR c.status = ANY(p.statuses)) "
-            "AND (p.source_types IS NULL OR c.source_type = ANY(p.source_types))"
+            "AND (p.source_types IS NULL OR c.source_type = ANY(p.source_types)) "
+            "AND (p.started_before IS NULL OR c.started_at < p.started_before)"
         )
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
@@ -400,7 +404,8 @@ def search_statement(
     probe = (
         "probe_0 AS MATERIALIZED (SELECT 0 AS key, 0 AS probe, NULL::uuid AS session_id, "
         "CAST(:cutoff AS timestamptz) AS cutoff, CAST(:statuses AS text[]) AS statuses, "
-        "CAST(:source_types AS text[]) AS source_types, pa.path, "
+        "CAST(:source_types AS text[]) AS source_types, "
+        "CAST(NULL AS timestamptz) AS started_before, pa.path, "
         f"CAST(:vector AS vector({identity.dimensions})) AS v, "
         "0 AS lookup, ARRAY[0] AS sharers FROM paths pa)"
     )

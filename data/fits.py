@@ -34,6 +34,13 @@ async def load_fit(conn: AsyncConnection, account_id: UUID) -> StoredFit | None:
     return None if row is None else StoredFit(row[0], row[1], bytes(row[2]))
 
 
+async def fit_identity(conn: AsyncConnection, account_id: UUID) -> str | None:
+    """The model identity of the account's fit (its weights not read); None without one."""
+    f = t.lexical_fits.c
+    found = await conn.execute(sa.select(f.model_identity).where(f.account_id == account_id))
+    return found.scalar()
+
+
 async def sessions_with_clear_chunks(conn: AsyncConnection, account_id: UUID) -> int:
     return int(
         (

@@ -59,7 +59,8 @@ class Limits:
 @dataclass(frozen=True, slots=True)
 class Ask:
     """One comparison of a session (one leg of it) in a batch: its window, its neighbour
-    filters, and, when only some of its probes are to be looked up again, which."""
+    filters (`started_before`: only sessions that started before that instant), and, when
+    only some of its probes are to be looked up again, which."""
 
     key: int  # its place in the batch's statement
     session_id: UUID
@@ -67,10 +68,15 @@ class Ask:
     statuses: tuple[str, ...] | None = None
     source_types: tuple[str, ...] | None = None
     again: tuple[int, ...] | None = None  # the probes to look up again; None: all of them
+    started_before: datetime | None = None
 
     @property
     def filtered(self) -> bool:
-        return self.statuses is not None or self.source_types is not None
+        return (
+            self.statuses is not None
+            or self.source_types is not None
+            or self.started_before is not None
+        )
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -80,6 +86,9 @@ class Ask:
             "statuses": None if self.statuses is None else list(self.statuses),
             "source_types": None if self.source_types is None else list(self.source_types),
             "again": None if self.again is None else list(self.again),
+            "started_before": (
+                None if self.started_before is None else self.started_before.isoformat()
+            ),
         }
 
 

@@ -202,6 +202,18 @@ class LexicalEmbedder:
             out[row] = self.vector(text)
         return out
 
+    def weighted(self, text: str) -> dict[str, float]:
+        """The text's features with what each adds to its vector before hashing (its fitted
+        weight times 1 + ln count), the features the fit weighs 0 left out: two texts'
+        vectors' dot product is the sum over their shared features of these products, but
+        for the collisions of hashing."""
+        out: dict[str, float] = {}
+        for feature, count in features(templates.strip(text, self._common)).items():
+            weight = 1.0 if self.fit is None else self._weight.get(feature_key(feature), 0.0)
+            if weight:
+                out[feature] = weight * (1.0 + math.log(count))
+        return out
+
     def vector(self, text: str) -> np.ndarray:
         vector = np.zeros(DIMENSIONS, dtype=np.float64)
         for feature, count in features(templates.strip(text, self._common)).items():

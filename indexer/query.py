@@ -49,6 +49,22 @@ async def embedder_for(
     return registry.fitted(Fit.from_bytes(stored.sessions, stored.weights))
 
 
+async def account_fit(
+    engine: AsyncEngine, registry: Registry, account_id: UUID
+) -> lexical.LexicalEmbedder | None:
+    """The account's fitted lexical embedder, whatever model its vectors are of (its weights
+    read once per process and fit); None when the account has no fit."""
+    async with engine.connect() as conn:
+        identity = await fits.fit_identity(conn, account_id)
+    if identity is None:
+        return None
+    try:
+        embedder = await embedder_for(engine, registry, account_id, ModelIdentity.parse(identity))
+    except EmbedderUnavailable:  # refitted since its identity was read
+        return None
+    return embedder if isinstance(embedder, lexical.LexicalEmbedder) else None
+
+
 async def embed_query(
     engine: AsyncEngine,
     registry: Registry,

@@ -1,13 +1,15 @@
-"""The arguments of a ranked list (a session's neighbours, a search): each declared once
-(`RANKED_ARGUMENTS`), with its default and bounds; the GraphQL fields (schema/arguments.py) and
-the REST routes (similar_sessions/rest.py) are derived from the declaration, and every
-value is checked here."""
+"""The arguments of a ranked list (a session's neighbours, a search) and of the failure modes:
+each declared once (`RANKED_ARGUMENTS`, `FAILURE_ARGUMENTS`), with its default and bounds; the
+GraphQL fields (schema/arguments.py) and the REST routes (similar_sessions/rest.py) are
+derived from the declaration, and every value is checked here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from resolvers.cursors import Cursors, Position
 from resolvers.errors import BadArgument
@@ -71,10 +73,20 @@ class SimilarArgs:
     after: Position | None = None
     statuses: tuple[str, ...] | None = None  # neighbours only of these statuses
     source_types: tuple[str, ...] | None = None  # ... and of these source types
+    # ... and only sessions that started before this instant (no argument of the API: the
+    # failure modes ask it, resolvers/failure_modes.py)
+    started_before: datetime | None = None
+    # Whether, when nothing passes the floor, the nearest passages below it are looked up
+    # and offered (no argument of the API: the failure modes read only what passed it).
+    offer_nearest: bool = True
 
     @property
     def filtered(self) -> bool:
-        return self.statuses is not None or self.source_types is not None
+        return (
+            self.statuses is not None
+            or self.source_types is not None
+            or self.started_before is not None
+        )
 
     def binding(self, ranked: tuple[str, ...]) -> list[Any]:
         """What a cursor of this list is bound to: what it ranks (("similar", session id) or
@@ -148,3 +160,106 @@ def filter_values(values: Sequence[str] | None, name: str) -> tuple[str, ...] | 
     if len(values) > MAX_FILTER_VALUES:
         raise BadArgument(name, f"takes at most {MAX_FILTER_VALUES} values, got {len(values)}")
     return tuple(sorted({plain_text(value, name, MAX_FILTER_CHARS) for value in values}))
+
+
+# The failure modes' arguments (Query.failureModes, GET /api/v1/runtime-sessions/failure-modes),
+# declared once as the ranked lists' are. REQUIRED: an argument without a default.
+REQUIRED: Any = Ellipsis
+DEFAULT_GROUPS = 10
+GROUPS_BOUNDS = (1, 20)
+DEFAULT_MEMBERS = 10
+MEMBERS_BOUNDS = (1, 100)
+FAILED = ("failed",)
+FAILURE_ARGUMENTS: tuple[Argument, ...] = (
+    Argument(
+        "window_days",
+        "window_days",
+        int,
+        REQUIRED,
+        "The sessions that started in the last this many days (1 to 365).",
+    ),
+    Argument(
+        "statuses",
+        "status",
+        list[str] | None,
+        FAILED,
+        "Only sessions of these statuses; null: any status.",
+    ),
+    Argument("source_types", "source_type", list[str] | None, None, "Only these source types."),
+    Argument("limit", "limit", int, DEFAULT_GROUPS, "Groups per page (1 to 20)."),
+    Argument("cursor", "after", str | None, None, rest="cursor"),
+    Argument(
+        "containing",
+        "containing",
+        UUID | None,
+        None,
+        "Only the group of this session (none when it is not one of the window's sessions).",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FailureArgs:
+    window_days: int
+    statuses: tuple[str, ...] | None = FAILED
+    source_types: tuple[str, ...] | None = None
+    limit: int = DEFAULT_GROUPS
+    after: tuple[int, int, UUID] | None = None  # a group's position (rules/failure_groups.py)
+    containing: UUID | None = None
+    include_match_text: bool = True  # GraphQL: only when a text or a term was selected
+
+    def binding(self, account_id: UUID) -> list[Any]:
+        """What a cursor of the groups is bound to: the account and the arguments that decide
+        which groups the list holds (not the page size)."""
+        return [*self.members_binding(account_id), str(self.containing)]
+
+    def members_binding(self, account_id: UUID) -> list[Any]:
+        """What a cursor of a group's members is bound to (any group of this list: members of
+        every group are in one order, newest first)."""
+        return [
+            "failure_modes",
+            str(account_id),
+            self.window_days,
+            None if self.statuses is None else list(self.statuses),
+            None if self.source_types is None else list(self.source_types),
+        ]
+
+    @classmethod
+    def checked(
+        cls,
+        values: Mapping[str, Any],
+        *,
+        names: Mapping[str, str],
+        account_id: UUID,
+        cursors: Cursors,
+    ) -> FailureArgs:
+        """Validate the values (by FAILURE_ARGUMENTS' fields; a missing one at its default)
+        and open the cursor; `names` maps each field to the caller's spelling of it."""
+        given = {a.field: values.get(a.field, a.default) for a in FAILURE_ARGUMENTS}
+        if given["window_days"] is REQUIRED:
+            raise BadArgument(names["window_days"], "is required")
+        for name, (low, high) in (("window_days", WINDOW_DAYS_BOUNDS), ("limit", GROUPS_BOUNDS)):
+            if not low <= given[name] <= high:
+                raise BadArgument(
+                    names[name], f"must be between {low} and {high}, got {given[name]}"
+                )
+        args = cls(
+            window_days=given["window_days"],
+            statuses=filter_values(given["statuses"], names["statuses"]),
+            source_types=filter_values(given["source_types"], names["source_types"]),
+            limit=given["limit"],
+            containing=given["containing"],
+        )
+        if given["cursor"] is None:
+            return args
+        binding = args.binding(account_id)
+        after = cursors.open_failure_groups(given["cursor"], binding, names["cursor"])
+        return replace(args, after=after)
+
+
+def member_page_size(first: int, name: str = "first") -> int:
+    """A page of a group's members: 1 to 100."""
+    low, high = MEMBERS_BOUNDS
+    if not low <= first <= high:
+        raise BadArgument(name, f"must be between {low} and {high}, got {first}")
+    return first

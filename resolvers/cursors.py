@@ -110,3 +110,34 @@ class Cursors:
             return ordinal, UUID(str(turn_id))
         except (ValueError, TypeError):
             raise BadArgument(name, NOT_OURS) from None
+
+    # A failure-modes list is bound to the account and the arguments that decide which
+    # groups it holds (FailureArgs.binding): a group's position is (0 when new else 1, -size,
+    # representative id), a member's its start and id (newest first).
+    def failure_groups(self, after: tuple[int, int, UUID], binding: list[Any]) -> str:
+        return self.seal([after[0], after[1], str(after[2])], binding)
+
+    def open_failure_groups(
+        self, cursor: str, binding: list[Any], name: str
+    ) -> tuple[int, int, UUID]:
+        position = self.open(cursor, binding, name)
+        try:
+            new, size, representative = position
+            if type(new) is not int or type(size) is not int:
+                raise ValueError(position)
+            return new, size, UUID(str(representative))
+        except (ValueError, TypeError):
+            raise BadArgument(name, NOT_OURS) from None
+
+    def failure_members(self, after: tuple[datetime, UUID], binding: list[Any]) -> str:
+        return self.seal([after[0].isoformat(), str(after[1])], binding)
+
+    def open_failure_members(
+        self, cursor: str, binding: list[Any], name: str
+    ) -> tuple[datetime, UUID]:
+        position = self.open(cursor, binding, name)
+        try:
+            started, session_id = position
+            return datetime.fromisoformat(started).astimezone(UTC), UUID(str(session_id))
+        except (ValueError, TypeError, OverflowError):
+            raise BadArgument(name, NOT_OURS) from None

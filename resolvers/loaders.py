@@ -13,11 +13,14 @@ from uuid import UUID
 from strawberry.dataloader import DataLoader
 
 from data.comparison import reading
+from data.comparison_details import ChunkDetail, show
 from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
 from resolvers.comparison.phases import SimilarKey, compare_sessions
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.timeline import TimelineKey, TimelineResult, timelines
+from resolvers.rules.ranking import SIMILAR_PREVIEW_CHARS
 from resolvers.services import Services
+from resolvers.shared_terms import Terms, TermsKey, terms_for
 from resolvers.telemetry import report_comparisons, tracer
 
 
@@ -29,6 +32,8 @@ class Loaders:
     replays: DataLoader[ReplayPageKey, list[ReplayTurn]]
     similar: DataLoader[SimilarKey, SimilarResult | None]
     timelines: DataLoader[TimelineKey, TimelineResult | None]
+    terms: DataLoader[TermsKey, Terms]
+    passages: DataLoader[PassageKey, ChunkDetail | None]
 
     @classmethod
     def of(cls, services: Services, account_id: UUID, content: ContentBudget) -> Loaders:
@@ -37,6 +42,8 @@ class Loaders:
             replays=replay_loader(services, account_id, content),
             similar=similar_loader(services, account_id),
             timelines=timeline_loader(services, account_id),
+            terms=terms_loader(services, account_id),
+            passages=passage_loader(services, account_id),
         )
 
 
@@ -118,6 +125,34 @@ def timeline_loader(
     async def load(keys: Sequence[TimelineKey]) -> list[TimelineResult | None]:
         async with reading(services.comparison_engine) as conn:
             return await timelines(conn, account_id, keys, services.tuning, services.models)
+
+    return DataLoader(load_fn=load)
+
+
+def terms_loader(services: Services, account_id: UUID) -> DataLoader[TermsKey, Terms]:
+    """The terms every pair the request shows shares: the fit and the texts read once."""
+
+    async def load(keys: Sequence[TermsKey]) -> list[Terms]:
+        return await terms_for(services, account_id, keys)
+
+    return DataLoader(load_fn=load)
+
+
+# A passage to show, and whether with its text (a preview, read only when asked).
+PassageKey = tuple[UUID, bool]
+
+
+def passage_loader(
+    services: Services, account_id: UUID
+) -> DataLoader[PassageKey, ChunkDetail | None]:
+    """Passages as the answers show them, many in one statement (None: no such passage)."""
+
+    async def load(keys: Sequence[PassageKey]) -> list[ChunkDetail | None]:
+        ids = sorted({chunk for chunk, _ in keys})
+        texts = sorted({chunk for chunk, text in keys if text})
+        async with services.engine.connect() as conn:
+            shown = await show(conn, account_id, ids, texts, [], [], SIMILAR_PREVIEW_CHARS)
+        return [shown.chunks.get(chunk) for chunk, _ in keys]
 
     return DataLoader(load_fn=load)
 

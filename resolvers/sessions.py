@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
+from typing import TypeVar
 from uuid import UUID
 
 from data.sessions import SessionRow, TitleSearch, recent_sessions
@@ -14,18 +15,25 @@ from resolvers.comparison.results import SearchResult, SimilarResult
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult
 from resolvers.context import Context
 from resolvers.errors import BadArgument
+from resolvers.shared_terms import pairs_of, with_terms
 
 MAX_PAGE = 100
+Ranked = TypeVar("Ranked", SimilarResult, SearchResult)
 MAX_SEARCH_CHARS = 200
 
 
 async def similar_sessions(
-    context: Context, session_id: UUID, args: SimilarArgs
+    context: Context, session_id: UUID, args: SimilarArgs, terms: bool = False
 ) -> SimilarResult | None:
     """The comparison for one session of the caller's account; None when it has no such
-    session. Its end cursor is sealed for this session's list with these arguments."""
+    session. Its end cursor is sealed for this session's list with these arguments; with
+    `terms` (and texts shown), each match has its shared terms."""
     result = await context.loaders.similar.load((session_id, args))
-    if result is None or result.next_after is None:
+    if result is None:
+        return result
+    if terms and args.include_match_text:
+        result = await _termed(context, result)
+    if result.next_after is None:
         return result
     binding = args.binding(similar_list(session_id))
     return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
@@ -40,15 +48,30 @@ async def similar_timeline(
     return result
 
 
-async def search_sessions(context: Context, text: str, args: SimilarArgs) -> SearchResult:
+async def search_sessions(
+    context: Context, text: str, args: SimilarArgs, terms: bool = False
+) -> SearchResult:
     """The account's sessions nearest a described text (GraphQL and REST both call it); its
-    end cursor is sealed for this text's list with these arguments."""
+    end cursor is sealed for this text's list with these arguments; with `terms` (and texts
+    shown), each match has the terms it shares with the text."""
     account_id = context.principal.account_id
     result = await search.search_sessions(context.services, account_id, text, args)
+    if terms and args.include_match_text:
+        result = await _termed(context, result, text)
     if result.next_after is None:
         return result
     binding = args.binding(search_list(context.principal.account_id, text))
     return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
+
+
+async def _termed(context: Context, result: Ranked, text: str | None = None) -> Ranked:
+    """The answer with each match's shared terms, of its results and its nearest alike (one
+    batch of the request's terms loader), and the fit they were chosen with."""
+    listed = [*result.results, *result.nearest]
+    answers = await context.loaders.terms.load_many(pairs_of(listed, text))
+    shown, model = with_terms(listed, answers)
+    cut = len(result.results)
+    return replace(result, results=shown[:cut], nearest=shown[cut:], shared_terms_model=model)
 
 
 def similar_list(session_id: UUID) -> tuple[str, str]:

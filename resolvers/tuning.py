@@ -22,6 +22,7 @@ class Tuning:
     overfetch: int = default_of("hnsw_overfetch")
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
     verify_timeout_ms: int = default_of("verify_timeout_ms")
+    failure_modes_sessions: int = default_of("failure_modes_sessions")
     page_connections: int = default_of("page_connections")
 
     @property
@@ -62,5 +63,6 @@ class Tuning:
             overfetch=settings.hnsw_overfetch,
             comparison_timeout_ms=settings.comparison_timeout_ms,
             verify_timeout_ms=settings.verify_timeout_ms,
+            failure_modes_sessions=settings.failure_modes_sessions,
             page_connections=min(settings.page_connections, settings.comparison_pool_size),
         )

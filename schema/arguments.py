@@ -11,12 +11,19 @@ from typing import Annotated, Any, TypeVar
 import strawberry
 from strawberry.utils.str_converters import to_camel_case
 
-from resolvers.arguments import RANKED_ARGUMENTS, Argument, SimilarArgs
+from resolvers.arguments import (
+    FAILURE_ARGUMENTS,
+    RANKED_ARGUMENTS,
+    REQUIRED,
+    Argument,
+    SimilarArgs,
+)
 from resolvers.context import Context
 
 Resolver = TypeVar("Resolver", bound=Callable[..., Any])
 # Each field named by its GraphQL spelling, for the errors that name an argument.
 GRAPHQL_NAMES = {a.field: to_camel_case(a.param) for a in RANKED_ARGUMENTS}
+FAILURE_NAMES = {a.field: to_camel_case(a.param) for a in FAILURE_ARGUMENTS}
 
 
 def _annotation(argument: Argument) -> Any:
@@ -25,18 +32,32 @@ def _annotation(argument: Argument) -> Any:
     return Annotated[argument.annotation, strawberry.argument(description=argument.description)]
 
 
-def with_ranked_arguments(resolver: Resolver) -> Resolver:
-    """The resolver, its `**ranked` replaced by the ranked-list arguments in their order."""
-    signature = inspect.signature(resolver)
-    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    ranked = [
-        inspect.Parameter(
-            a.param, inspect.Parameter.KEYWORD_ONLY, default=a.default, annotation=_annotation(a)
-        )
-        for a in RANKED_ARGUMENTS
-    ]
-    resolver.__signature__ = signature.replace(parameters=[*own, *ranked])  # type: ignore[attr-defined]
-    return resolver
+def with_arguments(declared: tuple[Argument, ...]) -> Callable[[Resolver], Resolver]:
+    """A decorator: the resolver, its `**keywords` replaced by the declared arguments in their
+    order (one without a default, REQUIRED, is required)."""
+
+    def decorate(resolver: Resolver) -> Resolver:
+        signature = inspect.signature(resolver)
+        own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        added = [
+            inspect.Parameter(
+                a.param,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if a.default is REQUIRED else a.default,
+                annotation=_annotation(a),
+            )
+            for a in declared
+        ]
+        resolver.__signature__ = signature.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        return resolver
+
+    return decorate
+
+
+# The resolver, its `**ranked` replaced by the ranked-list arguments in their order; and the
+# failure modes' arguments.
+with_ranked_arguments = with_arguments(RANKED_ARGUMENTS)
+with_failure_arguments = with_arguments(FAILURE_ARGUMENTS)
 
 
 def ranked_args(

@@ -1,9 +1,9 @@
 """The comparison budget of a GraphQL request, decided from the query before any comparison
 runs: each comparing field (`similarSessions`, its `timeline`, `searchSessions`) costs the
 most times it can run (1 under `runtimeSession`, `first` under `runtimeSessions`, times
-`limit` under a comparison's or a search's results), and fields are granted in the order the
-query names them while the budget lasts. A field that does not fit is refused whole; the
-fields granted keep their data."""
+`limit` under a comparison's or a search's results; `failureModes` the whole budget), and
+fields are granted in the order the query names them while the budget lasts. A field that
+does not fit is refused whole; the fields granted keep their data."""
 
 from __future__ import annotations
 
@@ -38,7 +38,12 @@ BUDGETED = {
     ("RuntimeSession", "similarSessions"),
     ("SimilarSessions", "timeline"),
     ("Query", "searchSessions"),
+    ("Query", "failureModes"),
 }
+# Fields that cost the whole budget wherever they are: failureModes compares up to
+# SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS sessions twice, bounded by that setting, so nothing
+# else that compares runs beside it (nor a second one under another alias).
+WHOLE_BUDGET = {("Query", "failureModes")}
 # Fields whose lists hold at most as many items as one of their arguments says: the lists
 # (BOUNDED_LISTS) right under them run once per item. Every list field that can lead to a
 # session is one of these lists (tests/unit/test_budget.py).
@@ -46,6 +51,8 @@ FAN_OUT = {
     ("Query", "runtimeSessions"): "first",
     ("RuntimeSession", "similarSessions"): "limit",
     ("Query", "searchSessions"): "limit",
+    ("Query", "failureModes"): "limit",
+    ("FailureGroup", "members"): "first",
 }
 BOUNDED_LISTS = {
     ("RuntimeSessionConnection", "nodes"),
@@ -54,6 +61,8 @@ BOUNDED_LISTS = {
     ("SimilarSessions", "nearest"),
     ("SessionSearch", "results"),
     ("SessionSearch", "nearest"),
+    ("FailureModes", "groups"),
+    ("FailureMemberPage", "nodes"),
 }
 
 
@@ -76,9 +85,10 @@ def granted(raw: GraphQLResolveInfo[Context], limit: int) -> frozenset[Path]:
         nonlocal spent
         if site not in BUDGETED:
             return True
-        if spent + runs > limit:
+        cost = limit if site in WHOLE_BUDGET else runs
+        if spent + cost > limit:
             return False  # refused: nothing under it runs either
-        spent += runs
+        spent += cost
         grants.add(path)
         return True
 

@@ -22,6 +22,7 @@ from strawberry.types import ExecutionContext
 from resolvers.context import Context
 from resolvers.sessions import session_page
 from schema.errors import MapErrors, is_unexpected
+from schema.failure_modes import FailureQuery
 from schema.search import SearchQuery
 from schema.sessions import RuntimeSession
 
@@ -63,7 +64,7 @@ class RuntimeSessionConnection:
 
 
 @strawberry.type
-class Query(SearchQuery):
+class Query(FailureQuery, SearchQuery):
     @strawberry.field(description="Who is asking.")
     def viewer(self, info: strawberry.Info[Context, None]) -> Viewer:
         p = info.context.principal

@@ -11,7 +11,7 @@ from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
-from schema.selection import selects_passage_text
+from schema.selection import selects_passage_text, selects_shared_terms
 from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch
 
@@ -31,8 +31,9 @@ class SearchQuery:
     ) -> SessionSearch | None:
         require_granted(info)
         text = checked_text(text, "text")
-        selected = selects_passage_text(info.selected_fields, "searchSessions")
+        terms = selects_shared_terms(info.selected_fields, "searchSessions")
+        selected = terms or selects_passage_text(info.selected_fields, "searchSessions")
         listed = search_list(info.context.principal.account_id, text)
         args = ranked_args(info, ranked, listed, selected)
-        result = await search_sessions(info.context, text, args)
+        result = await search_sessions(info.context, text, args, terms)
         return SessionSearch.of(result, RuntimeSession.of)

@@ -33,3 +33,12 @@ def selects_passage_text(selections: Iterable[Selection], field: str) -> bool:
         for passage in ((), ("probe",))
         for leaf in ("text", "matchedWords")
     )
+
+
+def selects_shared_terms(selections: Iterable[Selection], field: str) -> bool:
+    """Whether the client selected, under a ranked answer's field, a match's shared terms
+    (of its results or its nearest) or the fit they were chosen with."""
+    return selects(selections, field, "sharedTermsModel") or any(
+        selects(selections, field, listed, "matches", "sharedTerms")
+        for listed in ("results", "nearest")
+    )

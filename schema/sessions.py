@@ -15,7 +15,7 @@ from resolvers.sessions import similar_list, similar_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
-from schema.selection import selects_passage_text
+from schema.selection import selects_passage_text, selects_shared_terms
 from schema.similar import SimilarSessions
 
 
@@ -129,12 +129,9 @@ class RuntimeSession:
         self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
         require_granted(info)
-        args = ranked_args(
-            info,
-            ranked,
-            similar_list(self.id),
-            selects_passage_text(info.selected_fields, "similarSessions"),
-        )
-        result = await similar_sessions(info.context, self.id, args)
+        terms = selects_shared_terms(info.selected_fields, "similarSessions")
+        selected = terms or selects_passage_text(info.selected_fields, "similarSessions")
+        args = ranked_args(info, ranked, similar_list(self.id), selected)
+        result = await similar_sessions(info.context, self.id, args, terms)
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result, RuntimeSession.of)

@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     from schema.sessions import RuntimeSession
 
 SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a word.")
+TERMS_MODEL = (
+    "The account's fitted lexical model the matches' sharedTerms were chosen with; null when "
+    "the account has no fit (every sharedTerms is then empty), or when no sharedTerms was "
+    "asked for or shown."
+)
 
 
 @strawberry.type(description="Every way the comparison came up short, named.")
@@ -94,6 +99,13 @@ class RankedPassage(Passage):
     redaction_state: str
     text: str | None = strawberry.field(
         description="Up to 280 characters; null when includeMatchText is false or withheld."
+    )
+    shared_terms: list[str] | None = strawberry.field(
+        default=None,
+        description="The terms that carry most of the two passages' similarity under the "
+        "account's fitted lexical model, however the pair was found, heaviest first (at most "
+        "5); empty when they share none, or when the account has no fit (`sharedTermsModel` "
+        "is then null); null when includeMatchText is false or a passage is withheld.",
     )
 
 
@@ -236,7 +248,8 @@ class SearchLeg:
 
 @strawberry.interface(
     description="What every ranked answer says: its model (whose cosine `similarity` is), "
-    "what it was asked, its degraded block, its model's cut points and floor, its paging."
+    "what it was asked, its degraded block, its model's cut points and floor, its paging, "
+    "and the lexical fit its matches' shared terms were chosen with."
 )
 class RankedAnswer:
     model_identity: str | None
@@ -252,6 +265,7 @@ class RankedAnswer:
     elapsed_ms: float
     end_cursor: str | None
     has_next_page: bool
+    shared_terms_model: str | None = strawberry.field(description=TERMS_MODEL)
 
 
 def answer_fields(

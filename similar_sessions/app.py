@@ -43,7 +43,7 @@ from similar_sessions.http_metrics import HttpMetrics
 from similar_sessions.in_flight import InFlight
 from similar_sessions.rate_limit import RateLimits
 from similar_sessions.request_id import RequestId
-from similar_sessions.rest import search_route, similar_route
+from similar_sessions.rest import failure_modes_route, search_route, similar_route
 from similar_sessions.time_share import TimeShare
 
 
@@ -115,6 +115,7 @@ def routes(settings: Settings, graphql: GraphQLApp) -> list[BaseRoute]:
         *([Route("/metrics", metrics)] if settings.metrics else []),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         Route("/api/v1/runtime-sessions/search", search_route),
+        Route("/api/v1/runtime-sessions/failure-modes", failure_modes_route),
         Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
         *console_routes,
     ]

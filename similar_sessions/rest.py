@@ -1,11 +1,12 @@
-"""The REST routes: GET /api/v1/runtime-sessions/{id}/similar (the compatibility route) and
-GET /api/v1/runtime-sessions/search.
+"""The REST routes: GET /api/v1/runtime-sessions/{id}/similar (the compatibility route),
+GET /api/v1/runtime-sessions/search and GET /api/v1/runtime-sessions/failure-modes.
 
 Each runs the same resolver as its GraphQL field, and its payload is the GraphQL answer's own
 types serialised with snake_case names, less the fields only GraphQL has."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from datetime import datetime
 from enum import Enum
@@ -15,24 +16,36 @@ from uuid import UUID
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from resolvers.arguments import RANKED_ARGUMENTS, Argument, SimilarArgs
+from resolvers.arguments import (
+    DEFAULT_MEMBERS,
+    FAILURE_ARGUMENTS,
+    RANKED_ARGUMENTS,
+    Argument,
+    FailureArgs,
+    SimilarArgs,
+)
 from resolvers.comparison.search import checked_text
 from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
+from resolvers.failure_members import members_page
+from resolvers.failure_modes import failure_modes
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
+from schema.failure_modes import FailureMemberPage, FailureModes
 from schema.mapping import init_fields
 from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch, SimilarSessions
 from similar_sessions.errors import not_found
 from similar_sessions.request_context import request_context
 
-# Each field named by its REST spelling, and the query parameters of a ranked list.
+# Each field named by its REST spelling.
 _REST_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS}
-_KNOWN = frozenset(_REST_NAMES.values())
+_FAILURE_NAMES = {a.field: a.rest_name for a in FAILURE_ARGUMENTS}
 # What only GraphQL has: a neighbour's session object and console link, Relay-style paging
-# (REST pages with next_cursor, present only when more results exist); and the arguments a
-# GraphQL type keeps for its own resolvers.
-GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page", "args"})
+# (REST pages with next_cursor, present only when more results exist); and what a GraphQL
+# type keeps for its own resolvers (the arguments, a failure group's result).
+GRAPHQL_ONLY = frozenset(
+    {"session", "console_link", "end_cursor", "has_next_page", "args", "found"}
+)
 
 
 def _int(raw: str, name: str) -> int:
@@ -50,11 +63,18 @@ def _bool(raw: str, name: str) -> bool:
     raise BadArgument(name, f"must be true or false, got {raw[:40]!r}")
 
 
+def _uuid(raw: str, name: str) -> UUID:
+    try:
+        return UUID(raw)
+    except ValueError:
+        raise BadArgument(name, "is not a UUID") from None
+
+
 def _value(request: Request, argument: Argument) -> Any:
     """One argument from the query string, read as its declared type; absent, its default."""
     name = argument.rest_name
     if argument.annotation == list[str] | None:
-        return request.query_params.getlist(name) or None
+        return request.query_params.getlist(name) or argument.default
     raw = request.query_params.get(name)
     if raw is None:
         return argument.default
@@ -62,7 +82,20 @@ def _value(request: Request, argument: Argument) -> Any:
         return _int(raw, name)
     if argument.annotation is bool:
         return _bool(raw, name)
+    if argument.annotation == UUID | None:
+        return _uuid(raw, name)
     return raw
+
+
+def _values(
+    request: Request, declared: tuple[Argument, ...], also: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The declared arguments from the query string (by field); `also` the route's others."""
+    known = {a.rest_name for a in declared} | also
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise BadArgument(unknown[0][:40], "is not a parameter of this route")
+    return {a.field: _value(request, a) for a in declared}
 
 
 def parse_args(
@@ -73,10 +106,7 @@ def parse_args(
 ) -> SimilarArgs:
     """The arguments of a ranked list (`ranked`: what it ranks, which its cursor is bound to)
     from the query string, and `also` the route's other parameters."""
-    unknown = sorted(set(request.query_params) - _KNOWN - also)
-    if unknown:
-        raise BadArgument(unknown[0][:40], "is not a parameter of this route")
-    values = {a.field: _value(request, a) for a in RANKED_ARGUMENTS}
+    values = _values(request, RANKED_ARGUMENTS, also)
     return SimilarArgs.checked(values, names=_REST_NAMES, ranked=ranked, cursors=cursors)
 
 
@@ -88,7 +118,7 @@ async def similar_route(request: Request) -> JSONResponse:
         raise BadArgument("runtime_session_id", "is not a UUID") from None
     context = await request_context(request)
     args = parse_args(request, similar_list(session_id), context.cursors)
-    result = await similar_sessions(context, session_id, args)
+    result = await similar_sessions(context, session_id, args, terms=True)
     if result is None:
         return not_found()
     return JSONResponse(payload(SimilarSessions.of(result, RuntimeSession.of), result.end_cursor))
@@ -100,8 +130,29 @@ async def search_route(request: Request) -> JSONResponse:
     context = await request_context(request)
     ranked = search_list(context.principal.account_id, text)
     args = parse_args(request, ranked, context.cursors, also=frozenset({"q"}))
-    result = await search_sessions(context, text, args)
+    result = await search_sessions(context, text, args, terms=True)
     return JSONResponse(payload(SessionSearch.of(result, RuntimeSession.of), result.end_cursor))
+
+
+async def failure_modes_route(request: Request) -> JSONResponse:
+    """GET /api/v1/runtime-sessions/failure-modes?window_days=: the window's failure groups,
+    each with its first page of members (GraphQL pages the rest)."""
+    context = await request_context(request)
+    args = FailureArgs.checked(
+        _values(request, FAILURE_ARGUMENTS),
+        names=_FAILURE_NAMES,
+        account_id=context.principal.account_id,
+        cursors=context.cursors,
+    )
+    result = await failure_modes(context, args, terms=True)
+    body = payload(FailureModes.of(result), result.end_cursor)
+    pages = await asyncio.gather(
+        *(members_page(context, g, DEFAULT_MEMBERS, None, True) for g in result.groups)
+    )
+    for group, page in zip(body["groups"], pages, strict=True):
+        group["members"] = to_json(FailureMemberPage.of(page).nodes)
+        group["more_members"] = page.has_next_page
+    return JSONResponse(body)
 
 
 def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:

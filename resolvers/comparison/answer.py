@@ -102,6 +102,8 @@ def result_of(
         next_after=c.page[-1].sort_key if c.more and c.page else None,
         lookup_path=batch.path(c.model),
         bands=cuts,
+        ranked=c.ranked,
+        probes=tuple(probes),
         floor=calibrated.floor,
         nearest=tuple(neighbour_of(n, shown, c.args, probes, cuts) for n in c.nearest),
     )

@@ -60,9 +60,11 @@ NO_FLOOR = -1.0  # every passage: the nearest are offered when nothing passed th
 async def look_nearest(
     conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], tuning: Tuning
 ) -> Batch:
-    """For the comparisons that found no hit, their probes' nearest passages without a
-    floor (one statement, only when there are such comparisons)."""
-    hitless = [c for c in batch.found if c.model is not None and not c.has_hits]
+    """For the comparisons that found no hit (and offer the nearest), their probes' nearest
+    passages without a floor (one statement, only when there are such comparisons)."""
+    hitless = [
+        c for c in batch.found if c.model is not None and not c.has_hits and c.args.offer_nearest
+    ]
     if not hitless:
         return batch
     limits = replace(tuning.limits, floor=NO_FLOOR)

@@ -70,7 +70,7 @@ async def compare_sessions(
 def plan(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
     """One comparison per asked key, with its window's start."""
     comparisons = tuple(
-        Comparison(Ask(n, session_id, cutoff(args, now), args.statuses, args.source_types), args)
+        Comparison(ask_of(n, session_id, args, now), args)
         for n, (session_id, args) in enumerate(keys)
     )
     return Batch(account_id, comparisons)
@@ -165,7 +165,19 @@ def _ranked(c: Comparison) -> Comparison:
     neighbours = ranking.rank_neighbours(c.hits(), matches)
     page, more = ranking.page_after(neighbours, c.args.after, c.args.limit)
     nearest = ranking.rank_neighbours(c.nearest_hits, matches)[: c.args.limit]
-    return replace(c, page=tuple(page), more=more, nearest=tuple(nearest))
+    return replace(c, page=tuple(page), more=more, ranked=tuple(neighbours), nearest=tuple(nearest))
+
+
+def ask_of(key: int, session_id: UUID, args: SimilarArgs, now: datetime) -> Ask:
+    """The ask of one session's comparison: its window's start and its neighbour filters."""
+    return Ask(
+        key,
+        session_id,
+        cutoff(args, now),
+        args.statuses,
+        args.source_types,
+        started_before=args.started_before,
+    )
 
 
 def cutoff(args: SimilarArgs, now: datetime) -> datetime | None:

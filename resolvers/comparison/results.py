@@ -37,6 +37,9 @@ class MatchResult(ChunkDetail):
     similarity: float
     band: ranking.Band
     probe: PassageResult | None  # None for a search text's match
+    # The terms that carry most of the pair's similarity under the account's fitted lexical
+    # model (resolvers/shared_terms.py); None when not asked for, or a text is not shown.
+    shared_terms: tuple[str, ...] | None = None
 
     @classmethod
     def of(
@@ -98,7 +101,8 @@ class Answered:
 class RankedAnswer(Answered):
     """What every ranked answer holds: its model (whose cosine `similarity` is), its
     arguments, its degraded block, its page of sessions (and the nearest below the floor
-    when none passed it), its lookup path, its model's cut points and floor."""
+    when none passed it), its lookup path, its model's cut points and floor, and the fit its
+    matches' shared terms were chosen with."""
 
     model_identity: str | None
     args: SimilarArgs
@@ -112,6 +116,7 @@ class RankedAnswer(Answered):
     floor: float = MIN_SIMILAR_SIMILARITY  # the floor its lookups used (the model's)
     # The nearest sessions below the floor, offered (loose) when none passed it.
     nearest: tuple[NeighbourResult, ...] = ()
+    shared_terms_model: str | None = None  # the fit the matches' terms were chosen with
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +127,10 @@ class SimilarResult(RankedAnswer):
     embedded_chunks: int
     probe_chunks: int
     pending_chunks: int
+    # Every neighbour in order (`results` is a page of them), and the probes' chunk ids by
+    # probe number: what the failure modes are grouped from (resolvers/failure_modes.py).
+    ranked: tuple[ranking.Neighbour, ...] = ()
+    probes: tuple[UUID, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

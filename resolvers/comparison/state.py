@@ -18,7 +18,7 @@ from resolvers.rules import ranking
 class Comparison:
     """One asked session: its ask and arguments, what the first statement found of it (None
     until then, and for a session the account does not have), whether a lookup stayed
-    unverified, and its ranked page."""
+    unverified, and its ranked neighbours and page."""
 
     ask: Ask
     args: SimilarArgs
@@ -26,6 +26,7 @@ class Comparison:
     unverified: bool = False  # a lookup could not vouch, and its exact check did not run
     page: tuple[ranking.Neighbour, ...] = ()
     more: bool = False  # neighbours follow the page
+    ranked: tuple[ranking.Neighbour, ...] = ()  # every neighbour, in order (the page's list)
     # With no hit: the passages nearest its probes, floor or no floor, and their sessions
     # ranked (offered, loose, as nothing was close enough).
     nearest_hits: tuple[Hit, ...] = ()

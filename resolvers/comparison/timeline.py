@@ -23,7 +23,7 @@ from data.lookups import Ask, Counted, Limits, LookupPath
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
-from resolvers.comparison.phases import cutoff
+from resolvers.comparison.phases import ask_of
 from resolvers.rules import ranking
 from resolvers.rules.degraded import Degraded, degraded
 from resolvers.tuning import Tuning
@@ -75,17 +75,13 @@ async def timelines(
         mine = [n for n, (_, _, b) in enumerate(keys) if b is bucket]
         if not mine:
             continue
-        asks = [_ask(n, *keys[n][:2], now) for n in mine]
+        asks = [ask_of(n, *keys[n][:2], now) for n in mine]
         counts = await _count(conn, account_id, asks, bucket, tuning, catalog)
         timed_out = counts is None
         for n, counted in zip(mine, counts or [Counted()] * len(mine), strict=True):
             if counted is not None:
                 results[n] = _result(keys[n][1], bucket, counted, timed_out)
     return results
-
-
-def _ask(key: int, session_id: UUID, args: SimilarArgs, now: datetime) -> Ask:
-    return Ask(key, session_id, cutoff(args, now), args.statuses, args.source_types)
 
 
 async def _count(

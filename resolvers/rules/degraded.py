@@ -62,6 +62,13 @@ SENTENCES: dict[str, str] = {
         "Nothing was close enough to pass the model's floor; the nearest passages, if any, are "
         "offered instead, labelled loose."
     ),
+    "failure_modes_bounded": (
+        "The window holds more sessions than one request compares; the oldest were left out."
+    ),
+    "failure_modes_not_embedded": (
+        "Some sessions of the window have no embedded passages to compare yet; they are in no "
+        "group."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
 # The sentences that name the window when one was asked for.
@@ -74,11 +81,25 @@ WINDOWED: dict[str, str] = {
 }
 
 
+# The sentences that name what was counted, when the answer gives the counts (`values`).
+COUNTED: dict[str, str] = {
+    "failure_modes_bounded": (
+        "The window holds {sessions} sessions and one request compares at most {bound}: the "
+        "oldest {left_out}, which started before {compared_since}, were left out."
+    ),
+    "failure_modes_not_embedded": (
+        "{not_embedded} of the sessions compared have no embedded passages yet; they are in no "
+        "group."
+    ),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Degraded:
     semantic: bool
     reasons: tuple[str, ...]
     window_days: int | None = None
+    values: tuple[tuple[str, str], ...] = ()  # what COUNTED's sentences name, when known
 
     @property
     def detail(self) -> str | None:
@@ -87,6 +108,8 @@ class Degraded:
     def sentence(self, code: str) -> str:
         if self.window_days is not None and code in WINDOWED:
             return WINDOWED[code].format(days=self.window_days)
+        if code in COUNTED and self.values:
+            return COUNTED[code].format(**dict(self.values))
         return SENTENCES[code]
 
 
@@ -138,9 +161,14 @@ def reasons_for(f: Facts) -> set[str]:
     return reasons
 
 
-def degraded(semantic: bool, reasons: set[str], window_days: int | None = None) -> Degraded:
+def degraded(
+    semantic: bool,
+    reasons: set[str],
+    window_days: int | None = None,
+    values: tuple[tuple[str, str], ...] = (),
+) -> Degraded:
     unknown = reasons - SENTENCES.keys()
     if unknown:
         raise ValueError(f"undocumented reason codes: {sorted(unknown)}")
     ordered = tuple(sorted(reasons, key=REASON_ORDER.__getitem__))
-    return Degraded(semantic, ordered, window_days)
+    return Degraded(semantic, ordered, window_days, values)

@@ -17,13 +17,13 @@ RANKED_FIELDS = """{
   runtimeSessionId sessionSourceType sessionSourceId sessionReference title startedAt
   lastActivityAt score similarity band matchedChunkCount consoleLink
   matches { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor similarity
-            band redactionState text
+            band redactionState text sharedTerms
             probe { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor text } }
 }"""
 SIMILAR_FIELDS = (
     """
 runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDays limit
-maxMatchesPerSession elapsedMs endCursor hasNextPage floor
+maxMatchesPerSession elapsedMs endCursor hasNextPage floor sharedTermsModel
 degraded { semantic reasons detail }
 bands { close related }
 results """
@@ -121,6 +121,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "floor",  # issue #26: the floor the lookups used, beside the bands
         "elapsed_ms",
         "results",
+        "shared_terms_model",
         "nearest",  # issue #26: offered (loose) when nothing passed the floor
         "next_cursor",
     }
@@ -153,6 +154,7 @@ async def test_rest_shape_is_exactly_the_contracts(
         "redaction_state",
         "replay_anchor",
         "text",
+        "shared_terms",
         "probe",
     }
     assert set(match["probe"]) == {

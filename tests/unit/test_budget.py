@@ -110,3 +110,15 @@ def test_every_list_that_leads_to_a_session_is_bounded_by_the_plan() -> None:
     }
     assert lists <= BOUNDED_LISTS
     assert {("RuntimeSessionConnection", "nodes"), ("RuntimeSessionConnection", "edges")} <= lists
+
+
+def test_failure_modes_take_the_whole_budget_and_bound_their_lists() -> None:
+    query = """{ a: failureModes(windowDays: 7) { groups { representative {
+      similarSessions { limit } } } }
+      b: failureModes(windowDays: 1) { groupCount }
+      c: runtimeSession(id: "00000000-0000-0000-0000-000000000000") {
+        similarSessions { limit } } }"""
+    assert plan(query) == {("a",)}  # nothing else that compares runs beside it
+    later = """{ c: runtimeSession(id: "00000000-0000-0000-0000-000000000000") {
+      similarSessions { limit } } a: failureModes(windowDays: 7) { groupCount } }"""
+    assert plan(later) == {("c", "similarSessions")}  # 1 spent: the whole budget no longer fits

@@ -28,6 +28,14 @@ import { ANCHOR, replayView } from "./replay.js";
 import { describedSearch } from "./search.js";
 import { renderSearch, renderSessionHeader, renderSessionList } from "./sessions.js";
 import { forgetSimilarSessions, similarErrors, similarPanel } from "./similar.js";
+import {
+  failureChoice,
+  failureGroupSection,
+  fetchFailureModes,
+  groupAsked,
+  renderFailureModes,
+  wantsFailureModes,
+} from "./failures.js";
 
 const FEATURE = "similarSessions";
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -43,6 +51,7 @@ const account = document.getElementById("account");
 const accountName = document.getElementById("account-name");
 const searchForm = document.getElementById("search");
 const searchInput = document.getElementById("search-input");
+const failureModesLink = document.getElementById("failure-modes-link");
 
 function showSignIn(message = "", { invalid = Boolean(message) } = {}) {
   apiKey.clear();
@@ -52,6 +61,7 @@ function showSignIn(message = "", { invalid = Boolean(message) } = {}) {
   view.replaceChildren();
   account.hidden = true;
   searchForm.hidden = true;
+  failureModesLink.hidden = true;
   signIn.hidden = false;
   signInError.textContent = message;
   keyInput.setAttribute("aria-invalid", String(invalid));
@@ -65,6 +75,10 @@ function showView(viewer, children) {
   searchForm.hidden = false;
   accountName.textContent = viewer.name;
   knownFeatures.set(viewer.features);
+  failureModesLink.hidden = !viewer.features.includes(FEATURE);
+  const onFailureModes = wantsFailureModes(new URLSearchParams(window.location.search));
+  if (onFailureModes) failureModesLink.setAttribute("aria-current", "page");
+  else failureModesLink.removeAttribute("aria-current");
   view.replaceChildren(...children);
   const heading = view.querySelector("h1");
   document.title = `${heading?.textContent ?? "Console"} · Runtime sessions`;
@@ -97,6 +111,11 @@ async function load(key) {
     return loadSession(key, sessionId);
   }
   const after = params.get("after");
+  if (wantsFailureModes(params)) {
+    const choice = failureChoice(params);
+    const [viewer, answer] = await fetchFailureModes(key, choice, after);
+    return [viewer, renderFailureModes(answer, choice, after), restoreScrollPosition];
+  }
   const search = params.get("q")?.trim() || null;
   searchInput.value = search ?? "";
   if (search) return loadSearch(key, search, after);
@@ -140,6 +159,14 @@ async function loadSession(key, sessionId) {
   const withSimilar = panelWanted() && (features === null || features.includes(FEATURE));
   const filter = neighbourStatus();
   const variables = { id: sessionId, first: REPLAY_PAGE };
+  // Opened from a failure mode's card: its group's members are asked beside the page's request.
+  const group = groupAsked(new URLSearchParams(window.location.search));
+  const groupSection =
+    group && (features === null || features.includes(FEATURE))
+      ? failureGroupSection(sessionId, group, {
+          onUnauthorized: () => showSignIn("Your API key is no longer accepted. Sign in again."),
+        })
+      : null;
   const { data, errors } = withSimilar
     ? await graphqlPartial(
         SESSION_WITH_SIMILAR,
@@ -163,10 +190,11 @@ async function loadSession(key, sessionId) {
     filter,
     similarError: failed.similar.length ? refusal(failed.similar) : null,
     timelineError: failed.timeline.length ? refusal(failed.timeline) : null,
+    groupSection,
   });
 }
 
-function sessionPage(viewer, session, { withSimilar, filter, similarError, timelineError }) {
+function sessionPage(viewer, session, { withSimilar, filter, similarError, timelineError, groupSection }) {
   const replay = replayView(session.replayPage, {
     pageSize: REPLAY_PAGE,
     seekSize: REPLAY_SEEK_PAGE,
@@ -182,8 +210,10 @@ function sessionPage(viewer, session, { withSimilar, filter, similarError, timel
       if (error instanceof Unauthorized) showSignIn("Your API key is no longer accepted. Sign in again.");
     },
   });
-  const parts = [renderSessionHeader(session)];
+  const header = renderSessionHeader(session);
+  const parts = [header];
   const withPanel = viewer.features.includes(FEATURE);
+  if (groupSection && withPanel) header.append(groupSection);
   if (withPanel) {
     parts.push(
       similarPanel(session.id, {

@@ -9,12 +9,18 @@ const OTHER = "\u0000another"; // the "Another status…" option; no status hold
 
 /**
  * The filter form; `onApply(status)` hears the operator apply a choice (null: any status).
- * `offer(statuses, current)` sets the statuses listed and the one selected.
+ * `offer(statuses, current)` sets the statuses listed and the one selected. `id` names the
+ * form and its fields, `label` the list, `name` the form for assistive technology.
  */
-export function statusFilter({ onApply }) {
-  const select = h("select", { id: "similar-status", name: "status" });
+export function statusFilter({
+  onApply,
+  id = "similar",
+  label = "Neighbours' status",
+  name = "Filter similar sessions",
+}) {
+  const select = h("select", { id: `${id}-status`, name: "status" });
   const other = h("input", {
-    id: "similar-status-other",
+    id: `${id}-status-other`,
     type: "text",
     maxlength: STATUS_MAX,
     autocomplete: "off",
@@ -23,7 +29,7 @@ export function statusFilter({ onApply }) {
   const otherField = h(
     "span",
     { class: "filter-other" },
-    h("label", { for: "similar-status-other" }, "Status"),
+    h("label", { for: `${id}-status-other` }, "Status"),
     other,
   );
   let offered = null;
@@ -52,8 +58,8 @@ export function statusFilter({ onApply }) {
   select.addEventListener("change", showOther);
   const form = h(
     "form",
-    { id: "similar-filter", class: "panel-filter", "aria-label": "Filter similar sessions" },
-    h("label", { for: "similar-status" }, "Neighbours' status"),
+    { id: `${id}-filter`, class: "panel-filter", "aria-label": name },
+    h("label", { for: `${id}-status` }, label),
     h("span", { class: "filter-fields" }, select, otherField, h("button", { type: "submit", class: "button-quiet" }, "Apply")),
   );
   form.addEventListener("submit", (event) => {

@@ -1,9 +1,9 @@
 // What a ranked session and its matching passages look like, in the panel and in the search
 // results alike: the band as a word (the number in a tooltip), the passage as plain text (a
-// search's matched words marked in it).
+// search's matched words, or a match's shared terms, marked in it).
 
 import { h, plural, sessionHref, time } from "./dom.js";
-import { highlighted } from "./highlight.js";
+import { highlighted, termsMarked } from "./highlight.js";
 import { status } from "./sessions.js";
 
 /** The band word; its number in a tooltip that keyboard users reach too. */
@@ -26,8 +26,9 @@ export function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** A passage's text as text (never parsed), with `words` marked in it, or why it is not shown. */
-export function passage(text, redactionState, words = []) {
+/** A passage's text as text (never parsed), with a search's matched `words` marked in it (or,
+ * for a neighbour's match, which has none, its shared `terms`), or why it is not shown. */
+export function passage(text, redactionState, words = null, terms = []) {
   if (text === null || text === undefined) {
     return h(
       "p",
@@ -37,7 +38,14 @@ export function passage(text, redactionState, words = []) {
         : "Passage withheld: its text is not shown.",
     );
   }
-  return h("blockquote", { class: "passage" }, highlighted(text, words));
+  const marked = words ? highlighted(text, words) : termsMarked(text, terms);
+  return h("blockquote", { class: "passage" }, marked);
+}
+
+/** "Shared terms: a, b, c" for a match that has some (marks alone are not read out); else null. */
+export function termsLine(terms, lead = "Shared terms: ") {
+  if (!terms || terms.length === 0) return null;
+  return h("p", { class: "match-terms" }, lead, terms.join(", "));
 }
 
 /** The other session's side of a match: what it was, linked to its turn, and its text. */
@@ -52,7 +60,7 @@ export function theirSide(m, sessionId, lead = "Theirs: ") {
       lead,
       m.replayAnchor ? h("a", { href: `${sessionHref(sessionId)}#activity-${m.replayAnchor}` }, what) : what,
     ),
-    passage(m.text, m.redactionState, m.matchedWords),
+    passage(m.text, m.redactionState, m.matchedWords, m.sharedTerms),
   );
 }
 
@@ -75,15 +83,16 @@ export function neighbourMatch(m, neighbourId) {
         " at ",
         time(probe.occurredAt, { short: true }),
       ),
-      passage(probe.text, "clear"),
+      passage(probe.text, "clear", null, m.sharedTerms),
     ),
+    termsLine(m.sharedTerms),
   );
 }
 
 /** A match of a search: the session's passage like the text, linked to its turn, the words
  * the text matched in it marked. */
 export function foundMatch(m, sessionId) {
-  return h("li", { class: "match" }, theirSide(m, sessionId, ""));
+  return h("li", { class: "match" }, theirSide(m, sessionId, ""), termsLine(m.sharedTerms, "Shared with the text: "));
 }
 
 /** One ranked session (`kind`: neighbour or found): its title linked to the turn of its best

@@ -43,7 +43,7 @@ fragment ConsoleNeighbour on Neighbour {
   runtimeSessionId title startedAt similarity band matchedChunkCount consoleLink
   session { status }
   matches {
-    sourceKind chunkIndex role redactionState text replayAnchor
+    sourceKind chunkIndex role redactionState text replayAnchor sharedTerms
     probe { sourceKind chunkIndex role occurredAt text replayAnchor }
   }
 }`;
@@ -135,6 +135,7 @@ fragment ConsoleFound on SearchNeighbour {
   session { status }
   matches {
     documentId sourceKind chunkIndex role redactionState text matchedWords replayAnchor
+    sharedTerms
   }
 }`;
 
@@ -147,3 +148,41 @@ query ConsoleReplay($id: UUID!, $first: Int!, $after: String) {
   }
 }
 ${REPLAY_FIELDS}`;
+
+// The failure modes page: a window's groups of sessions of one status, ten at a time.
+export const FAILURE_WINDOWS = [1, 7, 30];
+export const FAILURE_GROUPS = 10;
+export const FAILURE_MEMBERS = 20;
+export const FAILURE_MODES = `
+query ConsoleFailureModes($windowDays: Int!, $status: [String!], $after: String) {
+  viewer { name features }
+  failureModes(windowDays: $windowDays, status: $status, limit: ${FAILURE_GROUPS}, after: $after) {
+    windowDays windowStart sessions compared leftOut notEmbedded groupCount
+    degraded { reasons detail }
+    groups {
+      size isNew since sharedTerms
+      daily { start sessions }
+      representative { id title status startedAt }
+      seenBefore { id title startedAt }
+    }
+    endCursor hasNextPage
+  }
+}`;
+
+// On a session opened from a card: its group's other members, a page at a time.
+export const FAILURE_GROUP = `
+query ConsoleFailureGroup($windowDays: Int!, $status: [String!], $id: UUID!, $after: String) {
+  failureModes(windowDays: $windowDays, status: $status, containing: $id, limit: 1) {
+    degraded { reasons detail }
+    groups {
+      size isNew since sharedTerms
+      members(first: ${FAILURE_MEMBERS}, after: $after) {
+        nodes {
+          runtimeSessionId title status startedAt relatedInGroup consoleLink
+          match { similarity band sharedTerms }
+        }
+        endCursor hasNextPage
+      }
+    }
+  }
+}`;

@@ -228,7 +228,9 @@ export function timelineView(timeline, { grouping = null, onGrouping } = {}) {
     for (const button of buttons) {
       button.setAttribute("aria-pressed", String(button.dataset.grouping === shown));
     }
-    picture.replaceChildren(bars(counted, shown), gapsLeftOut(counted, span, shown), table(counted, shown));
+    // replaceChildren writes a null as the text "null": only the parts there are.
+    const parts = [bars(counted, shown), gapsLeftOut(counted, span, shown), table(counted, shown)];
+    picture.replaceChildren(...parts.filter(Boolean));
   }
 
   draw();
