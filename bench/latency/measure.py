@@ -139,7 +139,7 @@ async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> Lo
         ).scalar_one()
     batch = plan(account, [(session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
-        await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
+        batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(str(IDENTITY))
     assert path is not None
     return path

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import httpx
 
 from bench.common.databases import libpq
+from bench.common.paths import checkout_env
 from resolvers.tuning import Tuning
 
 
@@ -111,18 +112,20 @@ def free_port() -> int:
 
 def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DATABASE_URL": libpq(url),
-        "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
-        "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
-        "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
-        "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
-        "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS": str(tuning.verify_timeout_ms),
-        "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
-        "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
-        "SIMILAR_SESSIONS_RATE_LIMIT": "off",  # one key times the route back to back
-    }
+    env = checkout_env(
+        {
+            **os.environ,
+            "DATABASE_URL": libpq(url),
+            "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
+            "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
+            "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
+            "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
+            "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS": str(tuning.verify_timeout_ms),
+            "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
+            "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
+            "SIMILAR_SESSIONS_RATE_LIMIT": "off",  # one key times the route back to back
+        }
+    )
     cli = str(Path(sys.executable).parent / "similar-sessions")
     proc = subprocess.Popen(
         [cli, "serve", "--port", str(port)],
