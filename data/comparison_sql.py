@@ -17,7 +17,7 @@ from uuid import UUID
 from data.account_indexes import account_predicate
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
-from data.model_indexes import comparable_predicate, vector_expression
+from data.model_indexes import comparable_predicate, shared_predicate, vector_expression
 
 # The kinds of row an answer holds: the account's setting, one row per found ask (its session,
 # inventory and probes, or its timeline counts), one per model (its path), one per lookup
@@ -27,13 +27,18 @@ EXACT, ACCOUNT_INDEX, INDEX, UNSERVED = (f"'{p.value}'" for p in LookupPath)
 
 # The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
 # resolvers.rules.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
-# :exact forces the exact path (the check of lookups an index could not vouch for).
+# :exact forces the exact path (the check of lookups an index could not vouch for). An
+# account whose own index is registered but not ready (rebuilt after an import) is exact:
+# the rows written since it had one are not in the shared index.
 PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXACT}
               WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
                            JOIN pg_class i ON i.relname = r.index_name
                            JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
                            WHERE r.account_id = :account_id AND r.model_identity = d.model)
                 THEN {ACCOUNT_INDEX}
+              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
+                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
+                THEN {EXACT}
               ELSE {INDEX}"""
 
 
@@ -348,7 +353,7 @@ def first_statement(
             exact.append(_exact(n, filtered))
         else:
             exact.append(_exact_scan(n, identity, filtered))
-        shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+        shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
         approximate.append(_approximate(n, identity, LookupPath.INDEX, shared, filtered))
         own = account_predicate(account_id, identity, "c")
         approximate.append(_approximate(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered))
@@ -384,7 +389,7 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
         f"CAST(:vector AS vector({identity.dimensions})) AS v, "
         "0 AS lookup, ARRAY[0] AS sharers FROM paths pa)"
     )
-    shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+    shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c")
     lookups = _lookups(
         [_exact_scan(0, identity, filtered)],

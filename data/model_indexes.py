@@ -1,4 +1,5 @@
-"""One partial HNSW index per model identity, created when the model first appears."""
+"""One partial HNSW index per model identity, created when the model first appears, over
+the rows of the accounts without an index of their own (data/account_indexes.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def comparable_predicate(identity: ModelIdentity, alias: str = "") -> str:
         f"{p}embedding_model = {identity.sql_literal()} "
         f"AND {p}redaction_state = 'clear' AND {p}embedding_state = 'embedded'"
     )
+
+
+def shared_predicate(identity: ModelIdentity, alias: str = "") -> str:
+    """The WHERE clause of the model's shared index: its comparable rows, less those written
+    while their account had its own index of the model (in_shared_index false)."""
+    p = f"{alias}." if alias else ""
+    return f"{comparable_predicate(identity, alias)} AND {p}in_shared_index"
 
 
 def vector_expression(identity: ModelIdentity, alias: str = "") -> str:
@@ -101,7 +109,7 @@ async def register_model(conn: AsyncConnection, identity: ModelIdentity) -> bool
 
 async def build_model_index(conn: AsyncConnection, identity: ModelIdentity) -> None:
     """Build the identity's shared index over the rows already written, in one pass."""
-    predicate = comparable_predicate(identity)
+    predicate = shared_predicate(identity)
     await prepare_build(conn, await comparable_count(conn, predicate), identity.dimensions)
     await conn.execute(text(hnsw_index_ddl(index_name(identity), identity, predicate)))
 

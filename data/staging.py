@@ -181,3 +181,19 @@ async def staged_chunk_accounts(conn: AsyncConnection) -> list[UUID]:
         )
     )
     return [row[0] for row in rows]
+
+
+async def staged_new_comparable(conn: AsyncConnection) -> list[tuple[UUID, str, int]]:
+    """Per (account, model): the staged clear embedded chunks the account does not have yet
+    (what the file adds to each of its HNSW graphs)."""
+    rows = await conn.execute(
+        text(
+            f"SELECT o.account_id, s.embedding_model, count(*) FROM {STAGE} s JOIN {OWNER} o "
+            "ON o.id = s.runtime_session_id WHERE s.type = 'chunk' "
+            "AND s.embedding_state = 'embedded' AND s.redaction_state = 'clear' "
+            "AND s.embedding_model IS NOT NULL AND NOT EXISTS (SELECT 1 FROM session_chunks c "
+            "WHERE c.account_id = o.account_id AND c.id = s.id) "
+            "GROUP BY o.account_id, s.embedding_model ORDER BY 1, 2"
+        )
+    )
+    return [(row[0], row[1], int(row[2])) for row in rows]
