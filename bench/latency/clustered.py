@@ -30,7 +30,7 @@ from bench.latency.corpus import (
     session_lengths,
     session_row,
 )
-from bench.latency.database import create_accounts, store_meta, stored_meta
+from bench.latency.database import create_accounts, migrated, store_meta, stored_meta
 from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
 from data.migrate import migrate
@@ -140,6 +140,7 @@ async def prepare(
     meta = None if fresh else await stored_meta(url, "clustered")
     if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
         print(f"reusing database {database} (loaded {meta['loaded_at']})")
+        await migrated(url)
         return url, worlds, meta
     await recreate(server_url, database)
     meta = {**wanted, **await _load(url, worlds, exact_max)}

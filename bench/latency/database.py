@@ -50,6 +50,16 @@ async def stored_meta(url: str, key: str = "corpus") -> dict[str, Any] | None:
     return None if raw is None else dict(json.loads(raw))
 
 
+async def migrated(url: str) -> None:
+    """Bring a reused database's schema up to this checkout's (a column added since it was
+    loaded, say); nothing when it is current."""
+    engine = make_engine(url, statement_timeout_ms=0)
+    try:
+        await migrate(engine)
+    finally:
+        await engine.dispose()
+
+
 async def store_meta(url: str, meta: dict[str, Any], key: str = "corpus") -> None:
     """Record what was loaded, so that the next run reuses the database."""
     conn = await asyncpg.connect(libpq(url))
@@ -97,6 +107,7 @@ async def prepare(
     wanted = {"total": corpus.total, "seed": corpus.seed, "exact_max": exact_max}
     if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
         print(f"reusing database {database} (loaded {meta['loaded_at']})")
+        await migrated(url)
         return url, meta
     await recreate(server_url, database)
     engine = make_engine(url, statement_timeout_ms=0)

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common.databases import libpq, recreate, with_database
 from bench.latency.corpus import Account, now_utc
-from bench.latency.database import store_meta, stored_meta
+from bench.latency.database import migrated, store_meta, stored_meta
 from bench.quality import served
 from bench.quality.labelled import CORPORA, Corpus
 from bench.quality.pipeline import MODELS, registry
@@ -71,6 +71,7 @@ async def prepare(
         await store_meta(url, meta, "labelled")
     else:
         print(f"reusing database {database} (loaded {meta['loaded_at']})")
+        await migrated(url)
     accounts = [
         RealAccount(a["corpus"], a["model"], _account(a), _uuid_or_none(a["copied_from"]))
         for a in meta["accounts"]
@@ -249,7 +250,7 @@ async def _scaled(
         total += sizes[sid]
     account_id = uuid.uuid5(source, f"scaled:{size}")
     async with engine.begin() as conn:
-        label = f"{corpus} {model} x{size // 1000}k"
+        label = f"{corpus} {model} x{size / 1000:g}k"
         await _new_account(conn, account_id, label, source)
     await _copy_sessions(url, account_id, source, picked)
     return await _described(engine, corpus, model, account_id, source)

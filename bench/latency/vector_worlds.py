@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench.common.timing import p50
 from bench.latency import clustered, labelled_world
+from bench.latency.lookup_costs import lookup_costs
 from bench.latency.real_vectors import PAGE, Measured, World, measure_world, say_world
 from bench.latency.report import Report
 
@@ -35,10 +36,11 @@ async def vector_worlds(
         f"shared index built in {meta['shared_index_s']} s.",
     )
     _clustered_targets(report, figures)
+    await lookup_costs(report, url, [(f.label, f.account) for f in figures if f.path != "exact"])
     url, real, meta = await labelled_world.prepare(
         server, f"{prefix}labelled", models, exact_max, fresh
     )
-    labels = [(a.account.name, a.account) for a in real]
+    labels = [(_label(a), a.account) for a in real]
     figures = await measure_world(report, World("labelled", url, labels))
     say_world(
         report,
@@ -51,6 +53,14 @@ async def vector_worlds(
         "times). Loading took " + ", ".join(f"{k} {v} s" for k, v in meta["seconds"].items()) + ".",
     )
     _real_targets(report, figures)
+    await lookup_costs(report, url, [(f.label, f.account) for f in figures if f.path != "exact"])
+
+
+def _label(a: labelled_world.RealAccount) -> str:
+    """The corpus as imported by its account's name; a scaled copy by its size."""
+    if a.copied_from is None:
+        return a.account.name
+    return f"{a.corpus} {a.model} x{round(a.account.size / 1000, 1):g}k"
 
 
 def _by_label(figures: list[Measured], label: str) -> Measured | None:
