@@ -49,11 +49,14 @@ def vector_expression(identity: ModelIdentity, alias: str = "") -> str:
     return f"({p}embedding::vector({identity.dimensions}))"
 
 
-def hnsw_index_ddl(name: str, identity: ModelIdentity, predicate: str) -> str:
+def hnsw_index_ddl(
+    name: str, identity: ModelIdentity, predicate: str, concurrently: bool = False
+) -> str:
     """CREATE INDEX for a partial HNSW index on the column cast to the model's width; the
     per-model and per-account indexes share its shape and build parameters."""
     return (
-        f"CREATE INDEX IF NOT EXISTS {name} ON session_chunks "
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {name} "
+        "ON session_chunks "
         f"USING hnsw ({vector_expression(identity)} vector_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
         f"WHERE {predicate}"

@@ -55,23 +55,26 @@ class OwnIndexPlan:
 async def plan_own_indexes(
     conn: AsyncConnection,
     min_chunks: int,
-    incoming: list[tuple[UUID, str, int]],
+    incoming: list[tuple[UUID, str, int, int]],
     rebuild: bool,
 ) -> OwnIndexPlan:
-    """Before the chunks of `incoming` (account, model, new comparable rows) are written:
-    register the own index of each the file takes past min_chunks (its rows stay out of the
-    shared index; ensure_large_account_indexes builds it after them); with `rebuild`, drop
-    the own index each gets REBUILD_SHARE of its rows or more from the file."""
+    """Before the chunks of `incoming` (account, model, new comparable rows, rows it has)
+    are written: register the own index of each the file takes past min_chunks (its rows
+    stay out of the shared index; ensure_large_account_indexes builds it after them); with
+    `rebuild`, drop the own index each gets REBUILD_SHARE of its rows or more from the file."""
     rebuilt = []
-    for account_id, model, new in incoming:
+    for account_id, model, new, existing in incoming:
+        if existing + new <= min_chunks:
+            continue  # the exact path's: no own index to keep
         identity = ModelIdentity.parse(model)
-        existing = await comparable_count(conn, account_predicate(account_id, identity))
-        if await valid_account_index(conn, account_id, identity) is not None:
-            large = rebuild and new >= REBUILD_SHARE * (existing + new)
-            if large and await _dropped(conn, account_index_name(account_id, identity)):
-                rebuilt.append((account_id, identity))
-        elif existing + new > min_chunks:
+        if await valid_account_index(conn, account_id, identity) is None:
             await register(conn, account_id, identity, existing + new)
+        elif (
+            rebuild
+            and new >= REBUILD_SHARE * (existing + new)
+            and await _dropped(conn, account_index_name(account_id, identity))
+        ):
+            rebuilt.append((account_id, identity))
     return OwnIndexPlan(tuple(rebuilt))
 
 
@@ -122,8 +125,7 @@ async def rebuild_concurrently(
             )
             await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # invalid
             started = time.perf_counter()
-            ddl = hnsw_index_ddl(name, identity, predicate)
-            await conn.execute(text(ddl.replace("CREATE INDEX", "CREATE INDEX CONCURRENTLY", 1)))
+            await conn.execute(text(hnsw_index_ddl(name, identity, predicate, concurrently=True)))
             seconds = time.perf_counter() - started
             await register(conn, account_id, identity, chunks)
         finally:
