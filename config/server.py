@@ -97,18 +97,49 @@ class ServerSettings(BaseSettings):
         ge=0,
         le=600_000,
     )
+    page_connections: int = setting(
+        2,
+        "connections of the comparisons' pool one page of comparisons (a `runtimeSessions` "
+        "page, or aliases) is spread over, each comparison on one, at least 4 a connection: "
+        "their lookups run at once on as many of the server's cores (at most the pool's size)",
+        ge=1,
+        le=64,
+    )
     rate_limit: str | None = setting(
         "20/second;600/minute",
         "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "
         "several joined by `;`; `off`: none); past it, 429 with `Retry-After`",
     )
+    concurrency_limit: int = setting(
+        2,
+        "requests per API key in progress at once, per process; past it, 429 with "
+        "`Retry-After` (`0`: no bound)",
+        ge=0,
+        le=10_000,
+    )
+    time_share_percent: int = setting(
+        25,
+        "the share of a process's time one API key's requests may be in progress while other "
+        "keys are asking too (their times summed, drained over 10 s: a key may take 2.5 s at "
+        "once); past it, 429 with `Retry-After` until it drains (`100`: no bound)",
+        ge=1,
+        le=100,
+    )
     replay_content_chars: int = setting(
         2_000_000,
-        "characters of replay content one request may return, across all its aliases and "
-        "sessions (the largest session of either corpus has 0.23 M); a turn past it comes back "
-        "cut, with `contentTruncated: true`",
+        "characters of replay content one request may read, and may return, across all its "
+        "aliases and sessions (the largest session of either corpus has 0.23 M); a turn past it "
+        "comes back cut, with `contentTruncated: true`",
         ge=1_000,
         le=1_000_000_000,
+    )
+    replay_turns: int = setting(
+        5_000,
+        "replay turns one GraphQL request may read, across all its aliases and sessions: each "
+        "replay field counts its `first` times the sessions it can run for, and a query that "
+        "could read more is refused whole before it runs (`LIMIT_EXCEEDED`)",
+        ge=500,  # a page of MAX_REPLAY_PAGE turns always fits
+        le=10_000_000,
     )
     graphiql: bool = setting(True, "serve the GraphiQL page at `GET /graphql`")
     introspection: bool = setting(True, "allow GraphQL introspection")

@@ -37,6 +37,7 @@ class EmbeddingSetting:
     identity: ModelIdentity
     scope: str
     daily_cap_usd: float | None
+    dense: ModelIdentity | None = None  # the dense model beside the configured one
 
 
 # The key is read on every API request, so it is asked of the driver as one statement
@@ -91,6 +92,11 @@ async def revoke_key(conn: AsyncConnection, key: str) -> bool:
 def setting_of(row: Any) -> EmbeddingSetting:
     """An EmbeddingSetting from a row carrying the embedding_settings columns."""
     cap = None if row.daily_cap_usd is None else float(row.daily_cap_usd)
-    return EmbeddingSetting(
-        row.enabled, ModelIdentity.of(row.provider, row.model, row.dimensions), row.scope, cap
+    dense_model = getattr(row, "dense_model", None)  # a comparison's row reads none
+    dense = (
+        None
+        if dense_model is None
+        else ModelIdentity.of(row.dense_provider, dense_model, row.dense_dimensions)
     )
+    identity = ModelIdentity.of(row.provider, row.model, row.dimensions)
+    return EmbeddingSetting(row.enabled, identity, row.scope, cap, dense)

@@ -44,6 +44,7 @@ from data.lookups import (
 )
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
+from data.vector_slots import VectorSlot
 
 
 async def look_up(
@@ -107,6 +108,7 @@ async def _first(
             "asks": json.dumps([a.as_json() for a in asks]),
             "branch_models": [str(m) for m in models],
             **_limit_params(limits, exact),
+            **{f"floor_{n}": limits.floor_for(str(m)) for n, m in enumerate(models)},
             **(extra or {}),
         },
     )
@@ -121,12 +123,14 @@ async def look_up_text(
     ask: Ask,
     limits: Limits,
     exact: bool = False,
+    slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> TextAnswer:
     """A search text's vector as the one probe (probe 0) of the account's chunks of the
-    model: same paths and candidates as a comparison's probes, no own session; with
-    `exact`, on the exact path."""
+    model (in the slot): same paths and candidates as a comparison's probes, no own
+    session; with `exact`, on the exact path."""
+    statement = search_statement(identity, account_id, ask.filtered, slot)
     rows = await conn.execute(
-        json_statement(search_statement(identity, account_id, ask.filtered), "payload"),
+        json_statement(statement, "payload"),
         {
             "account_id": account_id,
             "vector": vector,
@@ -134,6 +138,7 @@ async def look_up_text(
             "statuses": None if ask.statuses is None else list(ask.statuses),
             "source_types": None if ask.source_types is None else list(ask.source_types),
             **_limit_params(limits, exact),
+            "floor_0": limits.floor_for(str(identity)),
         },
     )
     answer = _Answer.read(rows.all())
@@ -209,7 +214,6 @@ def _limit_params(limits: Limits, exact: bool) -> dict[str, Any]:
         "cap": limits.exact_scan_max_chunks,
         "own_index": limits.own_index,
         "per_probe": limits.per_probe,
-        "floor": limits.floor,
         "overfetch": limits.window,
         "probes": limits.probes,
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -33,6 +33,12 @@ class ChunkDetail:
     redaction_state: str
     text: str | None
     replay_anchor: UUID | None  # the replay turn it came from, when source_id names one
+    # The words of `text` a search text's terms matched (stemmed as the lexical leg stems),
+    # lowercased, each once; empty unless a search's text was shown.
+    matched_words: tuple[str, ...]
+
+
+_CHUNK_FIELDS = tuple(f.name for f in fields(ChunkDetail))
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,20 +69,21 @@ WITH lonely AS (
     model text, cutoff timestamptz, statuses text[], source_types text[]))
 SELECT 'chunk' AS kind, NULL::int AS key, c.id, c.runtime_session_id, c.source_kind,
        c.source_id, c.chunk_index, c.occurred_at, c.role, c.redaction_state, {text},
-       a.id AS anchor, NULL::jsonb AS session
+       a.id AS anchor, {words} AS words, NULL::jsonb AS session
 FROM session_chunks c LEFT JOIN runtime_session_activity a
   ON a.account_id = c.account_id AND a.id = c.source_id
   AND a.runtime_session_id = c.runtime_session_id
 WHERE c.account_id = :account_id AND c.id = ANY(CAST(:chunk_ids AS uuid[]))
 UNION ALL
-SELECT 'session', NULL, s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT 'session', NULL, s.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        jsonb_build_object('id', s.id, 'title', s.title, 'source_type', s.source_type,
          'source_id', s.source_id, 'reference', s.reference, 'status', s.status,
          'started_at', s.started_at, 'last_activity_at', s.last_activity_at)
 FROM runtime_sessions s
 WHERE s.account_id = :account_id AND s.id = ANY(CAST(:session_ids AS uuid[]))
 UNION ALL
-SELECT 'comparable', l.key, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 'comparable', l.key, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL
 FROM lonely l WHERE EXISTS (
   SELECT 1 FROM session_chunks c
   JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id
@@ -86,6 +93,19 @@ FROM lonely l WHERE EXISTS (
     AND (l.cutoff IS NULL OR c.occurred_at >= l.cutoff)
     AND (l.statuses IS NULL OR s.status = ANY(l.statuses))
     AND (l.source_types IS NULL OR s.source_type = ANY(l.source_types)))"""
+
+
+def _matched_words(preview: str) -> str:
+    """The preview's words whose stem is one of the search text's terms (:search_text)."""
+    terms = (
+        "(SELECT string_agg(quote_literal(u.lexeme), ' | ')::tsquery "
+        "FROM unnest(to_tsvector('english'::regconfig, CAST(:search_text AS text))) AS u)"
+    )
+    return (
+        f"ARRAY(SELECT DISTINCT lower(w) FROM regexp_split_to_table({preview}, "
+        "'[^[:alnum:]_]+') AS w WHERE w <> '' "
+        f"AND to_tsvector('english'::regconfig, w) @@ {terms} ORDER BY 1)"
+    )
 
 
 def _preview(preview_chars: int) -> str:
@@ -106,11 +126,14 @@ async def show(
     session_ids: Sequence[UUID],
     lonely: Sequence[Hitless],
     preview_chars: int,
+    search_text: str | None = None,
 ) -> PageDetails:
-    """The comparison's second statement; none when there is nothing to show or ask."""
+    """The comparison's second statement; none when there is nothing to show or ask. With
+    a search's text, each shown passage with the words of its preview the text matched."""
     if not (chunk_ids or session_ids or lonely):
         return PageDetails()
     text = _preview(preview_chars) if text_ids else "NULL::text"
+    words = _matched_words(text) if text_ids and search_text else "NULL::text[]"
     params: dict[str, Any] = {
         "account_id": account_id,
         "chunk_ids": sorted(set(chunk_ids) | set(text_ids)),
@@ -119,12 +142,17 @@ async def show(
     }
     if text_ids:
         params["text_ids"] = sorted(set(text_ids))
-    rows = await conn.execute(json_statement(SHOW.format(text=text), "session"), params)
+    if text_ids and search_text:
+        params["search_text"] = search_text
+    statement = SHOW.format(text=text, words=words)
+    rows = await conn.execute(json_statement(statement, "session"), params)
     chunks, sessions, comparable = {}, {}, set()
     for row in rows:
         kind, key, session = row[0], row[1], row[-1]
         if kind == "chunk":
-            detail = ChunkDetail(*row[2:-1])
+            values = dict(zip(_CHUNK_FIELDS, row[2:-1], strict=True))
+            values["matched_words"] = tuple(values["matched_words"] or ())
+            detail = ChunkDetail(**values)
             chunks[detail.document_id] = detail
         elif kind == "session":
             neighbour = session_of(session)

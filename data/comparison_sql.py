@@ -18,6 +18,7 @@ from data.account_indexes import account_predicate
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, shared_predicate, vector_expression
+from data.vector_slots import VectorSlot
 
 # The kinds of row an answer holds: the account's setting, one row per found ask (its session,
 # inventory and probes, or its timeline counts), one per model (its path), one per lookup
@@ -42,12 +43,12 @@ PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXA
               ELSE {INDEX}"""
 
 
-def comparable_count(model: str) -> str:
-    """The account's comparable chunks of the model, counted up to :cap + 1."""
+def comparable_count(model: str, slot: VectorSlot = VectorSlot.PRIMARY) -> str:
+    """The account's comparable chunks of the model (in the slot), counted up to :cap + 1."""
     return (
         "(SELECT count(*)::int FROM (SELECT 1 FROM session_chunks c "
-        f"WHERE c.account_id = :account_id AND c.embedding_model = {model} "
-        "AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
+        f"WHERE c.account_id = :account_id AND c.{slot.model} = {model} "
+        f"AND c.redaction_state = 'clear' AND c.{slot.state} = 'embedded' "
         "LIMIT :cap + 1) AS bounded)"
     )
 
@@ -169,24 +170,33 @@ def _exact(n: int, filtered: bool) -> str:
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
         f"(c.v <=> p.v) AS distance FROM pool_{n} c WHERE {where} "
         "ORDER BY distance, c.id LIMIT :per_probe) AS a "
-        f"WHERE p.path = {EXACT} AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup "
+        f"AND {finite_and_close('a.distance', floor_of(n))}"
     )
 
 
-def _exact_scan(n: int, identity: ModelIdentity, filtered: bool) -> str:
+def floor_of(n: int) -> str:
+    """The floor of the statement's model branch n (each model has its own)."""
+    return f"CAST(:floor_{n} AS float8)"
+
+
+def _exact_scan(
+    n: int, identity: ModelIdentity, filtered: bool, slot: VectorSlot = VectorSlot.PRIMARY
+) -> str:
     """Per probe on the exact path, its nearest chunks by a scan of the account's chunks:
     for the exact check of a few probes on an account of any size, where reading the whole
     account into a pool first would write it all to temporary files. `+ 0` keeps the HNSW
     index from serving the ORDER BY: this path must not be approximate."""
-    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
-    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c', slot)}"
+    distance = f"({vector_expression(identity, 'c', slot)} <=> p.v)"
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
         f"c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {_candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
         "LIMIT :per_probe) AS a "
-        f"WHERE p.path = {EXACT} AND p.probe = p.lookup AND {finite_and_close('a.distance')}"
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup "
+        f"AND {finite_and_close('a.distance', floor_of(n))}"
     )
 
 
@@ -195,12 +205,13 @@ def _approximate(
 ) -> str:
     """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
     re-ranked exactly to per_probe, each with what the window it was cut from looked like
-    (how many candidates, the farthest, how many at its distance); floor not applied."""
+    (how many candidates, the farthest, how many at its distance) and its model's floor
+    (not applied here)."""
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance, "
-        "a.scanned, a.farthest, "
-        f"a.tied FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance, "
+        f"a.scanned, a.farthest, a.tied, {floor_of(n)} "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance, "
         "count(*) OVER () AS scanned, "
         "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
         "count(*) OVER (PARTITION BY distance) AS tied FROM ("
@@ -211,10 +222,10 @@ def _approximate(
     )
 
 
-def finite_and_close(distance: str) -> str:
+def finite_and_close(distance: str, floor: str = "floor") -> str:
     """A zero vector's cosine distance is NaN, and NaN compares above every number in
     PostgreSQL (`1 - NaN >= 0.35` is true): such a distance is never a hit."""
-    return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= :floor"
+    return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= {floor}"
 
 
 # One row per lookup: its hits above the floor as three aligned arrays (the aggregates of one
@@ -274,17 +285,19 @@ ANSWER = HEAD + ASKS + PATHS + LOOKUPS
 
 def _lookups(exact: list[str], approximate: list[str]) -> str:
     """The CTEs `nearest` (the approximate lookups' rows, below the floor too, with their
-    windows) and `hits` (every lookup's rows above the floor)."""
+    windows and their model's floor) and `hits` (every lookup's rows at or above its
+    model's floor)."""
     nearest = approximate or [
         "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8, NULL::bigint, "
-        "NULL::float8, NULL::bigint WHERE false"
+        "NULL::float8, NULL::bigint, NULL::float8 WHERE false"
     ]
     close = (
         "SELECT key, probe, chunk_id, session_id, distance FROM nearest "
         f"WHERE {finite_and_close('distance')}"
     )
     return (
-        "nearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied) AS ("
+        "nearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied, floor) "
+        "AS ("
         + " UNION ALL ".join(nearest)
         + "),\nhits (key, probe, chunk_id, session_id, distance) AS ("
         + " UNION ALL ".join([*exact, close])
@@ -373,14 +386,21 @@ FROM paths"""
 )
 
 
-def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) -> str:
+def search_statement(
+    identity: ModelIdentity,
+    account_id: UUID,
+    filtered: bool,
+    slot: VectorSlot = VectorSlot.PRIMARY,
+) -> str:
     """One probe, a vector given by the caller (an embedded search text), looked up as the
     comparison looks up its probes: same paths, same candidates, no own session. One probe
-    gains nothing from a pool: its exact lookup scans the account."""
+    gains nothing from a pool: its exact lookup scans the account. The dense slot has no
+    HNSW index: its lookups take the exact path."""
     model = identity.sql_literal()
+    choice = PATH_CHOICE if slot is VectorSlot.PRIMARY else f"WHEN true THEN {EXACT}"
     paths = (
-        f"paths AS MATERIALIZED (SELECT d.model, d.comparable, CASE {PATH_CHOICE} END AS path "
-        f"FROM (SELECT {model}::text AS model, {comparable_count(model)} AS comparable) d)"
+        f"paths AS MATERIALIZED (SELECT d.model, d.comparable, CASE {choice} END AS path "
+        f"FROM (SELECT {model}::text AS model, {comparable_count(model, slot)} AS comparable) d)"
     )
     probe = (
         "probe_0 AS MATERIALIZED (SELECT 0 AS key, 0 AS probe, NULL::uuid AS session_id, "
@@ -389,13 +409,13 @@ def search_statement(identity: ModelIdentity, account_id: UUID, filtered: bool) 
         f"CAST(:vector AS vector({identity.dimensions})) AS v, "
         "0 AS lookup, ARRAY[0] AS sharers FROM paths pa)"
     )
-    shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
-    own = account_predicate(account_id, identity, "c")
-    lookups = _lookups(
-        [_exact_scan(0, identity, filtered)],
-        [
+    approximate = []
+    if slot is VectorSlot.PRIMARY:
+        shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
+        own = account_predicate(account_id, identity, "c")
+        approximate = [
             _approximate(0, identity, LookupPath.INDEX, shared, filtered),
             _approximate(0, identity, LookupPath.ACCOUNT_INDEX, own, filtered),
-        ],
-    )
+        ]
+    lookups = _lookups([_exact_scan(0, identity, filtered, slot)], approximate)
     return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER

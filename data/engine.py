@@ -202,6 +202,8 @@ def raw_driver_errors() -> Iterator[None]:
     errors that mean the database cannot answer right now become Unavailable."""
     try:
         yield
+    except Unavailable:
+        raise
     except Exception as exc:
         if is_unavailable(exc):
             raise Unavailable() from exc

@@ -16,8 +16,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.model_identity import ModelIdentity
+from data.vector_slots import VectorSlot
 
 _SUMMARY_ONLY = "(NOT :summaries_only OR source_kind = 'session_summary')"
+# A chunk's dense vector as it is before the dense model embeds it.
+DENSE_RESET: dict[str, Any] = {
+    "dense_state": "pending",
+    "dense_embedding": None,
+    "dense_model": None,
+    "dense_embedded_at": None,
+    "dense_attempts": 0,
+    "dense_error": None,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +40,7 @@ class AccountWork:
     daily_cap_usd: float | None
     degraded_reason: str | None
     degraded_until: datetime | None
+    dense: ModelIdentity | None = None  # the dense model beside the configured one
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +87,9 @@ async def enabled_accounts(
             s.daily_cap_usd,
             s.degraded_reason,
             s.degraded_until,
+            s.dense_provider,
+            s.dense_model,
+            s.dense_dimensions,
         )
         .where(s.enabled.is_(True))
         .order_by(s.account_id)
@@ -90,6 +104,9 @@ async def enabled_accounts(
             None if row.daily_cap_usd is None else float(row.daily_cap_usd),
             row.degraded_reason,
             row.degraded_until,
+            None
+            if row.dense_model is None
+            else ModelIdentity.of(row.dense_provider, row.dense_model, row.dense_dimensions),
         )
         for row in await conn.execute(query)
     ]
@@ -107,15 +124,34 @@ async def set_degraded(
 
 
 async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
-    """A chunk that left `clear` loses its vector and waits (pending) in case it comes back."""
+    """A chunk that left `clear` loses its vectors (both slots) and waits (pending) in case
+    it comes back."""
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks SET embedding = NULL, embedding_model = NULL, "
-            "embedded_at = NULL, embedding_state = 'pending' "
+            "embedded_at = NULL, embedding_state = 'pending', dense_embedding = NULL, "
+            "dense_model = NULL, dense_embedded_at = NULL, dense_state = 'pending' "
             "WHERE account_id = :account_id AND redaction_state <> 'clear' "
-            "AND (embedding IS NOT NULL OR embedding_state IN ('embedded', 'in_progress'))"
+            "AND (embedding IS NOT NULL OR embedding_state IN ('embedded', 'in_progress') "
+            "     OR dense_embedding IS NOT NULL OR dense_state IN ('embedded', 'in_progress'))"
         ),
         {"account_id": account_id},
+    )
+    return int(result.rowcount)
+
+
+async def forget_other_dense_models(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
+) -> int:
+    """Dense vectors of a model the account no longer names wait to be embedded again."""
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunks SET dense_embedding = NULL, dense_model = NULL, "
+            "dense_embedded_at = NULL, dense_state = 'pending', dense_attempts = 0 "
+            "WHERE account_id = :account_id AND dense_model IS DISTINCT FROM :model "
+            "AND dense_state IN ('embedded', 'skipped', 'failed')"
+        ),
+        {"account_id": account_id, "model": str(identity)},
     )
     return int(result.rowcount)
 
@@ -167,7 +203,8 @@ async def stored_chunks(
 
 
 async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    """Write new or changed chunks: their text changed, so any vector of theirs goes."""
+    """Write new or changed chunks: their text changed, so any vector of theirs goes (the
+    dense model's too)."""
     if not rows:
         return
     reset = {
@@ -177,6 +214,7 @@ async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -
         "embedded_at": None,
         "embed_attempts": 0,
         "embed_error": None,
+        **DENSE_RESET,
     }
     for start in range(0, len(rows), 200):
         stmt = insert(t.session_chunks).values(
@@ -184,7 +222,9 @@ async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -
         )
         kept = ("account_id", "id", "redaction_state")
         updated = {
-            c.name: stmt.excluded[c.name] for c in t.session_chunks.columns if c.name not in kept
+            c.name: stmt.excluded[c.name]
+            for c in t.session_chunks.columns
+            if c.name not in kept and not c.computed
         }
         await conn.execute(
             stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated)
@@ -254,14 +294,19 @@ async def skip_repeated(
     return int(result.rowcount)
 
 
-async def skip_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID]) -> int:
-    """Mark claimed chunks `skipped`: their vector would have no direction (zero norm)."""
+async def skip_chunks(
+    conn: AsyncConnection,
+    account_id: UUID,
+    ids: Sequence[UUID],
+    slot: VectorSlot = VectorSlot.PRIMARY,
+) -> int:
+    """Mark claimed chunks `skipped` in the slot: their vector would have no direction."""
     if not ids:
         return 0
     result = await conn.execute(
         sa.text(
-            "UPDATE session_chunks SET embedding_state = 'skipped', embedding = NULL, "
-            "embedding_model = NULL, embedded_at = NULL "
+            f"UPDATE session_chunks SET {slot.state} = 'skipped', {slot.vector} = NULL, "
+            f"{slot.model} = NULL, {slot.embedded_at} = NULL "
             "WHERE account_id = :a AND id = ANY(CAST(:ids AS uuid[]))"
         ),
         {"a": account_id, "ids": list(ids)},
@@ -269,14 +314,18 @@ async def skip_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUI
     return int(result.rowcount)
 
 
-async def pending_count(conn: AsyncConnection, account_id: UUID, summaries_only: bool) -> int:
+async def pending_count(
+    conn: AsyncConnection,
+    account_id: UUID,
+    summaries_only: bool,
+    slot: VectorSlot = VectorSlot.PRIMARY,
+) -> int:
     return int(
         (
             await conn.execute(
                 sa.text(
                     "SELECT count(*) FROM session_chunks WHERE account_id = :account_id "
-                    "AND embedding_state = 'pending' AND redaction_state = 'clear' "
-                    f"AND {_SUMMARY_ONLY}"
+                    f"AND {slot.waiting} AND redaction_state = 'clear' AND {_SUMMARY_ONLY}"
                 ),
                 {"account_id": account_id, "summaries_only": summaries_only},
             )
@@ -285,14 +334,18 @@ async def pending_count(conn: AsyncConnection, account_id: UUID, summaries_only:
 
 
 async def claim_pending(
-    conn: AsyncConnection, account_id: UUID, summaries_only: bool, limit: int
+    conn: AsyncConnection,
+    account_id: UUID,
+    summaries_only: bool,
+    limit: int,
+    slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> list[ClaimedChunk]:
-    """Lock up to `limit` pending clear chunks in scope that no other worker holds."""
+    """Lock up to `limit` clear chunks in scope waiting for the slot's model that no other
+    worker holds."""
     rows = await conn.execute(
         sa.text(
             "SELECT id, content FROM session_chunks WHERE account_id = :account_id "
-            "AND embedding_state = 'pending' AND redaction_state = 'clear' "
-            f"AND {_SUMMARY_ONLY} "
+            f"AND {slot.waiting} AND redaction_state = 'clear' AND {_SUMMARY_ONLY} "
             "ORDER BY runtime_session_id, chunk_index, id LIMIT :limit FOR UPDATE SKIP LOCKED"
         ),
         {"account_id": account_id, "summaries_only": summaries_only, "limit": limit},
@@ -306,13 +359,14 @@ async def write_vectors(
     identity: ModelIdentity,
     ids: Sequence[UUID],
     vectors: Sequence[str],
+    slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> int:
     """Store the vectors (pgvector text form) of claimed chunks that are still clear."""
     result = await conn.execute(
         sa.text(
-            "UPDATE session_chunks c SET embedding = CAST(v.vec AS vector), "
-            "embedding_model = :model, embedding_state = 'embedded', embedded_at = now(), "
-            "embed_attempts = 0, embed_error = NULL "
+            f"UPDATE session_chunks c SET {slot.vector} = CAST(v.vec AS vector), "
+            f"{slot.model} = :model, {slot.state} = 'embedded', {slot.embedded_at} = now(), "
+            f"{slot.attempts} = 0, {slot.error} = NULL "
             "FROM unnest(CAST(:ids AS uuid[]), CAST(:vecs AS text[])) AS v(id, vec) "
             "WHERE c.account_id = :account_id AND c.id = v.id AND c.redaction_state = 'clear'"
         ),
@@ -322,35 +376,43 @@ async def write_vectors(
 
 
 async def record_failure(
-    conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID], error: str, max_attempts: int
+    conn: AsyncConnection,
+    account_id: UUID,
+    ids: Sequence[UUID],
+    error: str,
+    max_attempts: int,
+    slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> int:
     """Count a failed attempt on claimed chunks and keep its error; those at max_attempts
     become `failed`. Returns how many did."""
+    a, state = slot.attempts, slot.state
     result = await conn.execute(
         sa.text(
-            "UPDATE session_chunks SET embed_attempts = embed_attempts + 1, embed_error = :error, "
-            "embedding_state = CASE WHEN embed_attempts + 1 >= :max_attempts "
-            "  THEN 'failed' ELSE embedding_state END "
-            "WHERE account_id = :account_id AND id = ANY(CAST(:ids AS uuid[])) "
-            "AND embedding_state = 'pending' "
-            "RETURNING embedding_state"
+            f"UPDATE session_chunks SET {a} = {a} + 1, {slot.error} = :error, "
+            f"{state} = CASE WHEN {a} + 1 >= :max_attempts THEN 'failed' ELSE {state} END "
+            f"WHERE account_id = :account_id AND id = ANY(CAST(:ids AS uuid[])) "
+            f"AND {state} = 'pending' RETURNING {state}"
         ),
         {"account_id": account_id, "ids": list(ids), "error": error, "max_attempts": max_attempts},
     )
-    return sum(1 for (state,) in result if state == "failed")
+    return sum(1 for (state_now,) in result if state_now == "failed")
 
 
 async def retry_failed(conn: AsyncConnection, account_ids: Sequence[UUID] | None) -> int:
-    """Put `failed` chunks (of the accounts named, or all) back to `pending`, attempts reset."""
+    """Put `failed` chunks (of the accounts named, or all) back to `pending`, attempts reset,
+    in both slots."""
     where = "" if account_ids is None else "AND account_id = ANY(CAST(:ids AS uuid[])) "
-    result = await conn.execute(
-        sa.text(
-            "UPDATE session_chunks SET embedding_state = 'pending', embed_attempts = 0, "
-            f"embed_error = NULL WHERE embedding_state = 'failed' {where}"
-        ),
-        {} if account_ids is None else {"ids": list(account_ids)},
-    )
-    return int(result.rowcount)
+    total = 0
+    for slot in VectorSlot:
+        result = await conn.execute(
+            sa.text(
+                f"UPDATE session_chunks SET {slot.state} = 'pending', {slot.attempts} = 0, "
+                f"{slot.error} = NULL WHERE {slot.state} = 'failed' {where}"
+            ),
+            {} if account_ids is None else {"ids": list(account_ids)},
+        )
+        total += int(result.rowcount)
+    return total
 
 
 async def record_usage(

@@ -38,11 +38,16 @@ class Limits:
     """The bounds of every lookup of a statement."""
 
     per_probe: int
-    floor: float
+    floor: float  # the floor of a model without one of its own in `floors`
     overfetch: int
     exact_scan_max_chunks: int
     probes: int  # probes per comparison (the contract's SIMILAR_PROBE_CHUNKS)
     own_index: bool = True  # False: the shared index even where the account has its own
+    floors: tuple[tuple[str, float], ...] = ()  # (model, its floor): calibrated per model
+
+    def floor_for(self, model: str) -> float:
+        """The floor of the model's lookups."""
+        return dict(self.floors).get(model, self.floor)
 
     @property
     def window(self) -> int:

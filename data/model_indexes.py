@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
+from data.vector_slots import VectorSlot
 
 HNSW_M = 16
 # pgvector's default of 64 leaves some of an account's topic clusters reachable only by
@@ -28,12 +29,15 @@ def index_name(identity: ModelIdentity) -> str:
     return "session_chunks_hnsw_" + hashlib.sha1(str(identity).encode()).hexdigest()[:12]  # noqa: S324
 
 
-def comparable_predicate(identity: ModelIdentity, alias: str = "") -> str:
-    """The WHERE clause of the model's partial index; a query must repeat it to use the index."""
+def comparable_predicate(
+    identity: ModelIdentity, alias: str = "", slot: VectorSlot = VectorSlot.PRIMARY
+) -> str:
+    """The WHERE clause of the model's partial index (the chunks holding a clear vector of the
+    model in the slot); a query must repeat it to use the index."""
     p = f"{alias}." if alias else ""
     return (
-        f"{p}embedding_model = {identity.sql_literal()} "
-        f"AND {p}redaction_state = 'clear' AND {p}embedding_state = 'embedded'"
+        f"{p}{slot.model} = {identity.sql_literal()} "
+        f"AND {p}redaction_state = 'clear' AND {p}{slot.state} = 'embedded'"
     )
 
 
@@ -44,9 +48,12 @@ def shared_predicate(identity: ModelIdentity, alias: str = "") -> str:
     return f"{comparable_predicate(identity, alias)} AND {p}in_shared_index"
 
 
-def vector_expression(identity: ModelIdentity, alias: str = "") -> str:
+def vector_expression(
+    identity: ModelIdentity, alias: str = "", slot: VectorSlot = VectorSlot.PRIMARY
+) -> str:
+    """The slot's vector cast to the model's width (the expression its indexes are built on)."""
     p = f"{alias}." if alias else ""
-    return f"({p}embedding::vector({identity.dimensions}))"
+    return f"({p}{slot.vector}::vector({identity.dimensions}))"
 
 
 def hnsw_index_ddl(

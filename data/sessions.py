@@ -116,6 +116,14 @@ ReplayPosition = tuple[int, UUID]
 
 
 @dataclass(frozen=True, slots=True)
+class ReplayTurn(ActivityRow):
+    """A turn of a replay page; its `content` read only as far as the statement's allowance
+    (see replay_pages), `content_chars` the length of the whole of it."""
+
+    content_chars: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayPageKey:
     """At most `first` turns of a session after `after` (ordinal, id) in replay order."""
 
@@ -125,8 +133,15 @@ class ReplayPageKey:
 
 
 _REPLAY_PAGES = sa.text(
+    "SELECT key, id, runtime_session_id, ordinal, occurred_at, role, kind, "
+    # Content in page order until the statement's allowance is spent: then cut, then none.
+    "CASE WHEN before >= :content_chars THEN '' "
+    "ELSE left(content, CAST(:content_chars - before AS int)) END, "
+    "api_usage_id, chars FROM ("
     "SELECT k.key, a.id, a.runtime_session_id, a.ordinal, a.occurred_at, a.role, a.kind, "
-    "a.content, a.api_usage_id "
+    "a.content, a.api_usage_id, length(a.content) AS chars, "
+    "coalesce(sum(length(a.content)) OVER (ORDER BY k.key, a.ordinal, a.id "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before "
     "FROM unnest(CAST(:keys AS int[]), CAST(:session_ids AS uuid[]), CAST(:limits AS int[]), "
     "CAST(:after_ordinals AS int[]), CAST(:after_ids AS uuid[])) "
     "AS k(key, session_id, lim, after_ordinal, after_id) "
@@ -134,17 +149,21 @@ _REPLAY_PAGES = sa.text(
     "WHERE a.account_id = :account_id AND a.runtime_session_id = k.session_id "
     # The first condition is the index's; the row comparison breaks ties on id.
     "AND a.ordinal >= k.after_ordinal AND (a.ordinal, a.id) > (k.after_ordinal, k.after_id) "
-    "ORDER BY a.ordinal, a.id LIMIT k.lim) AS a "
-    "ORDER BY k.key, a.ordinal, a.id"
+    "ORDER BY a.ordinal, a.id LIMIT k.lim) AS a) AS r "
+    "ORDER BY key, ordinal, id"
 )
 _BEFORE_ALL: ReplayPosition = (-1, UUID(int=0))  # ordinals are never negative
 
 
 async def replay_pages(
-    conn: AsyncConnection, account_id: UUID, keys: Sequence[ReplayPageKey]
-) -> list[list[ActivityRow]]:
+    conn: AsyncConnection,
+    account_id: UUID,
+    keys: Sequence[ReplayPageKey],
+    content_chars: int = 2**31 - 1,
+) -> list[list[ReplayTurn]]:
     """For each key, its page plus one more turn (so the caller knows whether more follow),
-    every key in one statement."""
+    every key in one statement, which reads at most `content_chars` characters of content
+    in all (in key and replay order; a turn past that comes cut, or empty)."""
     if not keys:
         return []
     positions = [k.after or _BEFORE_ALL for k in keys]
@@ -157,9 +176,10 @@ async def replay_pages(
             "limits": [k.first + 1 for k in keys],
             "after_ordinals": [p[0] for p in positions],
             "after_ids": [p[1] for p in positions],
+            "content_chars": content_chars,
         },
     )
-    pages: list[list[ActivityRow]] = [[] for _ in keys]
+    pages: list[list[ReplayTurn]] = [[] for _ in keys]
     for row in rows:
-        pages[row[0]].append(ActivityRow(*row[1:]))
+        pages[row[0]].append(ReplayTurn(*row[1:]))
     return pages

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
 
 metadata = sa.MetaData(
     naming_convention={
@@ -93,6 +93,17 @@ embedding_settings = sa.Table(
         "model_identity",
         sa.Text,
         sa.Computed("provider || ':' || model || '@' || dimensions::text", persisted=True),
+    ),
+    # The account's dense model beside its configured one (migration 0009): all three or none.
+    sa.Column("dense_provider", sa.Text),
+    sa.Column("dense_model", sa.Text),
+    sa.Column("dense_dimensions", sa.Integer),
+    sa.Column(
+        "dense_identity",
+        sa.Text,
+        sa.Computed(
+            "dense_provider || ':' || dense_model || '@' || dense_dimensions::text", persisted=True
+        ),
     ),
     sa.Column("degraded_reason", sa.Text),
     sa.Column("degraded_until", TZ),
@@ -189,8 +200,22 @@ session_chunks = sa.Table(
     sa.Column("embed_attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("embed_error", sa.Text),
     # False for a row written while its account has (or, in the same transaction, gets) its
-    # own index of the row's model: the model's shared index leaves it out (migration 0009).
+    # own index of the row's model: the model's shared index leaves it out (migration 0010).
     sa.Column("in_shared_index", sa.Boolean, nullable=False, server_default=sa.true()),
+    # The words of the content, stemmed (migration 0009): what a search's lexical leg ranks.
+    sa.Column(
+        "search_terms",
+        TSVECTOR,
+        sa.Computed("to_tsvector('english'::regconfig, content)", persisted=True),
+    ),
+    # The vector of the account's dense model beside its configured one (a search's dense
+    # leg), with its own state, attempts and error; the same passage, another model's space.
+    sa.Column("dense_embedding", Vector()),
+    sa.Column("dense_model", sa.Text),
+    sa.Column("dense_state", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("dense_embedded_at", TZ),
+    sa.Column("dense_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("dense_error", sa.Text),
     sa.ForeignKeyConstraint(
         ["account_id", "runtime_session_id"],
         ["runtime_sessions.account_id", "runtime_sessions.id"],
@@ -205,6 +230,12 @@ session_chunks = sa.Table(
         "embedding_state <> 'embedded' OR (embedding IS NOT NULL AND embedding_model IS NOT NULL)",
         name="embedded_has_vector",
     ),
+    sa.CheckConstraint(_in("dense_state", EMBEDDING_STATES), name="dense_state"),
+    sa.CheckConstraint(
+        "dense_state <> 'embedded' OR (dense_embedding IS NOT NULL AND dense_model IS NOT NULL)",
+        name="dense_has_vector",
+    ),
+    _time_in_range("dense_embedded_at"),
     sa.Index(
         "session_chunks_session_idx",
         "account_id",
@@ -220,6 +251,15 @@ session_chunks = sa.Table(
         postgresql_where=sa.text("redaction_state = 'clear' AND embedding_state = 'embedded'"),
     ),
     sa.Index("session_chunks_content_hash_idx", "account_id", "content_hash"),
+    sa.Index(
+        "session_chunks_search_terms_idx", "account_id", "search_terms", postgresql_using="gin"
+    ),
+    sa.Index(
+        "session_chunks_dense_work_idx",
+        "account_id",
+        "dense_state",
+        postgresql_where=sa.text("dense_state IN ('pending', 'in_progress')"),
+    ),
     sa.Index(
         "session_chunks_work_idx",
         "account_id",

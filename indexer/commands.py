@@ -116,9 +116,11 @@ async def load_demo(
     config: IndexerConfig,
     registry: Registry,
     now: datetime | None = None,
+    dense: bool = False,
 ) -> DemoLoaded:
-    """Import the corpus as the demo account (an upsert: harmless again), then index it.
-    A first load places the sessions over the days before `now`; later loads keep its times."""
+    """Import the corpus as the demo account (an upsert: harmless again), then index it;
+    `dense`: with MiniLM beside the lexical model (the search's dense leg). A first load
+    places the sessions over the days before `now`; later loads keep its times."""
     import json
 
     corpus = demo.load_corpus()
@@ -130,14 +132,17 @@ async def load_demo(
             if loaded is not None
             else demo.first_session_at(now or datetime.now(UTC))
         )
-        lines = [json.dumps(r) for r in demo.records(corpus, first_at=first_at)]
+        model = demo.DENSE_MODEL if dense else None
+        records = demo.records(corpus, first_at=first_at, dense=model)
+        lines = [json.dumps(r) for r in records]
         imported = await import_lines(conn, str(demo.CORPUS), lines)
     report = await index_once(engine, registry, config, account_ids=[demo.DEMO_ACCOUNT_ID])
     return DemoLoaded(imported.lines["session"], imported.lines["activity"], report)
 
 
-async def run_demo(engine: AsyncEngine, settings: Settings) -> int:
-    loaded = await load_demo(engine, config_from(settings), registry_for(settings))
+async def run_demo(engine: AsyncEngine, settings: Settings, dense: bool = False) -> int:
+    config, registry = config_from(settings), registry_for(settings)
+    loaded = await load_demo(engine, config, registry, dense=dense)
     some = demo.session_id(0, 0)
     print(
         f"demo account loaded: {loaded.sessions} tau-bench sessions, {loaded.activity} turns\n"

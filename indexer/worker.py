@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -19,6 +19,7 @@ from config.settings import default_of
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
+from data.vector_slots import VectorSlot
 from indexer import billing, lexical, spend_cap
 from indexer.batches import BatchOutcome, observe_batch
 from indexer.chunking import ChunkPolicy
@@ -27,6 +28,7 @@ from indexer.fitting import ensure_fit
 from indexer.providers import EmbeddingFailed
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.vectors import as_text
+from indexer.whole_passages import WholePassages
 from observability import metrics
 
 log = structlog.get_logger(__name__)
@@ -105,6 +107,7 @@ async def index_account(
     except EmbedderUnavailable as exc:
         await _unavailable(engine, work, report, exc)
         return
+    dense = _dense_embedder(registry, work, report)
     await chunk_account(engine, config, work, embedder, report)
     if fitted:
         work, embedder = await ensure_fit(
@@ -123,6 +126,8 @@ async def index_account(
         await _mark(engine, work, None, None)
     try:
         await embed_account(engine, config, work, embedder, report, now)
+        if dense is not None and work.dense is not None:
+            await _embed_dense(engine, config, work, dense, report, now)
     except EmbedderUnavailable as exc:  # the provider refused the account's key or model
         await _unavailable(engine, work, report, exc)
         return
@@ -135,6 +140,37 @@ async def index_account(
             log.info("account_index_built", index=index.index_name, chunks=index.chunks)
 
 
+def _dense_embedder(
+    registry: Registry, work: sql.AccountWork, report: PassReport
+) -> Embedder | None:
+    """The embedder of the account's dense model, if it names one this indexer has."""
+    if work.dense is None:
+        return None
+    try:
+        return WholePassages(registry.get(work.dense))
+    except EmbedderUnavailable as exc:
+        log.warning("dense_embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
+        report.degraded[work.account_id] = spend_cap.EMBEDDER_UNAVAILABLE
+        return None
+
+
+async def _embed_dense(
+    engine: AsyncEngine,
+    config: IndexerConfig,
+    work: sql.AccountWork,
+    embedder: Embedder,
+    report: PassReport,
+    now: datetime,
+) -> None:
+    """The second pass: the same passages embedded by the account's dense model, with its
+    own batches, spend and cap (the account's cap covers both models)."""
+    assert work.dense is not None
+    async with engine.begin() as conn:
+        await sql.forget_other_dense_models(conn, work.account_id, work.dense)
+    dense_work = replace(work, identity=work.dense)
+    await embed_account(engine, config, dense_work, embedder, report, now, VectorSlot.DENSE)
+
+
 async def chunk_account(
     engine: AsyncEngine,
     config: IndexerConfig,
@@ -142,6 +178,9 @@ async def chunk_account(
     embedder: Embedder,
     report: PassReport,
 ) -> None:
+    """Cut the account's stale sessions into chunks for its configured model: a dense model
+    beside it embeds the same passages (reading as much of each as it can), so that the
+    configured model's comparisons are the same with or without one."""
     async with engine.connect() as conn:
         stale = await sql.stale_sessions(
             conn, work.account_id, fingerprint(config.policy, embedder)
@@ -165,20 +204,23 @@ async def embed_account(
     embedder: Embedder,
     report: PassReport,
     now: datetime,
+    slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> None:
+    """Embed the account's waiting chunks in the slot with `work.identity`, batch by batch."""
     summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
-        total = await sql.pending_count(conn, work.account_id, summaries_only)
-        if total:
+        total = await sql.pending_count(conn, work.account_id, summaries_only, slot)
+        if total and slot is VectorSlot.PRIMARY:
             await ensure_model_index(conn, work.identity)
     if not total:
         return
-    with tqdm(total=total, desc="embedding", unit="chunk", disable=_quiet(config)) as bar:
+    desc = "embedding" if slot is VectorSlot.PRIMARY else "embedding (dense)"
+    with tqdm(total=total, desc=desc, unit="chunk", disable=_quiet(config)) as bar:
         while True:
             with tracer.start_as_current_span("indexer.batch") as span:
                 span.set_attribute("similar_sessions.model_identity", str(work.identity))
                 span.set_attribute("similar_sessions.account_id", str(work.account_id))
-                outcome = await embed_batch(engine, config, work, embedder, now)
+                outcome = await embed_batch(engine, config, work, embedder, now, slot)
                 observe_batch(span, work.identity, outcome)
             embedded, capped = outcome.embedded, outcome.capped
             bar.update(embedded + outcome.skipped)
@@ -212,6 +254,7 @@ async def embed_batch(
     work: sql.AccountWork,
     embedder: Embedder,
     now: datetime,
+    slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> BatchOutcome:
     """Claim, embed and write one batch in one transaction; a vector without direction is
     never stored (its chunk is `skipped`).
@@ -226,15 +269,13 @@ async def embed_batch(
         capped = work.daily_cap_usd is not None and price > 0
         if capped:
             await sql.lock_account_spend(conn, work.account_id)
-        claimed = await sql.claim_pending(conn, work.account_id, summaries_only, config.batch_size)
+        claimed = await sql.claim_pending(
+            conn, work.account_id, summaries_only, config.batch_size, slot
+        )
         if not claimed:
             return BatchOutcome()
         tokens = [billing.token_bound(embedder, c.content) for c in claimed]
-        room = None
-        if capped:
-            assert work.daily_cap_usd is not None
-            spent = await sql.spent_since(conn, work.account_id, spend_cap.day_start(now))
-            room = work.daily_cap_usd - spent
+        room = await _room(conn, work, now) if capped else None
         fits = spend_cap.affordable([spend_cap.batch_cost(n, price) for n in tokens], room)
         batch, units, cost, skipped = claimed[:fits], 0, 0.0, 0
         if batch:
@@ -245,11 +286,11 @@ async def embed_batch(
                 )
             except EmbeddingFailed as exc:
                 failed = await sql.record_failure(
-                    conn, work.account_id, ids, str(exc), config.max_attempts
+                    conn, work.account_id, ids, str(exc), config.max_attempts, slot
                 )
                 return BatchOutcome(error=str(exc), attempted=len(batch), failed=failed)
             units, cost = embedded.tokens, spend_cap.batch_cost(embedded.tokens, price)
-            skipped = await _write(conn, work, ids, embedded.vectors)
+            skipped = await _write(conn, work, ids, embedded.vectors, slot)
             await sql.record_usage(conn, work.account_id, work.identity, units, cost)
     # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
     # embedder's bill), so the next batch may still fit more.
@@ -257,15 +298,27 @@ async def embed_batch(
     return BatchOutcome(len(batch) - skipped, capped, units, cost, skipped=skipped)
 
 
+async def _room(conn: AsyncConnection, work: sql.AccountWork, now: datetime) -> float:
+    """What the account may still spend today (its cap covers both of its models)."""
+    assert work.daily_cap_usd is not None
+    spent = await sql.spent_since(conn, work.account_id, spend_cap.day_start(now))
+    return work.daily_cap_usd - spent
+
+
 async def _write(
-    conn: AsyncConnection, work: sql.AccountWork, ids: list[UUID], vectors: np.ndarray
+    conn: AsyncConnection,
+    work: sql.AccountWork,
+    ids: list[UUID],
+    vectors: np.ndarray,
+    slot: VectorSlot,
 ) -> int:
     """Store the vectors with a direction; a vector without one (nothing the embedder could
-    read) is never stored: its chunk is `skipped`. The number skipped."""
+    read) is never stored: its chunk is `skipped` in the slot. The number skipped."""
     live = np.linalg.norm(vectors, axis=1) > 0
     kept = [chunk for chunk, ok in zip(ids, live.tolist(), strict=True) if ok]
-    await sql.write_vectors(conn, work.account_id, work.identity, kept, as_text(vectors[live]))
-    await sql.skip_chunks(conn, work.account_id, [c for c in ids if c not in set(kept)])
+    texts = as_text(vectors[live])
+    await sql.write_vectors(conn, work.account_id, work.identity, kept, texts, slot)
+    await sql.skip_chunks(conn, work.account_id, [c for c in ids if c not in set(kept)], slot)
     return len(ids) - len(kept)
 
 

@@ -36,6 +36,12 @@ UNAVAILABLE = Counter(
     "(pool_timeout, statement_timeout, database)",
     ["api", "cause"],
 )
+REFUSED = Counter(
+    "similar_sessions_refused_requests",
+    "requests refused by a bound on one key's work, by bound (rate_limit, in_flight, "
+    "time_share: answered 429; replay_turns: a GraphQL query refused before it ran)",
+    ["bound"],
+)
 STATEMENT_TIMEOUTS = Counter(
     "similar_sessions_db_statement_timeouts", "statements cancelled by their statement_timeout"
 )

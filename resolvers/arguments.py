@@ -76,9 +76,10 @@ class SimilarArgs:
     def filtered(self) -> bool:
         return self.statuses is not None or self.source_types is not None
 
-    def binding(self, ranked: tuple[str, str]) -> list[Any]:
+    def binding(self, ranked: tuple[str, ...]) -> list[Any]:
         """What a cursor of this list is bound to: what it ranks (("similar", session id) or
-        ("search", text)) and the arguments that decide its order, not the page size."""
+        ("search", account id, text)) and the arguments that decide its order, not the page
+        size."""
         return [
             *ranked,
             self.window_days,
@@ -93,7 +94,7 @@ class SimilarArgs:
         values: Mapping[str, Any],
         *,
         names: Mapping[str, str],
-        ranked: tuple[str, str],
+        ranked: tuple[str, ...],
         cursors: Cursors,
     ) -> SimilarArgs:
         """Validate the values (by RANKED_ARGUMENTS' fields, a missing one at its default)

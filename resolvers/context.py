@@ -1,5 +1,5 @@
 """The per-request context: the process's services, the caller, the cursor codec, the
-request's budgets and its DataLoaders (resolvers/loaders.py)."""
+request's budgets (comparisons, replay content) and its DataLoaders (resolvers/loaders.py)."""
 
 from __future__ import annotations
 
@@ -35,17 +35,22 @@ class RequestBudget:
 
 
 class ContentBudget:
-    """The characters of replay content one request may return, across every alias and
-    session it asks for; a turn past the budget is cut (its `contentTruncated` says so)."""
+    """The characters of replay content one request may read, and may return, across every
+    alias and session it asks for; a turn past the budget is cut (its `contentTruncated`
+    says so). A page read once and shown by many aliases is read once, returned by each."""
 
     def __init__(self, limit: int = default_of("replay_content_chars")) -> None:
-        self.limit, self.left = limit, limit
+        self.limit, self.left, self.unread = limit, limit, limit
 
     def take(self, content: str) -> str:
-        """The part of `content` the budget still allows, charged to it."""
+        """The part of `content` the budget still allows returned, charged to it."""
         shown = content[: self.left]
         self.left -= len(shown)
         return shown
+
+    def read(self, chars: int) -> None:
+        """Charge what a statement read (it read at most `unread`)."""
+        self.unread = max(0, self.unread - chars)
 
 
 @dataclass(frozen=True)
@@ -68,5 +73,6 @@ class Context:
         content: ContentBudget | None = None,
     ) -> Context:
         """A request's context with fresh DataLoaders for its caller's account."""
-        loaders = Loaders.of(services, principal.account_id)
-        return cls(services, principal, cursors, loaders, content=content or ContentBudget())
+        content = content or ContentBudget()
+        loaders = Loaders.of(services, principal.account_id, content)
+        return cls(services, principal, cursors, loaders, content=content)

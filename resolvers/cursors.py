@@ -2,7 +2,8 @@
 
 A cursor is `<position>.<mac>`: the position (base64 of JSON) and an HMAC-SHA256 over the
 position and what the list is bound to (a ranked list: what it ranks and the arguments
-that shape the list; the sessions page: the account), keyed by the deployment's
+that shape the list; the sessions page: the account; a replay: its session), keyed by the
+deployment's
 cursor secret (data/secrets.py). Anything else is refused before its position is read."""
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from data.sessions import SessionRow
+from data.sessions import ReplayPosition, SessionRow
 from resolvers.errors import BadArgument
 
 NOT_OURS = "is not a cursor this endpoint handed out for this list"
 MAX_CURSOR_CHARS = 512  # a handed-out cursor is under 200
 MAC_BYTES = 16
+MAX_ORDINAL = 2**31 - 1  # an int4, as the column
 
 Position = tuple[float, float, UUID]  # a neighbour's sort key: (-score, -similarity, id)
 
@@ -93,4 +95,18 @@ class Cursors:
             # In UTC, as the database compares it: a date out of its range fails here.
             return datetime.fromisoformat(started).astimezone(UTC), UUID(session_id)
         except (ValueError, TypeError, OverflowError):
+            raise BadArgument(name, NOT_OURS) from None
+
+    # A replay page is bound to its session: a turn's cursor reads on only in that replay.
+    def replay(self, session_id: UUID, after: ReplayPosition) -> str:
+        return self.seal([after[0], str(after[1])], ["replay", str(session_id)])
+
+    def open_replay(self, cursor: str, session_id: UUID, name: str = "after") -> ReplayPosition:
+        position = self.open(cursor, ["replay", str(session_id)], name)
+        try:
+            ordinal, turn_id = position
+            if type(ordinal) is not int or not 0 <= ordinal <= MAX_ORDINAL:
+                raise ValueError(ordinal)
+            return ordinal, UUID(str(turn_id))
+        except (ValueError, TypeError):
             raise BadArgument(name, NOT_OURS) from None

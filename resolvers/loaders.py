@@ -3,15 +3,17 @@ and one value per key, in key order."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
 from strawberry.dataloader import DataLoader
 
 from data.comparison import reading
-from data.sessions import ActivityRow, ReplayPageKey, SessionRow, replay_pages, sessions_by_id
+from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
 from resolvers.comparison.phases import SimilarKey, compare_sessions
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.timeline import TimelineKey, TimelineResult, timelines
@@ -24,15 +26,15 @@ class Loaders:
     """One request's DataLoaders, for its caller's account."""
 
     sessions: DataLoader[UUID, SessionRow | None]
-    replays: DataLoader[ReplayPageKey, list[ActivityRow]]
+    replays: DataLoader[ReplayPageKey, list[ReplayTurn]]
     similar: DataLoader[SimilarKey, SimilarResult | None]
     timelines: DataLoader[TimelineKey, TimelineResult | None]
 
     @classmethod
-    def of(cls, services: Services, account_id: UUID) -> Loaders:
+    def of(cls, services: Services, account_id: UUID, content: ContentBudget) -> Loaders:
         return cls(
             sessions=session_loader(services, account_id),
-            replays=replay_loader(services, account_id),
+            replays=replay_loader(services, account_id, content),
             similar=similar_loader(services, account_id),
             timelines=timeline_loader(services, account_id),
         )
@@ -48,29 +50,62 @@ def session_loader(services: Services, account_id: UUID) -> DataLoader[UUID, Ses
 
 
 def replay_loader(
-    services: Services, account_id: UUID
-) -> DataLoader[ReplayPageKey, list[ActivityRow]]:
-    """Pages of many sessions' replays (a page and one turn more each) in one statement."""
+    services: Services, account_id: UUID, content: ContentBudget
+) -> DataLoader[ReplayPageKey, list[ReplayTurn]]:
+    """Pages of many sessions' replays (a page and one turn more each) in one statement,
+    which reads no more content than the request's budget has left unread."""
 
-    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ActivityRow]]:
+    async def load(keys: Sequence[ReplayPageKey]) -> list[list[ReplayTurn]]:
         async with services.engine.connect() as conn:
-            return await replay_pages(conn, account_id, keys)
+            pages = await replay_pages(conn, account_id, keys, content.unread)
+        content.read(sum(len(turn.content) for page in pages for turn in page))
+        return pages
 
     return DataLoader(load_fn=load)
+
+
+# A page's comparisons are spread over connections only this many at least a connection: a
+# few comparisons gain nothing from a second statement's round trips.
+PART_MIN_COMPARISONS = 4
+
+K = TypeVar("K")
+
+
+def parts(keys: Sequence[K], connections: int) -> list[Sequence[K]]:
+    """The batch cut into consecutive parts, one a connection: as many as `connections`,
+    each of at least PART_MIN_COMPARISONS (one part when the batch is smaller)."""
+    count = max(1, min(connections, len(keys) // PART_MIN_COMPARISONS))
+    size = -(-len(keys) // count)
+    return [keys[start : start + size] for start in range(0, len(keys), size)] or [keys]
 
 
 def similar_loader(
     services: Services, account_id: UUID
 ) -> DataLoader[SimilarKey, SimilarResult | None]:
+    """One batch of the request's comparisons, its parts compared at once over as many of
+    the comparisons' connections (each part its two statements, one answer per key)."""
+
+    async def compare(part: Sequence[SimilarKey]) -> list[SimilarResult | None]:
+        # Read-only, in autocommit: a transaction begun for a check ends with the connection.
+        async with reading(services.comparison_engine) as conn:
+            return await compare_sessions(
+                conn, account_id, part, services.tuning, services.models, services.checks
+            )
+
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
         with tracer.start_as_current_span("similar_sessions.compare") as span:
             span.set_attribute("similar_sessions.comparisons", len(keys))
             started = time.time_ns()
-            # Read-only, in autocommit: a transaction begun for a check ends with the connection.
-            async with reading(services.comparison_engine) as conn:
-                results = await compare_sessions(
-                    conn, account_id, keys, services.tuning, services.models, services.checks
-                )
+            split = parts(keys, services.tuning.page_connections)
+            # Every part ends before the batch answers or fails: no statement outlives it.
+            answers = await asyncio.gather(
+                *(compare(part) for part in split), return_exceptions=True
+            )
+            results: list[SimilarResult | None] = []
+            for answer in answers:
+                if isinstance(answer, BaseException):
+                    raise answer
+                results.extend(answer)
             report_comparisons(results, started, time.time_ns())
             return results
 
@@ -85,3 +120,7 @@ def timeline_loader(
             return await timelines(conn, account_id, keys, services.tuning, services.models)
 
     return DataLoader(load_fn=load)
+
+
+if TYPE_CHECKING:
+    from resolvers.context import ContentBudget

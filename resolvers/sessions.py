@@ -47,7 +47,7 @@ async def search_sessions(context: Context, text: str, args: SimilarArgs) -> Sea
     result = await search.search_sessions(context.services, account_id, text, args)
     if result.next_after is None:
         return result
-    binding = args.binding(search_list(text))
+    binding = args.binding(search_list(context.principal.account_id, text))
     return replace(result, end_cursor=context.cursors.ranked(result.next_after, binding))
 
 
@@ -56,9 +56,10 @@ def similar_list(session_id: UUID) -> tuple[str, str]:
     return ("similar", str(session_id))
 
 
-def search_list(text: str) -> tuple[str, str]:
-    """What a search's list ranks (a cursor is bound to it)."""
-    return ("search", text)
+def search_list(account_id: UUID, text: str) -> tuple[str, ...]:
+    """What a search's list ranks: the account's sessions near the text (a cursor is bound to
+    it, so another account's cursor for the same text does not open)."""
+    return ("search", str(account_id), text)
 
 
 def session_search(search: str | None) -> TitleSearch | None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from config.settings import Settings, default_of
 from data.engine import ComparisonSettings
 from data.lookups import Limits
+from data.model_identity import ModelIdentity
 from resolvers.rules import ranking
+from resolvers.rules.calibration import ProbeKind, calibration
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +22,7 @@ class Tuning:
     overfetch: int = default_of("hnsw_overfetch")
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
     verify_timeout_ms: int = default_of("verify_timeout_ms")
+    page_connections: int = default_of("page_connections")
 
     @property
     def limits(self) -> Limits:
@@ -30,6 +34,12 @@ class Tuning:
             exact_scan_max_chunks=self.exact_scan_max_chunks,
             probes=ranking.SIMILAR_PROBE_CHUNKS,
         )
+
+    def limits_for(self, models: Sequence[ModelIdentity]) -> Limits:
+        """The bounds of a comparison's lookups in these models: each with its calibrated
+        floor for a session's passages (the contract's for a model without one)."""
+        floors = tuple((str(m), calibration(str(m), ProbeKind.PASSAGE).floor) for m in models)
+        return replace(self.limits, floors=floors)
 
     @property
     def comparison_settings(self) -> ComparisonSettings:
@@ -52,4 +62,5 @@ class Tuning:
             overfetch=settings.hnsw_overfetch,
             comparison_timeout_ms=settings.comparison_timeout_ms,
             verify_timeout_ms=settings.verify_timeout_ms,
+            page_connections=min(settings.page_connections, settings.comparison_pool_size),
         )

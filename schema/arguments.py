@@ -42,7 +42,7 @@ def with_ranked_arguments(resolver: Resolver) -> Resolver:
 def ranked_args(
     info: strawberry.Info[Context, None],
     ranked: dict[str, Any],
-    ranks: tuple[str, str],
+    ranks: tuple[str, ...],
     texts_selected: bool,
 ) -> SimilarArgs:
     """The values of the ranked-list arguments, checked, for the list `ranks`; no passage text

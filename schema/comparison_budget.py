@@ -7,7 +7,7 @@ fields granted keep their data."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import strawberry
@@ -18,8 +18,10 @@ from graphql import (
     GraphQLField,
     GraphQLObjectType,
     GraphQLResolveInfo,
+    GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
+    OperationDefinitionNode,
     SelectionSetNode,
     VariableNode,
     get_named_type,
@@ -28,6 +30,10 @@ from graphql import (
 from resolvers.context import Context
 
 Path = tuple[str, ...]  # response keys from the root, list indices left out
+Site = tuple[str, str]  # (parent type, field name)
+# Called for each field with where it is, the most times it can run and its node and
+# definition; answers whether the fields under it are walked too.
+Visit = Callable[[Site, Path, int, FieldNode, GraphQLField], bool]
 BUDGETED = {
     ("RuntimeSession", "similarSessions"),
     ("SimilarSessions", "timeline"),
@@ -45,7 +51,9 @@ BOUNDED_LISTS = {
     ("RuntimeSessionConnection", "nodes"),
     ("RuntimeSessionConnection", "edges"),
     ("SimilarSessions", "results"),
+    ("SimilarSessions", "nearest"),
     ("SessionSearch", "results"),
+    ("SessionSearch", "nearest"),
 }
 
 
@@ -64,7 +72,31 @@ def granted(raw: GraphQLResolveInfo[Context], limit: int) -> frozenset[Path]:
     grants: set[Path] = set()
     spent = 0
 
-    def walk(
+    def visit(site: Site, path: Path, runs: int, *_: Any) -> bool:
+        nonlocal spent
+        if site not in BUDGETED:
+            return True
+        if spent + runs > limit:
+            return False  # refused: nothing under it runs either
+        spent += runs
+        grants.add(path)
+        return True
+
+    walk(raw.schema, raw.operation, raw.fragments, variables, visit)
+    return frozenset(grants)
+
+
+def walk(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    fragments: dict[str, FragmentDefinitionNode],
+    variables: dict[str, Any],
+    visit: Visit,
+) -> None:
+    """Visit the operation's fields in the order the query names them, each with the most
+    times it can run (its parent's runs, times the items of a bounded list)."""
+
+    def fields(
         parent: GraphQLObjectType,
         selections: list[SelectionSetNode],
         path: Path,
@@ -72,30 +104,25 @@ def granted(raw: GraphQLResolveInfo[Context], limit: int) -> frozenset[Path]:
         per_item: int,
     ) -> None:
         """Fields under `parent`, which runs `n` times; its bounded lists hold `per_item`."""
-        nonlocal spent
-        for key, nodes in _fields(selections, raw.fragments).items():
+        for key, nodes in _fields(selections, fragments).items():
             definition = parent.fields.get(nodes[0].name.value)
             if definition is None:  # __typename, or a field of a fragment on another type
                 continue
             here, site = (*path, key), (parent.name, nodes[0].name.value)
             runs = n * per_item if site in BOUNDED_LISTS else n
-            if site in BUDGETED:
-                if spent + runs > limit:
-                    continue  # refused: nothing under it runs either
-                spent += runs
-                grants.add(here)
+            if not visit(site, here, runs, nodes[0], definition):
+                continue
             items = 1
             if site in FAN_OUT:
-                items = _int_argument(definition, nodes[0], FAN_OUT[site], variables)
+                items = int_argument(definition, nodes[0], FAN_OUT[site], variables)
             child = get_named_type(definition.type)
             subsets = [node.selection_set for node in nodes if node.selection_set]
             if isinstance(child, GraphQLObjectType) and subsets:
-                walk(child, subsets, here, runs, items)
+                fields(child, subsets, here, runs, items)
 
-    root = raw.schema.query_type
+    root = schema.query_type
     assert root is not None
-    walk(root, [raw.operation.selection_set], (), 1, 1)
-    return frozenset(grants)
+    fields(root, [operation.selection_set], (), 1, 1)
 
 
 def _fields(
@@ -122,7 +149,7 @@ def _fields(
     return found
 
 
-def _int_argument(
+def int_argument(
     definition: GraphQLField, node: FieldNode, name: str, variables: dict[str, Any]
 ) -> int:
     """An Int argument's value as the resolver will see it: literal, variable or default.

@@ -11,7 +11,7 @@ from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
-from schema.selection import selects
+from schema.selection import selects_passage_text
 from schema.sessions import RuntimeSession
 from schema.similar import SessionSearch
 
@@ -20,9 +20,10 @@ from schema.similar import SessionSearch
 class SearchQuery:
     @strawberry.field(
         description="The account's sessions with passages most like the text (an error, a "
-        "failure described in words), ranked as a session's neighbours are. The text is "
-        "embedded once with the account's configured model. Null, with an error, when "
-        "refused (BAD_USER_INPUT, or LIMIT_EXCEEDED)."
+        "failure described in words): its words ranked by BM25 (the lexical leg) and, when "
+        "the account has a dense model, its meaning by that model (the dense leg), the two "
+        "rankings fused by reciprocal rank. Null, with an error, when refused "
+        "(BAD_USER_INPUT, or LIMIT_EXCEEDED)."
     )
     @with_ranked_arguments
     async def search_sessions(
@@ -30,7 +31,8 @@ class SearchQuery:
     ) -> SessionSearch | None:
         require_granted(info)
         text = checked_text(text, "text")
-        selected = selects(info.selected_fields, "searchSessions", "results", "matches", "text")
-        args = ranked_args(info, ranked, search_list(text), selected)
+        selected = selects_passage_text(info.selected_fields, "searchSessions")
+        listed = search_list(info.context.principal.account_id, text)
+        args = ranked_args(info, ranked, listed, selected)
         result = await search_sessions(info.context, text, args)
         return SessionSearch.of(result, RuntimeSession.of)

@@ -21,3 +21,15 @@ def selects(selections: Iterable[Selection], *path: str) -> bool:
         if selects(selection.selections, *rest):
             return True
     return False
+
+
+def selects_passage_text(selections: Iterable[Selection], field: str) -> bool:
+    """Whether the client selected, under a ranked answer's field, a passage's text (or
+    what is read from it: a search match's matched words), of its results or its nearest,
+    of a match or of its probe."""
+    return any(
+        selects(selections, field, listed, "matches", *passage, leaf)
+        for listed in ("results", "nearest")
+        for passage in ((), ("probe",))
+        for leaf in ("text", "matchedWords")
+    )

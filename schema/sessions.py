@@ -8,22 +8,15 @@ from uuid import UUID
 
 import strawberry
 
-from data.sessions import ActivityRow, SessionRow
+from data.sessions import ReplayTurn, SessionRow
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
-from schema.selection import selects
+from schema.selection import selects_passage_text
 from schema.similar import SimilarSessions
-
-
-def _selects_text(info: strawberry.Info[Context, None]) -> bool:
-    """Whether the client selected a match's or a probe's text."""
-    matches = ("similarSessions", "results", "matches")
-    fields = info.selected_fields
-    return selects(fields, *matches, "text") or selects(fields, *matches, "probe", "text")
 
 
 @strawberry.type(description="One step of a session's replay.")
@@ -34,33 +27,36 @@ class ReplayEntry:
     role: str
     kind: str
     api_usage_id: UUID | None
-    cursor: str = strawberry.field(
-        description="Pass as `after` to read the turns that follow this one."
-    )
-    full_content: strawberry.Private[str]
+    row: strawberry.Private[ReplayTurn]
     shown: strawberry.Private[str | None] = None  # decided once, by content or contentTruncated
 
     @classmethod
-    def of(cls, row: ActivityRow) -> ReplayEntry:
-        return from_result(
-            cls, row, cursor=replay_cursor(row), full_content=row.content, shown=None
-        )
+    def of(cls, row: ReplayTurn) -> ReplayEntry:
+        return from_result(cls, row, row=row, shown=None)
+
+    @strawberry.field(
+        description="Pass as `after` to read the turns that follow this one (in this session's "
+        "replay only)."
+    )
+    def cursor(self, info: strawberry.Info[Context, None]) -> str:
+        return replay_cursor(info.context, self.row)
 
     def _shown(self, info: strawberry.Info[Context, None]) -> str:
         if self.shown is None:
-            self.shown = info.context.content.take(self.full_content)
+            self.shown = info.context.content.take(self.row.content)
         return self.shown
 
     @strawberry.field(
         description="The turn's text; cut when the request's replay content budget "
-        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS, across all its aliases and sessions) ran out."
+        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS read, and as many returned, across all its "
+        "aliases and sessions) ran out."
     )
     def content(self, info: strawberry.Info[Context, None]) -> str:
         return self._shown(info)
 
     @strawberry.field(description="True when `content` was cut by the request's content budget.")
     def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
-        return len(self._shown(info)) < len(self.full_content)
+        return len(self._shown(info)) < self.row.content_chars
 
 
 @strawberry.type(description="One page of a session's replay, in order.")
@@ -74,7 +70,11 @@ class ReplayPage:
 
 _REPLAY_PAGING = (
     f"At most `first` turns ({DEFAULT_REPLAY_PAGE} by default, {MAX_REPLAY_PAGE} at most) "
-    "after the cursor `after`."
+    "after the cursor `after` (one of this session's replay cursors). Null, with an error, "
+    "when refused (BAD_USER_INPUT naming `first` or `after`); the rest of the query keeps its "
+    "data. A query whose replay fields could read more than SIMILAR_SESSIONS_REPLAY_TURNS "
+    "turns together (each its `first` times the sessions it can run for) is refused before "
+    "it runs (LIMIT_EXCEEDED)."
 )
 
 
@@ -99,7 +99,7 @@ class RuntimeSession:
         info: strawberry.Info[Context, None],
         first: int = DEFAULT_REPLAY_PAGE,
         after: str | None = None,
-    ) -> list[ReplayEntry]:
+    ) -> list[ReplayEntry] | None:
         rows, _ = await replay_page(info.context, self.id, first, after)
         return [ReplayEntry.of(row) for row in rows]
 
@@ -111,11 +111,11 @@ class RuntimeSession:
         info: strawberry.Info[Context, None],
         first: int = DEFAULT_REPLAY_PAGE,
         after: str | None = None,
-    ) -> ReplayPage:
+    ) -> ReplayPage | None:
         rows, more = await replay_page(info.context, self.id, first, after)
         return ReplayPage(
             nodes=[ReplayEntry.of(row) for row in rows],
-            end_cursor=replay_cursor(rows[-1]) if rows else None,
+            end_cursor=replay_cursor(info.context, rows[-1]) if rows else None,
             has_next_page=more,
         )
 
@@ -129,7 +129,12 @@ class RuntimeSession:
         self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
         require_granted(info)
-        args = ranked_args(info, ranked, similar_list(self.id), _selects_text(info))
+        args = ranked_args(
+            info,
+            ranked,
+            similar_list(self.id),
+            selects_passage_text(info.selected_fields, "similarSessions"),
+        )
         result = await similar_sessions(info.context, self.id, args)
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result, RuntimeSession.of)

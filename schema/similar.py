@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from uuid import UUID
 
 import strawberry
 
 from data.sessions import SessionRow
 from resolvers.arguments import SimilarArgs
+from resolvers.comparison.legs import Leg, LegAnswer
 from resolvers.comparison.results import (
     MatchResult,
     NeighbourResult,
@@ -22,6 +23,7 @@ from resolvers.comparison.results import (
     SearchResult,
     SimilarResult,
 )
+from resolvers.comparison.results import RankedAnswer as RankedAnswerResult
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult
 from resolvers.context import Context
 from resolvers.rules import degraded as resolved
@@ -107,6 +109,11 @@ class Match(RankedPassage):
 
 @strawberry.type(description="A passage of another session that matched the search text.")
 class SearchMatch(RankedPassage):
+    matched_words: list[str] = strawberry.field(
+        description="The words of `text` the search text's terms matched (stemmed as the "
+        "lexical leg stems them), lowercased, each once: what a client highlights."
+    )
+
     @classmethod
     def of(cls, m: MatchResult) -> SearchMatch:
         return from_result(cls, m)
@@ -134,6 +141,24 @@ class RankedSession:
 
 # Makes the RuntimeSession of a neighbour's session row (schema/sessions.py passes its own).
 SessionOf = Callable[[SessionRow], "RuntimeSession"]
+# A ranked session's own fields, as the contract names them, read from its session row.
+_SESSION_FIELDS = {
+    "session_source_type": "source_type",
+    "session_source_id": "source_id",
+    "session_reference": "reference",
+    "title": "title",
+    "started_at": "started_at",
+    "last_activity_at": "last_activity_at",
+}
+
+
+T = TypeVar("T")
+
+
+def ranked(cls: type[T], n: NeighbourResult, session_of: SessionOf, matches: list[Any]) -> T:
+    """A ranked session's type: its session, the fields read from it, and its matches."""
+    flat = {name: getattr(n.session, column) for name, column in _SESSION_FIELDS.items()}
+    return from_result(cls, n, session=session_of(n.session), matches=matches, **flat)
 
 
 @strawberry.type(description="Another session of the account that went the same way.")
@@ -142,8 +167,7 @@ class Neighbour(RankedSession):
 
     @classmethod
     def of(cls, n: NeighbourResult, session_of: SessionOf) -> Neighbour:
-        matches = [Match.of(m) for m in n.matches]
-        return from_result(cls, n, session=session_of(n.session), matches=matches)
+        return ranked(cls, n, session_of, [Match.of(m) for m in n.matches])
 
 
 @strawberry.type(description="A session of the account with passages like the search text.")
@@ -152,8 +176,7 @@ class SearchNeighbour(RankedSession):
 
     @classmethod
     def of(cls, n: NeighbourResult, session_of: SessionOf) -> SearchNeighbour:
-        matches = [SearchMatch.of(m) for m in n.matches]
-        return from_result(cls, n, session=session_of(n.session), matches=matches)
+        return ranked(cls, n, session_of, [SearchMatch.of(m) for m in n.matches])
 
 
 strawberry.enum(TimelineBucket, description="The span of a timeline's bucket.")
@@ -187,22 +210,73 @@ class Timeline:
         return from_result(cls, t, buckets=buckets, degraded=Degraded.of(t.degraded))
 
 
-@strawberry.type(description="The sessions most similar to one session, best first.")
-class SimilarSessions:
-    runtime_session_id: UUID
+strawberry.enum(Leg, name="SearchLegName", description="A search's way of finding passages.")
+
+
+@strawberry.type(
+    description="One leg of a search: the lexical leg ranks passages by BM25 over their "
+    "words; the dense leg by cosine to the text in the dense model's space. Their session "
+    "rankings are fused by reciprocal rank."
+)
+class SearchLeg:
+    leg: Leg
+    model: str | None = strawberry.field(description="The dense leg's model; null for lexical.")
+    ran: bool = strawberry.field(description="False when it could not run (see `reasons`).")
+    floor: float | None = strawberry.field(description="The dense leg's floor for a text.")
+    reasons: list[DegradedReason] = strawberry.field(  # type: ignore[valid-type]
+        description="Why it did not run, when it did not."
+    )
+
+    @classmethod
+    def of(cls, leg: LegAnswer) -> SearchLeg:
+        ordered = sorted(leg.reasons, key=resolved.REASON_ORDER.__getitem__)
+        reasons = [ReasonCode(code) for code in ordered if not leg.ran]
+        return from_result(cls, leg, reasons=reasons)
+
+
+@strawberry.interface(
+    description="What every ranked answer says: its model (whose cosine `similarity` is), "
+    "what it was asked, its degraded block, its model's cut points and floor, its paging."
+)
+class RankedAnswer:
     model_identity: str | None
-    embedded_chunks: int
-    probe_chunks: int
-    pending_chunks: int
     window_days: int | None
     limit: int
     max_matches_per_session: int
     degraded: Degraded
     bands: BandCutPoints
+    floor: float = strawberry.field(
+        description="The similarity a passage had to reach (the model's floor for this kind "
+        "of probe); of a search, its dense leg's (the contract's when none ran)."
+    )
     elapsed_ms: float
-    results: list[Neighbour]
     end_cursor: str | None
     has_next_page: bool
+
+
+def answer_fields(
+    r: RankedAnswerResult, ranked: Callable[[NeighbourResult], Any]
+) -> dict[str, Any]:
+    """The nested fields every ranked answer's type is built with."""
+    return {
+        "degraded": Degraded.of(r.degraded),
+        "bands": from_result(BandCutPoints, r.bands),
+        "results": [ranked(n) for n in r.results],
+        "nearest": [ranked(n) for n in r.nearest],
+    }
+
+
+_NEAREST = "When nothing passed the floor, the nearest sessions below it (loose); else empty."
+
+
+@strawberry.type(description="The sessions most similar to one session, best first.")
+class SimilarSessions(RankedAnswer):
+    runtime_session_id: UUID
+    embedded_chunks: int
+    probe_chunks: int
+    pending_chunks: int
+    results: list[Neighbour]
+    nearest: list[Neighbour] = strawberry.field(description=_NEAREST)
     args: strawberry.Private[SimilarArgs]
 
     @strawberry.field(
@@ -218,34 +292,17 @@ class SimilarSessions:
 
     @classmethod
     def of(cls, r: SimilarResult, session_of: SessionOf) -> SimilarSessions:
-        return from_result(
-            cls,
-            r,
-            degraded=Degraded.of(r.degraded),
-            bands=from_result(BandCutPoints, r.bands),
-            results=[Neighbour.of(n, session_of) for n in r.results],
-        )
+        return from_result(cls, r, **answer_fields(r, lambda n: Neighbour.of(n, session_of)))
 
 
 @strawberry.type(description="The account's sessions with passages like a described text.")
-class SessionSearch:
-    model_identity: str | None
-    window_days: int | None
-    limit: int
-    max_matches_per_session: int
-    degraded: Degraded
-    bands: BandCutPoints
-    elapsed_ms: float
+class SessionSearch(RankedAnswer):
+    legs: list[SearchLeg] = strawberry.field(description="Each leg, and whether it ran.")
     results: list[SearchNeighbour]
-    end_cursor: str | None
-    has_next_page: bool
+    nearest: list[SearchNeighbour] = strawberry.field(description=_NEAREST)
 
     @classmethod
     def of(cls, r: SearchResult, session_of: SessionOf) -> SessionSearch:
-        return from_result(
-            cls,
-            r,
-            degraded=Degraded.of(r.degraded),
-            bands=from_result(BandCutPoints, r.bands),
-            results=[SearchNeighbour.of(n, session_of) for n in r.results],
-        )
+        legs = [SearchLeg.of(leg) for leg in r.legs]
+        fields = answer_fields(r, lambda n: SearchNeighbour.of(n, session_of))
+        return from_result(cls, r, legs=legs, **fields)

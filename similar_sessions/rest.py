@@ -66,7 +66,10 @@ def _value(request: Request, argument: Argument) -> Any:
 
 
 def parse_args(
-    request: Request, ranked: tuple[str, str], cursors: Cursors, also: frozenset[str] = frozenset()
+    request: Request,
+    ranked: tuple[str, ...],
+    cursors: Cursors,
+    also: frozenset[str] = frozenset(),
 ) -> SimilarArgs:
     """The arguments of a ranked list (`ranked`: what it ranks, which its cursor is bound to)
     from the query string, and `also` the route's other parameters."""
@@ -95,7 +98,8 @@ async def search_route(request: Request) -> JSONResponse:
     """GET /api/v1/runtime-sessions/search?q=: sessions with passages like the text."""
     text = checked_text(request.query_params.get("q", ""), "q")
     context = await request_context(request)
-    args = parse_args(request, search_list(text), context.cursors, also=frozenset({"q"}))
+    ranked = search_list(context.principal.account_id, text)
+    args = parse_args(request, ranked, context.cursors, also=frozenset({"q"}))
     result = await search_sessions(context, text, args)
     return JSONResponse(payload(SessionSearch.of(result, RuntimeSession.of), result.end_cursor))
 

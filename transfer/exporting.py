@@ -35,6 +35,12 @@ def account_record(account: Any, setting: Any | None, features: list[str]) -> di
             "scope": setting.scope,
             "daily_cap_usd": None if cap is None else float(cap),
         }
+        if setting.dense_model is not None:
+            record["embedding"]["dense"] = {
+                "provider": setting.dense_provider,
+                "model": setting.dense_model,
+                "dimensions": setting.dense_dimensions,
+            }
     record["features"] = features
     return record
 

@@ -56,22 +56,47 @@ def parse_identity(text: str) -> ModelIdentity:
         raise ValueError(str(exc)) from None
 
 
-class EmbeddingSettingRecord(_Record):
-    enabled: bool
+class ModelRecord(_Record):
+    """A model identity's parts: `<provider>:<model>@<dimensions>`, one pgvector can index."""
+
     provider: Text = Field(min_length=1)
     model: Text = Field(min_length=1)
     dimensions: int = Field(ge=1)
-    scope: Scope = "full"
-    daily_cap_usd: float | None = Field(default=None, ge=0, le=MAX_DAILY_CAP_USD)
 
     @model_validator(mode="after")
-    def _identity(self) -> EmbeddingSettingRecord:
+    def _identity(self) -> ModelRecord:
         parse_identity(f"{self.provider}:{self.model}@{self.dimensions}")
         return self
 
     @property
     def identity(self) -> ModelIdentity:
         return ModelIdentity.of(self.provider, self.model, self.dimensions)
+
+
+class EmbeddingSettingRecord(ModelRecord):
+    """The account's configured model, and, as `dense`, the dense model beside it: the same
+    passages embedded by that model too, for a search's dense leg."""
+
+    enabled: bool
+    scope: Scope = "full"
+    daily_cap_usd: float | None = Field(default=None, ge=0, le=MAX_DAILY_CAP_USD)
+    dense: ModelRecord | None = None
+
+    @model_validator(mode="after")
+    def _another_dense_model(self) -> EmbeddingSettingRecord:
+        if self.dense is not None and self.dense.identity == self.identity:
+            raise ValueError("dense: names the configured model itself")
+        return self
+
+    def row(self) -> dict[str, object]:
+        """The setting as the columns of its embedding_settings row."""
+        dense = self.dense
+        return {
+            **self.model_dump(exclude={"dense"}),
+            "dense_provider": None if dense is None else dense.provider,
+            "dense_model": None if dense is None else dense.model,
+            "dense_dimensions": None if dense is None else dense.dimensions,
+        }
 
 
 class ApiKeyRecord(_Record):

@@ -247,7 +247,7 @@ async def _write_accounts(
     for _, a in accounts:
         await import_rows.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
         await import_rows.replace_features(conn, a.id, a.features)
-        setting = None if a.embedding is None else a.embedding.model_dump()
+        setting = None if a.embedding is None else a.embedding.row()
         await import_rows.replace_embedding_setting(conn, a.id, setting)
         await import_rows.add_api_keys(conn, a.id, [(k.key, k.scopes) for k in a.api_keys])
         if a.embedding is not None:

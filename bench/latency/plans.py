@@ -73,7 +73,7 @@ async def explain(conn: AsyncConnection, probe: Probe, path: LookupPath, tuning:
         "cap": 0 if path.approximate else 100_000_000,
         "own_index": path is LookupPath.ACCOUNT_INDEX,
         "per_probe": PER_PROBE,
-        "floor": FLOOR,
+        "floor_0": FLOOR,
         "overfetch": tuning.overfetch,
     }
     rows = await conn.execute(sa.text("EXPLAIN (COSTS OFF) " + sql), params)

@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
 import subprocess
-import sys
-import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import httpx
-
-from bench.common.databases import libpq
-from bench.common.paths import checkout_env
+from bench.common.serving import serve
 from resolvers.tuning import Tuning
 
 
@@ -104,42 +97,15 @@ class LeanClient:
         return Reply(response.status, response.read())
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = checkout_env(
-        {
-            **os.environ,
-            "DATABASE_URL": libpq(url),
-            "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
-            "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
-            "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
-            "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
-            "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS": str(tuning.verify_timeout_ms),
-            "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
-            "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
-            "SIMILAR_SESSIONS_RATE_LIMIT": "off",  # one key times the route back to back
-        }
-    )
-    cli = str(Path(sys.executable).parent / "similar-sessions")
-    proc = subprocess.Popen(
-        [cli, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=log_path.open("wb"),
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"server did not start; see {log_path}")
+    env = {
+        "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
+        "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(tuning.exact_scan_max_chunks),
+        "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
+        "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
+        "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS": str(tuning.verify_timeout_ms),
+        "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
+        "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
+        "SIMILAR_SESSIONS_RATE_LIMIT": "off",  # one key times the route back to back
+    }
+    return serve(url, env, log_path)

@@ -135,7 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\nCALIBRATED = {")
     for family, cuts in chosen.items():
         if family in complete:
-            print(f'    "{family}": BandCuts({cuts.close:.2f}, {cuts.related:.2f}),')
+            print(
+                f'    ("{family}", ProbeKind.PASSAGE): '
+                f"Calibration(0.35, BandCuts({cuts.close:.2f}, {cuts.related:.2f})),"
+            )
     print("}")
     for family in sorted(set(chosen) - complete):
         print(f"not calibrated (not measured on every corpus): {family}", file=sys.stderr)

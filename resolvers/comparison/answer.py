@@ -22,7 +22,7 @@ from resolvers.comparison.results import (
 )
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules import ranking
-from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts, cut_points
+from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts, ProbeKind, calibration, cut_points
 from resolvers.rules.degraded import Facts, degraded, reasons_for
 from resolvers.tuning import Tuning
 
@@ -35,7 +35,7 @@ async def assemble(
     ids: set[UUID] = set()
     text_ids: set[UUID] = set()
     for c in batch.found:
-        for match in (m for n in c.page for m in n.matches):
+        for match in (m for n in (*c.page, *c.nearest) for m in n.matches):
             pair = (match.chunk_id, c.probes[match.probe].chunk_id)
             ids.update(pair)
             if c.args.include_match_text:
@@ -46,7 +46,7 @@ async def assemble(
         batch.account_id,
         sorted(ids),
         sorted(text_ids),
-        [n.session_id for c in batch.found for n in c.page],
+        [n.session_id for c in batch.found for n in (*c.page, *c.nearest)],
         [details.Hitless(c.ask, c.model) for c in lonely if c.model is not None],
         ranking.SIMILAR_PREVIEW_CHARS,
     )
@@ -85,7 +85,8 @@ def result_of(
         timed_out=batch.timed_out,
         unverified=c.unverified,
     )
-    cuts, probes = bands_of(c.model), [p.chunk_id for p in c.probes]
+    calibrated = calibration(c.model, ProbeKind.PASSAGE)
+    cuts, probes = calibrated.bands, [p.chunk_id for p in c.probes]
     return SimilarResult(
         runtime_session_id=c.ask.session_id,
         model_identity=c.model,
@@ -101,6 +102,8 @@ def result_of(
         next_after=c.page[-1].sort_key if c.more and c.page else None,
         lookup_path=batch.path(c.model),
         bands=cuts,
+        floor=calibrated.floor,
+        nearest=tuple(neighbour_of(n, shown, c.args, probes, cuts) for n in c.nearest),
     )
 
 

@@ -26,7 +26,7 @@ async def first_look(
     """Every comparison of the batch in one statement: its session, inventory, probes and
     their lookups, the account's setting and each model's path."""
     asks = [c.ask for c in batch.comparisons]
-    looked = await sql.look_up(conn, batch.account_id, asks, models, tuning.limits)
+    looked = await sql.look_up(conn, batch.account_id, asks, models, tuning.limits_for(models))
     found = zip(batch.comparisons, looked.inventories, strict=True)
     comparisons = tuple(replace(c, found=inventory) for c, inventory in found)
     return replace(batch, comparisons=comparisons, setting=looked.setting, paths=looked.paths)
@@ -46,11 +46,36 @@ async def look_again(
     asks = [replace(c.ask, again=tuple(sorted(n))) for c, n in picked if n]
     if not asks:
         return batch
-    looked = await sql.look_up(conn, batch.account_id, asks, models, tuning.limits, exact=exact)
+    limits = tuning.limits_for(models)
+    looked = await sql.look_up(conn, batch.account_id, asks, models, limits, exact=exact)
     again = iter(looked.inventories)
     comparisons = (c.answered(n, next(again)) if n else c for c, n in picked)
     batch = batch.with_comparisons(comparisons)
     return batch if exact else replace(batch, paths=batch.paths | looked.paths)
+
+
+NO_FLOOR = -1.0  # every passage: the nearest are offered when nothing passed the floor
+
+
+async def look_nearest(
+    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], tuning: Tuning
+) -> Batch:
+    """For the comparisons that found no hit, their probes' nearest passages without a
+    floor (one statement, only when there are such comparisons)."""
+    hitless = [c for c in batch.found if c.model is not None and not c.has_hits]
+    if not hitless:
+        return batch
+    limits = replace(tuning.limits, floor=NO_FLOOR)
+    asks = [c.ask for c in hitless]
+    looked = await sql.look_up(conn, batch.account_id, asks, models, limits)
+    nearest = {
+        c.ask.key: tuple(h for p in found.probes for h in p.answer.hits)
+        for c, found in zip(hitless, looked.inventories, strict=True)
+        if found is not None
+    }
+    return batch.with_comparisons(
+        replace(c, nearest_hits=nearest.get(c.ask.key, ())) for c in batch.comparisons
+    )
 
 
 async def after_timeout(conn: AsyncConnection, batch: Batch) -> Batch:

@@ -18,16 +18,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Ask, LookupPath, ScanWindow
+from data.lookups import Ask, LookupPath
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms
 from resolvers.comparison.check_costs import CheckCosts
-from resolvers.comparison.looking import after_timeout, first_look, look_again
+from resolvers.comparison.looking import after_timeout, first_look, look_again, look_nearest
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.comparison.verify import doubtful, verify
 from resolvers.rules import ranking
+from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.lookup_path import reached_floor
 from resolvers.tuning import Tuning
 
@@ -98,6 +99,7 @@ async def look_up(
                 log.info("similar_sessions_widened", probes=short)
             if any(doubtful(c, batch, tuning) for c in batch.comparisons):
                 batch = await verify(conn, batch, models, tuning, checks)
+            batch = await look_nearest(conn, batch, models, tuning)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         return await after_timeout(conn, batch)
@@ -124,13 +126,15 @@ def _worth_widening(
     its scan went astray, and the exact check that follows settles that either way: it is
     widened only when the account cannot afford that check (sparse neighbourhoods, the usual
     case for lexical vectors on real sessions, then cost one statement less)."""
-    limits, budget_ms = tuning.limits, tuning.verify_budget_ms
+    window, budget_ms = tuning.limits.window, tuning.verify_budget_ms
     short = {c.ask.key: _short(c, batch) for c in batch.comparisons}
     past = {
-        key: frozenset(
-            n for n in numbers if reached_floor(_window(batch, key, n), limits.window, limits.floor)
+        c.ask.key: frozenset(
+            n
+            for n in short[c.ask.key]
+            if reached_floor(c.probes[n].answer.window, window, _floor(c))
         )
-        for key, numbers in short.items()
+        for c in batch.comparisons
     }
     lookups = sum(c.lookups(past[c.ask.key]) for c in batch.comparisons)
     affordable = budget_ms > 0 and checks.affordable(batch.account_id, lookups, budget_ms)
@@ -147,8 +151,8 @@ def _short(c: Comparison, batch: Batch) -> frozenset[int]:
     return frozenset(p.number for p in c.probes if len(p.answer.hits) < per_probe)
 
 
-def _window(batch: Batch, key: int, number: int) -> ScanWindow | None:
-    return batch.comparisons[key].probes[number].answer.window
+def _floor(c: Comparison) -> float:
+    return calibration(c.model, ProbeKind.PASSAGE).floor
 
 
 def rank(batch: Batch) -> Batch:
@@ -157,9 +161,11 @@ def rank(batch: Batch) -> Batch:
 
 
 def _ranked(c: Comparison) -> Comparison:
-    neighbours = ranking.rank_neighbours(c.hits(), c.args.max_matches_per_session)
+    matches = c.args.max_matches_per_session
+    neighbours = ranking.rank_neighbours(c.hits(), matches)
     page, more = ranking.page_after(neighbours, c.args.after, c.args.limit)
-    return replace(c, page=tuple(page), more=more)
+    nearest = ranking.rank_neighbours(c.nearest_hits, matches)[: c.args.limit]
+    return replace(c, page=tuple(page), more=more, nearest=tuple(nearest))
 
 
 def cutoff(args: SimilarArgs, now: datetime) -> datetime | None:

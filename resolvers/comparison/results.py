@@ -4,17 +4,18 @@ The GraphQL types read these attributes and the REST payload is derived from tho
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import datetime
 from uuid import UUID
 
 from data.comparison_details import ChunkDetail
 from data.lookups import LookupPath
 from data.sessions import SessionRow
 from resolvers.arguments import SimilarArgs
+from resolvers.comparison.legs import LegAnswer
 from resolvers.cursors import Position
 from resolvers.rules import ranking
 from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts
 from resolvers.rules.degraded import Degraded
+from resolvers.rules.ranking import MIN_SIMILAR_SIMILARITY
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
 
@@ -63,30 +64,6 @@ class NeighbourResult:
         return self.session.id
 
     @property
-    def session_source_type(self) -> str:
-        return self.session.source_type
-
-    @property
-    def session_source_id(self) -> str:
-        return self.session.source_id
-
-    @property
-    def session_reference(self) -> str:
-        return self.session.reference
-
-    @property
-    def title(self) -> str:
-        return self.session.title
-
-    @property
-    def started_at(self) -> datetime:
-        return self.session.started_at
-
-    @property
-    def last_activity_at(self) -> datetime:
-        return self.session.last_activity_at
-
-    @property
     def console_link(self) -> str:
         """The other session at the turn of its best match, when that has one."""
         anchor = self.matches[0].replay_anchor if self.matches else None
@@ -118,32 +95,37 @@ class Answered:
 
 
 @dataclass(frozen=True, slots=True)
-class SimilarResult(Answered):
-    runtime_session_id: UUID
+class RankedAnswer(Answered):
+    """What every ranked answer holds: its model (whose cosine `similarity` is), its
+    arguments, its degraded block, its page of sessions (and the nearest below the floor
+    when none passed it), its lookup path, its model's cut points and floor."""
+
     model_identity: str | None
+    args: SimilarArgs
+    degraded: Degraded
+    elapsed_ms: float
+    results: tuple[NeighbourResult, ...]
+    next_after: Position | None  # the last shown one's position when more follow
+    lookup_path: LookupPath | None
+    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
+    end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
+    floor: float = MIN_SIMILAR_SIMILARITY  # the floor its lookups used (the model's)
+    # The nearest sessions below the floor, offered (loose) when none passed it.
+    nearest: tuple[NeighbourResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimilarResult(RankedAnswer):
+    """A session's neighbours."""
+
+    runtime_session_id: UUID
     embedded_chunks: int
     probe_chunks: int
     pending_chunks: int
-    args: SimilarArgs
-    degraded: Degraded
-    elapsed_ms: float
-    results: tuple[NeighbourResult, ...]
-    next_after: Position | None  # the last shown one's position when more follow
-    lookup_path: LookupPath | None
-    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
-    end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult(Answered):
-    """The sessions whose passages are nearest a described text, ranked as neighbours are."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult(RankedAnswer):
+    """The sessions whose passages are nearest a described text, the legs' rankings fused."""
 
-    model_identity: str | None
-    args: SimilarArgs
-    degraded: Degraded
-    elapsed_ms: float
-    results: tuple[NeighbourResult, ...]
-    next_after: Position | None  # the last shown one's position when more follow
-    lookup_path: LookupPath | None
-    bands: BandCuts = CONTRACT_CUTS  # the cut points its bands use (the model's)
-    end_cursor: str | None = None  # next_after sealed for its list (resolvers/sessions.py)
+    legs: tuple[LegAnswer, ...] = ()  # each leg, whether it ran, and why not

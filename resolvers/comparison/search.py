@@ -1,11 +1,14 @@
-"""Search by describing what happened: the text is embedded once with the account's configured
-model and looked up as a single probe, ranked by the same rule as a session's neighbours,
-answered with the same degraded block."""
+"""Search by describing what happened: the text is looked up by each leg that can run (the
+lexical leg always; the dense leg when the account has a dense model and the text could be
+embedded by it), their session rankings fused by reciprocal rank (rules/fusion.py), and the
+answer published as cosines in one model's space (the dense model's when its leg ran, else
+the account's configured model's), banded by that model's cut points for a text. When
+nothing passes, the answer says so and offers the nearest passages, labelled loose."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -15,15 +18,19 @@ from data import comparison as sql
 from data import comparison_details as details
 from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
-from data.lookups import Ask, Limits, Lookup, TextAnswer
+from data.lookups import Ask
+from data.model_identity import ModelIdentity
+from data.vector_slots import Space, VectorSlot
+from indexer import lexical
 from indexer.query import QueryNotEmbedded, embed_query
 from resolvers.arguments import SimilarArgs, plain_text
-from resolvers.comparison.answer import bands_of, elapsed_ms, neighbour_of
-from resolvers.comparison.check_costs import begin_check
+from resolvers.comparison.answer import elapsed_ms, neighbour_of
+from resolvers.comparison.legs import Leg, LegAnswer, Text, dense_leg, lexical_leg
 from resolvers.comparison.results import SearchResult
+from resolvers.comparison.searched import Fusion, fused_page, nearest_page
 from resolvers.rules import ranking
+from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.degraded import degraded
-from resolvers.rules.lookup_path import vouches_for
 from resolvers.services import Services
 
 MAX_SEARCH_CHARS = 2000
@@ -37,38 +44,81 @@ def checked_text(text: str, name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    """One search while it runs: the text's ask, its arguments, the reasons it already has."""
+    """One search while it runs: the text, its arguments, the account's setting, the reasons
+    it has so far, and when it started."""
 
-    account_id: UUID
-    ask: Ask
+    text: Text
     args: SimilarArgs
+    setting: EmbeddingSetting | None
     reasons: frozenset[str]
     started: float
 
+    def with_reasons(self, *codes: str) -> Search:
+        return replace(self, reasons=self.reasons | set(codes))
+
 
 async def search_sessions(
-    services: Services, account_id: UUID, text: str, args: SimilarArgs
+    services: Services,
+    account_id: UUID,
+    text: str,
+    args: SimilarArgs,
+    only: Leg | None = None,
+    fusion: Fusion = Fusion.RRF,
 ) -> SearchResult:
-    """The account's sessions nearest the text (already checked)."""
+    """The account's sessions nearest the text (already checked); `only` one leg, and the
+    `fusion` of their rankings, are for measuring the legs (bench/search)."""
+    search = await _plan(services, account_id, text, args)
+    dense, vector, search = await _dense_text(services, search)
+    search = await _answer_space(services, search, dense, vector)
+    async with sql.reading(services.comparison_engine) as conn:
+        try:
+            with sql.within_budget():
+                await sql.ensure_configured(conn, services.tuning.comparison_settings)
+                legs = await _legs(conn, services, search, dense, vector)
+        except ComparisonTimedOut:
+            return _empty(search.with_reasons("similar_comparison_timed_out"))
+        ran = [leg for leg in legs if only is None or leg.leg is only]
+        return await _answer(conn, services, search, ran, fusion)
+
+
+async def _plan(services: Services, account_id: UUID, text: str, args: SimilarArgs) -> Search:
     now = datetime.now(UTC)
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     asked = {"similar_window_applied"} if args.window_days is not None else set()
     asked |= {"similar_filter_applied"} if args.filtered else set()
-    ask = Ask(0, NO_SESSION, cutoff, args.statuses, args.source_types)
-    search = Search(account_id, ask, args, frozenset(asked), time.perf_counter())
     async with services.engine.connect() as conn:
         setting = await embedding_setting(conn, account_id)
-    refused = _refusal(services, setting)
-    if refused or setting is None:
-        return _empty(search, None, refused)
-    try:
-        vector = await embed_query(
-            services.engine, services.embedders, account_id, setting, text, now
-        )
-    except QueryNotEmbedded as exc:
-        return _empty(search, str(setting.identity), exc.reasons)
-    async with sql.reading(services.comparison_engine) as conn:
-        return await _look_up(conn, services, search, setting, vector)
+    ask = Ask(0, NO_SESSION, cutoff, args.statuses, args.source_types)
+    words = Text(account_id, text, ask, None)
+    return Search(words, args, setting, frozenset(asked), time.perf_counter())
+
+
+def dense_space(setting: EmbeddingSetting | None) -> Space | None:
+    """The account's dense model's space: its dense model beside the configured one, or its
+    configured model itself when that is not the lexical family; None without either."""
+    if setting is None or not setting.enabled:
+        return None
+    if setting.dense is not None:
+        return Space(setting.dense, VectorSlot.DENSE)
+    if lexical.is_lexical(setting.identity):
+        return None
+    return Space(setting.identity, VectorSlot.PRIMARY)
+
+
+async def _dense_text(
+    services: Services, search: Search
+) -> tuple[Space | None, str | None, Search]:
+    """The dense model's space and the text's vector in it, or why the dense leg cannot run."""
+    space = dense_space(search.setting)
+    refused = _refusal(services, search.setting)
+    if refused:
+        return space, None, search.with_reasons(*refused)
+    if space is None:
+        return None, None, search
+    vector = await _embedded(services, search, space.identity)
+    if isinstance(vector, frozenset):
+        return space, None, search.with_reasons(*vector, "search_dense_leg_failed")
+    return space, vector, search
 
 
 def _refusal(services: Services, setting: EmbeddingSetting | None) -> frozenset[str]:
@@ -79,119 +129,128 @@ def _refusal(services: Services, setting: EmbeddingSetting | None) -> frozenset[
     return frozenset()
 
 
-async def _look_up(
-    conn: AsyncConnection,
-    services: Services,
-    search: Search,
-    setting: EmbeddingSetting,
-    vector: str,
-) -> SearchResult:
-    tuning, identity = services.tuning, setting.identity
-    limits = tuning.limits
+async def _embedded(
+    services: Services, search: Search, identity: ModelIdentity
+) -> str | frozenset[str]:
+    """The text's vector in a model, or the reason codes why it could not be embedded."""
+    assert search.setting is not None
+    setting = replace(search.setting, identity=identity)
     try:
-        with sql.within_budget():
-            await sql.ensure_configured(conn, tuning.comparison_settings)
-            looked = await sql.look_up_text(
-                conn, search.account_id, identity, vector, search.ask, limits
-            )
-            if not _vouched(looked, tuning.limits):
-                exact = await _checked(conn, services, search, setting, vector)
-                if exact is None:
-                    search = _with(search, "similar_approximate_unverified")
-                else:
-                    looked = TextAnswer(looked.path, exact)
-    except ComparisonTimedOut:
-        return _empty(search, str(identity), frozenset({"similar_comparison_timed_out"}))
-    return await _answer(conn, search, str(identity), looked)
+        return await embed_query(
+            services.engine,
+            services.embedders,
+            search.text.account_id,
+            setting,
+            search.text.words,
+            datetime.now(UTC),
+        )
+    except QueryNotEmbedded as exc:
+        return exc.reasons
 
 
-async def _checked(
+async def _answer_space(
+    services: Services, search: Search, dense: Space | None, vector: str | None
+) -> Search:
+    """The space the answer publishes its similarities in, and the text's vector there."""
+    if dense is not None and vector is not None:
+        return replace(search, text=replace(search.text, answer=(dense, vector)))
+    setting = search.setting
+    if setting is None or _refusal(services, setting):
+        return search
+    primary = await _embedded(services, search, setting.identity)
+    if isinstance(primary, frozenset):
+        return search.with_reasons(*primary)
+    answer = (Space(setting.identity, VectorSlot.PRIMARY), primary)
+    return replace(search, text=replace(search.text, answer=answer))
+
+
+async def _legs(
     conn: AsyncConnection,
     services: Services,
     search: Search,
-    setting: EmbeddingSetting,
-    vector: str,
-) -> Lookup | None:
-    """The text's lookup by an exact pass within the check's budget; None past it, or when
-    the account's last checks predict it would run past it."""
-    budget_ms = services.tuning.verify_budget_ms
-    clock = (
-        None if budget_ms <= 0 else begin_check(services.checks, search.account_id, 1, budget_ms)
-    )
-    if clock is None:
-        return None
-    exact: TextAnswer | None = None
-    async with sql.own_budget(conn, budget_ms):
-        exact = await sql.look_up_text(
-            conn,
-            search.account_id,
-            setting.identity,
-            vector,
-            search.ask,
-            services.tuning.limits,
-            True,
-        )
-    clock.end(finished=exact is not None)
-    return None if exact is None else exact.answer
-
-
-def _vouched(looked: TextAnswer, limits: Limits) -> bool:
-    """Whether the text's lookup needs no exact check: it took the exact path, or its
-    approximate window vouches for its answer."""
-    if not looked.path.path.approximate:
-        return True
-    return vouches_for(looked.answer.window, limits.window, limits.per_probe)
+    dense: Space | None,
+    vector: str | None,
+) -> list[LegAnswer]:
+    legs = [await lexical_leg(conn, search.text)]
+    if dense is None:
+        return legs
+    model = str(dense.identity)
+    if vector is None:  # why: the reasons the text's embedding gave, not what was asked
+        why = search.reasons - {"similar_window_applied", "similar_filter_applied"}
+        return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=why)]
+    floor = calibration(model, ProbeKind.TEXT).floor
+    tuning, checks = services.tuning, services.checks
+    legs.append(await dense_leg(conn, search.text, dense, vector, floor, tuning, checks))
+    return legs
 
 
 async def _answer(
-    conn: AsyncConnection, search: Search, model: str, looked: TextAnswer
+    conn: AsyncConnection,
+    services: Services,
+    search: Search,
+    legs: list[LegAnswer],
+    fusion: Fusion,
 ) -> SearchResult:
-    """Rank the text's hits and read what the page shows (the comparison's second
-    statement, which also says whether anything of the model was comparable)."""
-    args, hits = search.args, looked.answer.hits  # one probe: probe 0
-    neighbours = ranking.rank_neighbours(hits, args.max_matches_per_session)
-    page, more = ranking.page_after(neighbours, args.after, args.limit)
-    chunk_ids = [m.chunk_id for n in page for m in n.matches]
-    lonely = [] if hits else [details.Hitless(search.ask, model)]
-    shown = await details.show(
-        conn,
-        search.account_id,
-        chunk_ids,
-        chunk_ids if args.include_match_text else [],
-        [n.session_id for n in page],
-        lonely,
-        ranking.SIMILAR_PREVIEW_CHARS,
-    )
-    if not hits and not any(shown.comparable):
-        search = _with(search, "similar_no_comparable_sessions")
-    cuts = bands_of(model)
+    """Fuse the legs, read what the page shows (the second statement), and answer; when
+    nothing was found, the nearest passages without a floor, labelled loose."""
+    args, answer = search.args, search.text.answer
+    model = None if answer is None else str(answer[0].identity)
+    cuts = calibration(model, ProbeKind.TEXT)
+    page, more = fused_page(legs, args, fusion)
+    nearest: list[ranking.Neighbour] = []
+    if not page and not args.after:
+        if answer is not None:
+            nearest = await nearest_page(conn, search.text, answer, services.tuning, args)
+        nothing = nearest or answer is None  # else nothing of the model to compare with
+        reason = "similar_nothing_close_enough" if nothing else "similar_no_comparable_sessions"
+        search = search.with_reasons(reason)
+    if any(leg.unverified for leg in legs):
+        search = search.with_reasons("similar_approximate_unverified")
+    shown = await _shown(conn, search, [*page, *nearest])
     return SearchResult(
         model_identity=model,
         args=args,
-        degraded=degraded(True, set(search.reasons), args.window_days),
+        degraded=degraded(answer is not None, set(search.reasons), args.window_days),
         elapsed_ms=elapsed_ms(search.started),
-        results=tuple(neighbour_of(n, shown, args, None, cuts) for n in page),
+        results=tuple(neighbour_of(n, shown, args, None, cuts.bands) for n in page),
         next_after=page[-1].sort_key if more and page else None,
-        lookup_path=looked.path.path,
-        bands=cuts,
+        lookup_path=next((leg.path for leg in legs if leg.path is not None), None),
+        bands=cuts.bands,
+        floor=cuts.floor,
+        legs=tuple(legs),
+        nearest=tuple(neighbour_of(n, shown, args, None, cuts.bands) for n in nearest),
     )
 
 
-def _with(search: Search, reason: str) -> Search:
-    return Search(
-        search.account_id, search.ask, search.args, search.reasons | {reason}, search.started
+async def _shown(
+    conn: AsyncConnection, search: Search, neighbours: list[ranking.Neighbour]
+) -> details.PageDetails:
+    """The second statement: the shown passages and sessions."""
+    chunk_ids = [m.chunk_id for n in neighbours for m in n.matches]
+    return await details.show(
+        conn,
+        search.text.account_id,
+        chunk_ids,
+        chunk_ids if search.args.include_match_text else [],
+        [n.session_id for n in neighbours],
+        [],
+        ranking.SIMILAR_PREVIEW_CHARS,
+        search.text.words,
     )
 
 
-def _empty(search: Search, model: str | None, reasons: frozenset[str]) -> SearchResult:
-    args = search.args
+def _empty(search: Search) -> SearchResult:
+    args, answer = search.args, search.text.answer
+    model = None if answer is None else str(answer[0].identity)
+    cuts = calibration(model, ProbeKind.TEXT)
     return SearchResult(
         model_identity=model,
         args=args,
-        degraded=degraded(False, set(search.reasons | reasons), args.window_days),
+        degraded=degraded(False, set(search.reasons), args.window_days),
         elapsed_ms=elapsed_ms(search.started),
         results=(),
         next_after=None,
         lookup_path=None,
-        bands=bands_of(model),
+        bands=cuts.bands,
+        floor=cuts.floor,
     )

@@ -26,6 +26,10 @@ class Comparison:
     unverified: bool = False  # a lookup could not vouch, and its exact check did not run
     page: tuple[ranking.Neighbour, ...] = ()
     more: bool = False  # neighbours follow the page
+    # With no hit: the passages nearest its probes, floor or no floor, and their sessions
+    # ranked (offered, loose, as nothing was close enough).
+    nearest_hits: tuple[Hit, ...] = ()
+    nearest: tuple[ranking.Neighbour, ...] = ()
 
     @property
     def model(self) -> str | None:

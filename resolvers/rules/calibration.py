@@ -1,12 +1,25 @@
-"""Band cut points per model identity, calibrated on the labelled corpora
-(docs/calibration.md); a model without a calibration keeps the contract's 0.70 / 0.50."""
+"""Floors and band cut points per model family and per kind of probe, calibrated on both
+labelled corpora (docs/calibration.md): a passage of a session and a short search text are
+different probes (a ten-word text against a passage of 384 tokens scores far lower than two
+passages do). A model without a calibration keeps the contract's 0.35 floor and its 0.70 /
+0.50 cut points."""
 
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from typing import NamedTuple
 
-from resolvers.rules.ranking import SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED
+from resolvers.rules.ranking import (
+    MIN_SIMILAR_SIMILARITY,
+    SIMILARITY_BAND_CLOSE,
+    SIMILARITY_BAND_RELATED,
+)
+
+
+class ProbeKind(StrEnum):
+    PASSAGE = "passage"  # a session's own passage (similarSessions)
+    TEXT = "text"  # a text an operator typed or pasted (searchSessions)
 
 
 class BandCuts(NamedTuple):
@@ -16,11 +29,20 @@ class BandCuts(NamedTuple):
     related: float
 
 
-CONTRACT_CUTS = BandCuts(SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED)
+class Calibration(NamedTuple):
+    """A model's floor for one kind of probe (no match below it) and its band cut points."""
 
-# Reproduce with `python -m bench.calibrate` (see docs/calibration.md).
-CALIBRATED: dict[str, BandCuts] = {
-    "local:lexical-384@384": BandCuts(0.89, 0.35),
+    floor: float
+    bands: BandCuts
+
+
+CONTRACT_CUTS = BandCuts(SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED)
+CONTRACT = Calibration(MIN_SIMILAR_SIMILARITY, CONTRACT_CUTS)
+
+# Reproduce with `python -m bench.quality && python -m bench.calibrate` (passages) and
+# `python -m bench.search --calibrate` (texts); see docs/calibration.md.
+CALIBRATED: dict[tuple[str, ProbeKind], Calibration] = {
+    ("local:lexical-384@384", ProbeKind.PASSAGE): Calibration(0.35, BandCuts(0.89, 0.35)),
 }
 
 
@@ -34,6 +56,15 @@ def family_of(identity: str) -> str:
     return _FIT.sub("", identity)
 
 
-def cut_points(identity: str) -> BandCuts:
-    """The calibrated cut points of a model identity (or of its family), else the contract's."""
-    return CALIBRATED.get(identity) or CALIBRATED.get(family_of(identity), CONTRACT_CUTS)
+def calibration(identity: str | None, kind: ProbeKind = ProbeKind.PASSAGE) -> Calibration:
+    """The calibrated floor and cut points of a model identity (or of its family) for a kind
+    of probe, else the contract's."""
+    if identity is None:
+        return CONTRACT
+    found = CALIBRATED.get((identity, kind)) or CALIBRATED.get((family_of(identity), kind))
+    return found or CONTRACT
+
+
+def cut_points(identity: str, kind: ProbeKind = ProbeKind.PASSAGE) -> BandCuts:
+    """The band cut points of a model identity for a kind of probe."""
+    return calibration(identity, kind).bands

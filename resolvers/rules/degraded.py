@@ -46,12 +46,21 @@ SENTENCES: dict[str, str] = {
         "counted."
     ),
     "search_text_not_embedded": (
-        "The search text could not be embedded with the account's model, so nothing was compared."
+        "The search text could not be embedded with the account's model; only its words were "
+        "compared."
     ),
     "similar_approximate_unverified": (
         "Some passages were looked up in the approximate index, which could not vouch for its "
         "answer, and the exact check ran past its time budget; the list may miss or misorder "
         "neighbours."
+    ),
+    "search_dense_leg_failed": (
+        "The search by meaning (the dense model) could not run; only the text's words were "
+        "compared."
+    ),
+    "similar_nothing_close_enough": (
+        "Nothing was close enough to pass the model's floor; the nearest passages, if any, are "
+        "offered instead, labelled loose."
     ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
@@ -122,6 +131,8 @@ def reasons_for(f: Facts) -> set[str]:
         reasons.add("similar_session_sampled")
     if f.model is not None and not f.found_hits and not f.comparable_elsewhere:
         reasons.add("similar_no_comparable_sessions")
+    if f.model is not None and not f.found_hits and f.comparable_elsewhere:
+        reasons.add("similar_nothing_close_enough")
     if f.unverified:
         reasons.add("similar_approximate_unverified")
     return reasons

@@ -1,6 +1,7 @@
 """An automated accessibility audit (axe-core, vendored with the tests): no serious or critical
-violation on the sign-in page, the list, a search (both kinds of results), and a session with
-the panel open (filtered, with its timeline)."""
+violation on the sign-in page, the list, a search (both kinds of results; its legs, its marked
+words, the nearest offered when nothing was close enough), and a session with the panel open
+(filtered, with its timeline; its nearest offered)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from playwright.async_api import Browser, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.console_browser import CONSOLE, corpus, new_tab, open_panel
-from tests.support.console_worlds import QUESTION, described_world, recurring_world
+from tests.support.console_worlds import (
+    DENSE_MODEL,
+    QUESTION,
+    described_world,
+    far_world,
+    recurring_world,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -77,6 +84,39 @@ async def test_no_serious_or_critical_violation_on_the_views_of_issue_17(
     await tab.page.get_by_label("Neighbours' status").select_option(label="Another status…")
     await expect(tab.page.get_by_label("Status", exact=True)).to_be_visible()
     audited["panel, a status to type"] = await tab.axe_violations()
+
+    assert {page: v for page, v in audited.items() if v} == {}
+    assert tab.problems == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+async def test_no_serious_or_critical_violation_on_the_views_of_issue_26(
+    engine: AsyncEngine, browser: Browser, base_url: str, width: int, height: int
+) -> None:
+    """A search whose dense leg failed (its legs line, its marked words); a search with
+    nothing close enough (the nearest, loose); the panel offering its nearest."""
+    dense_failed = await described_world(engine, model=DENSE_MODEL)
+    lexical = await described_world(engine)
+    far = await far_world(engine)
+    audited = {}
+
+    tab = await new_tab(browser, base_url, width=width, height=height)
+    await tab.sign_in(dense_failed.key, f"{CONSOLE}?q={QUESTION}")
+    await expect(tab.page.locator(".found .passage mark").first).to_be_visible()
+    await expect(tab.page.locator(".legs")).to_be_visible()
+    audited["search, words only, marked"] = await tab.axe_violations()
+    assert tab.problems == []
+
+    tab = await new_tab(browser, base_url, width=width, height=height)
+    await tab.sign_in(lexical.key, f"{CONSOLE}?q=the customer wants a seat upgrade")
+    await expect(tab.page.locator(".nearest").first).to_be_visible()
+    audited["search, nothing close enough"] = await tab.axe_violations()
+    assert tab.problems == []
+
+    tab = await new_tab(browser, base_url, width=width, height=height)
+    await tab.sign_in(far.key, f"{CONSOLE}?sessionId={far.viewed}&similar=open")
+    await expect(tab.page.locator(".nearest")).to_have_count(3)
+    audited["panel, nearest offered"] = await tab.axe_violations()
 
     assert {page: v for page, v in audited.items() if v} == {}
     assert tab.problems == []

@@ -171,7 +171,8 @@ async def test_degraded_sentences_show_above_the_list(engine: AsyncEngine, tab: 
     [
         ("not_embedded", "Nothing to compare yet: this session has not been embedded."),
         ("no_comparable", "Nothing comparable: no other session of this account is embedded"),
-        ("nothing_similar", "No similar sessions: no other session of this account came close"),
+        # Nothing passed the floor: the API's sentence, and the nearest offered under it.
+        ("nothing_similar", "Nothing was close enough to pass the model's floor"),
     ],
 )
 async def test_an_empty_list_says_which_empty(
@@ -192,6 +193,7 @@ async def test_an_empty_list_says_which_empty(
     await open_panel(tab)
     await expect(tab.page.locator("#similar-body .empty")).to_contain_text(sentence)
     await expect(tab.page.locator(".neighbour")).to_have_count(0)
+    await expect(tab.page.locator(".nearest")).to_have_count(1 if case == "nothing_similar" else 0)
 
 
 @pytest.mark.parametrize("failure", ["server_error", "network"])

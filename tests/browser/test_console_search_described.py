@@ -18,7 +18,7 @@ from tests.support.console_worlds import MIGRATION, QUESTION, described_world
 pytestmark = pytest.mark.browser
 
 NOT_EMBEDDED = (
-    "The search text could not be embedded with the account's model, so nothing was compared."
+    "The search text could not be embedded with the account's model; only its words were compared."
 )
 
 
@@ -111,24 +111,33 @@ async def test_both_searches_are_asked_at_once_and_more_is_one_request(
     await expect(found.nth(5).locator(".found-title")).to_be_focused()
 
 
-async def test_a_text_that_could_not_be_embedded_says_so(engine: AsyncEngine, tab: Tab) -> None:
+async def test_a_text_that_could_not_be_embedded_is_still_matched_by_its_words(
+    engine: AsyncEngine, tab: Tab
+) -> None:
     w = await described_world(engine, enabled=False)
     await tab.sign_in(w.key)
     await search(tab, QUESTION)
     note = tab.page.locator(".described .degraded")
     await expect(note).to_contain_text(NOT_EMBEDDED)
     await expect(note).to_contain_text("Embeddings are not enabled for this account")
-    await expect(tab.page.locator(".found")).to_have_count(0)
-    await expect(tab.page.locator(".described [role=status]")).to_contain_text(NOT_EMBEDDED)
+    await expect(tab.page.locator(".found")).to_have_count(2)
+    await expect(tab.page.locator(".described [role=status]")).to_have_text(
+        "2 sessions went like this."
+    )
 
 
-async def test_a_text_of_nothing_but_stopwords_is_not_embedded(
+async def test_a_text_of_nothing_but_stopwords_finds_nothing_and_says_why(
     engine: AsyncEngine, tab: Tab
 ) -> None:
+    # No word to match and nothing to embed: no session, and no nearest one to offer.
     w = await described_world(engine)
     await tab.sign_in(w.key)
     await search(tab, "and the of")
     await expect(tab.page.locator(".described .degraded")).to_have_text(NOT_EMBEDDED)
+    await expect(tab.page.locator(".described .empty")).to_have_text(
+        "No session has a passage like this text."
+    )
+    await expect(tab.page.locator(".described .nearest")).to_have_count(0)
 
 
 async def test_without_the_feature_only_titles_are_searched(engine: AsyncEngine, tab: Tab) -> None:

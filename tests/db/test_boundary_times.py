@@ -5,8 +5,6 @@ range they are refused by line; export then import is the identity."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ from data.engine import make_engine
 from data.migrate import alembic_config, migrate
 from indexer import lexical
 from indexer.lexical import LexicalEmbedder
+from tests.support.cli import run_import
 from tests.support.comparisons import bearer, graphql
 from tests.support.transfer_files import counts, dump, write_file
 from tests.support.world import World
@@ -133,16 +132,6 @@ async def test_a_time_past_the_range_is_refused_by_line(
     assert refused.value.errors[0].line == 2
     assert "started_at" in refused.value.errors[0].reason
     assert await counts(engine) == before
-
-
-def run_import(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "similar_sessions.cli", "import", *args],
-        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def messages_line(started_at: str | None, *timestamps: str | None) -> str:

@@ -3,6 +3,8 @@ error naming the problem; never a 500; nothing written."""
 
 from __future__ import annotations
 
+import base64
+import json
 from urllib.parse import quote
 
 import httpx
@@ -137,3 +139,41 @@ async def test_graphql_variables(
     for error in body.get("errors", []):
         assert error["message"] != "Unexpected error.", "an unexpected (500-class) error"
     assert await counts(engine) == before
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+REPLAY_CURSORS = st.one_of(
+    HOSTILE,
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
+        lambda inner: st.lists(inner, max_size=3),
+        max_leaves=6,
+    ).map(lambda position: _b64(json.dumps(position).encode())),
+    st.integers(min_value=0, max_value=4000).map(lambda depth: _b64(b"[" * depth)),
+    st.binary(max_size=80).map(_b64),
+    st.tuples(st.binary(max_size=40), st.binary(min_size=16, max_size=16)).map(
+        lambda parts: f"{_b64(parts[0])}.{_b64(parts[1])}"
+    ),
+)
+REPLAY = """query($id: UUID!, $after: String) { runtimeSession(id: $id) { title
+  replayPage(first: 2, after: $after) { nodes { ordinal } } } }"""
+
+
+@FUZZ
+@given(cursor=REPLAY_CURSORS)
+async def test_replay_cursors(client: httpx.AsyncClient, engine: AsyncEngine, cursor: str) -> None:
+    """No cursor but one handed out opens a replay; the session's other fields keep their data."""
+    viewed, key = await pair_world(engine)
+    response = await client.post(
+        "/graphql",
+        json={"query": REPLAY, "variables": {"id": viewed, "after": cursor}},
+        headers=bearer(key),
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    [error] = body["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "after"}
+    assert body["data"]["runtimeSession"]["title"] is not None

@@ -135,7 +135,7 @@ async def _plan_after_executions(
             "cap": 0,
             "own_index": True,
             "per_probe": 25,
-            "floor": 0.35,
+            "floor_0": 0.35,
             "overfetch": 100,
         }
         arguments = ", ".join(_literal(values[name]) for name in names)

@@ -88,7 +88,8 @@ async def test_an_approximate_answer_it_could_not_check_says_so(
     account, sessions = await loop_world(engine, copies=1500)
     loop = sessions[-1]
     disabled = await _compare(engine, account, loop, replace(APPROXIMATE, verify_timeout_ms=0))
-    assert disabled.degraded.reasons[-1] == "similar_approximate_unverified"
+    # an approximate scan stranded in the loop's copies may find nothing past the floor too
+    assert "similar_approximate_unverified" in disabled.degraded.reasons
     assert disabled.degraded.semantic is True
 
     real = comparison.look_up

@@ -3,6 +3,8 @@ first pages of many sessions."""
 
 from __future__ import annotations
 
+import base64
+import json
 from uuid import UUID, uuid4
 
 import httpx
@@ -13,6 +15,11 @@ from data.sessions import ReplayPageKey, replay_pages
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE
 from tests.support.comparisons import counted_statements, graphql
 from tests.support.world import World
+
+
+def b64(raw: str) -> str:
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
 
 PAGE = """query($id: UUID!, $first: Int!, $after: String) { runtimeSession(id: $id) {
   replayPage(first: $first, after: $after) { nodes { ordinal cursor } endCursor hasNextPage } } }"""
@@ -130,3 +137,53 @@ async def test_a_replay_page_is_read_within_the_account_only(engine: AsyncEngine
         key = ReplayPageKey(UUID(sid), 10)
         assert [len(p) for p in await replay_pages(conn, owner, [key])] == [3]
         assert await replay_pages(conn, uuid4(), [key]) == [[]]
+
+
+TITLED = """query($id: UUID!, $after: String) { runtimeSession(id: $id) { title
+  replayPage(first: 2, after: $after) { nodes { ordinal } }
+  replay(first: 2) { ordinal } } }"""
+
+
+async def test_a_replay_cursor_not_handed_out_for_this_session_is_refused_and_nothing_else_lost(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """Hand-made, nested and another session's cursors are BAD_USER_INPUT naming `after`, on
+    the replay field only: the session's title and its other fields keep their data."""
+    key, [sid, other] = await long_session(engine, 5, sessions=2)
+    theirs = (await graphql(client, key, PAGE, id=other, first=2))["data"]["runtimeSession"]
+    for after in (
+        b64(json.dumps([700, "00000000-0000-0000-0000-000000000000"])),
+        b64(json.dumps([1, str(uuid4())])),
+        b64("[" * 3000),
+        b64("[" * 1000 + "]" * 1000),
+        theirs["replayPage"]["endCursor"],
+        theirs["replayPage"]["nodes"][0]["cursor"],
+        theirs["replayPage"]["endCursor"] + "x",
+        "x" * 10_000,
+    ):
+        body = await graphql(client, key, TITLED, id=sid, after=after)
+        [error] = body["errors"]
+        assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "after"}, after
+        assert error["path"] == ["runtimeSession", "replayPage"]
+        session = body["data"]["runtimeSession"]
+        assert session["title"] == "session 0" and session["replayPage"] is None
+        assert [turn["ordinal"] for turn in session["replay"]] == [0, 1]
+    mine = (await graphql(client, key, PAGE, id=sid, first=2))["data"]["runtimeSession"]
+    read_on = await graphql(client, key, TITLED, id=sid, after=mine["replayPage"]["endCursor"])
+    assert [n["ordinal"] for n in read_on["data"]["runtimeSession"]["replayPage"]["nodes"]] == [
+        2,
+        3,
+    ]
+
+
+async def test_a_replay_cursor_does_not_open_in_another_account(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    key, [sid] = await long_session(engine, 3)
+    other_key, [other] = await long_session(engine, 3)
+    cursor = (await graphql(client, key, PAGE, id=sid, first=1))["data"]["runtimeSession"]
+    body = await graphql(
+        client, other_key, PAGE, id=other, first=1, after=cursor["replayPage"]["endCursor"]
+    )
+    [error] = body["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "argument": "after"}

@@ -13,19 +13,24 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests.support.comparisons import bearer, graphql, topic_world
 from tests.support.world import World, blend, direction
 
-SIMILAR_FIELDS = """
-runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDays limit
-maxMatchesPerSession elapsedMs endCursor hasNextPage
-degraded { semantic reasons detail }
-bands { close related }
-results {
+RANKED_FIELDS = """{
   runtimeSessionId sessionSourceType sessionSourceId sessionReference title startedAt
   lastActivityAt score similarity band matchedChunkCount consoleLink
   matches { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor similarity
             band redactionState text
             probe { documentId sourceKind sourceId chunkIndex occurredAt role replayAnchor text } }
-}
-"""
+}"""
+SIMILAR_FIELDS = (
+    """
+runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDays limit
+maxMatchesPerSession elapsedMs endCursor hasNextPage floor
+degraded { semantic reasons detail }
+bands { close related }
+results """
+    + RANKED_FIELDS
+    + " nearest "
+    + RANKED_FIELDS
+)
 QUERY = (
     "query($id: UUID!, $limit: Int!, $m: Int!, $w: Int, $t: Boolean!, $after: String) {"
     " runtimeSession(id: $id) { similarSessions(limit: $limit, maxMatchesPerSession: $m,"
@@ -84,7 +89,7 @@ async def test_rest_and_graphql_give_the_same_answer(
             after=None,
         )
         answer = as_rest(gql["data"]["runtimeSession"]["similarSessions"])
-        for result in answer["results"]:
+        for result in [*answer["results"], *answer["nearest"]]:
             result.pop("console_link")
         cursor = answer.pop("end_cursor")
         more = answer.pop("has_next_page")
@@ -113,8 +118,10 @@ async def test_rest_shape_is_exactly_the_contracts(
         "max_matches_per_session",
         "degraded",
         "bands",
+        "floor",  # issue #26: the floor the lookups used, beside the bands
         "elapsed_ms",
         "results",
+        "nearest",  # issue #26: offered (loose) when nothing passed the floor
         "next_cursor",
     }
     assert set(body["degraded"]) == {"semantic", "reasons", "detail"}

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
+from resolvers.rules.ranking import Band
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.world import World, blend, direction
@@ -109,8 +110,12 @@ async def test_no_hits_tells_nothing_comparable_from_nothing_similar(engine: Asy
     await world.write(engine)
     dissimilar = await compare(engine, account, viewed)
     assert dissimilar.results == ()
-    assert dissimilar.degraded.reasons == ()
+    # issue #26: no silent empty answer; the nearest session below the floor is offered
+    assert dissimilar.degraded.reasons == ("similar_nothing_close_enough",)
     assert dissimilar.degraded.semantic is True
+    [nearest] = dissimilar.nearest
+    assert str(nearest.session.id) == unrelated and nearest.similarity < dissimilar.floor
+    assert nearest.band is Band.LOOSE
 
 
 async def test_a_chunk_that_leaves_clear_neither_probes_nor_matches(engine: AsyncEngine) -> None:

@@ -30,26 +30,57 @@ from tests.support.loops import ordinary_sessions
 from tests.support.world import World, direction, unit
 
 
-async def test_a_page_of_sessions_sends_all_probe_lookups_in_one_statement(
+async def test_a_page_of_sessions_sends_one_lookup_statement_a_part(
     client: httpx.AsyncClient, engine: AsyncEngine
 ) -> None:
-    _, key, _ = await topic_world(engine, sessions=20)
+    """A page's comparisons are one batch cut into at most page_connections parts (2 by
+    default), each of at least 4 comparisons and one lookup statement: the statements do
+    not grow with the page."""
+    _, key, _ = await topic_world(engine, sessions=40)
     query = (
         "query($n: Int!) { runtimeSessions(first: $n) { nodes { title replay { ordinal }"
         " similarSessions(limit: 3) { results { title session { title } matches { text } } } } } }"
     )
     await graphql(client, key, query, n=1)  # warm: the model catalog is read once per process
-    counts = []
-    for n in (2, 20):
+    counts = {}
+    for n in (2, 7, 20, 40):
         with counted_statements(engine) as statements:
             body = await graphql(client, key, query, n=n)
         assert "errors" not in body
         nodes = body["data"]["runtimeSessions"]["nodes"]
         assert len(nodes) == n and all(node["similarSessions"]["results"] for node in nodes)
-        lookups = [s for s in statements if "<=>" in s]
-        assert len(lookups) == 1
-        counts.append(len(statements))
-    assert counts[0] == counts[1], "the statement count must not grow with the page"
+        counts[n] = (len([s for s in statements if "<=>" in s]), len(statements))
+    assert [counts[n][0] for n in (2, 7, 20, 40)] == [1, 1, 2, 2]
+    assert counts[20] == counts[40], "the statement count must not grow with the page"
+
+
+async def test_a_page_cut_into_parts_answers_as_one_batch_would(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    """The same page compared on one connection and over three gives the same answers."""
+    world = World()
+    account, key = world.account()
+    sessions = ordinary_sessions(world, account, 24)
+    await world.write(engine)
+    query = (
+        "query($n: Int!) { runtimeSessions(first: $n) { nodes { id similarSessions(limit: 5)"
+        " { probeChunks results { session { id } score similarity band } } } } }"
+    )
+    answers = []
+    for connections in (1, 3):
+        app = create_app(
+            settings.model_copy(update={"page_connections": connections}),
+            engine=engine,
+            run_migrations=False,
+        )
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http,
+        ):
+            answers.append(await graphql(http, key, query, n=len(sessions)))
+    assert "errors" not in answers[0]
+    assert answers[0]["data"]["runtimeSessions"]["nodes"][0]["similarSessions"]["results"]
+    assert answers[0] == answers[1]
 
 
 async def test_aliases_of_similar_sessions_are_batched_too(
@@ -70,8 +101,8 @@ async def test_aliases_of_similar_sessions_are_batched_too(
 async def test_a_comparison_sends_two_statements_on_its_own_pool(
     engine: AsyncEngine, database_url: str
 ) -> None:
-    """On the comparisons' pool (opened with their settings) a batch of any size is two
-    statements: everything up to the probe lookups, then what the answers show; and two
+    """On the comparisons' pool (opened with their settings) a part of a batch, of any size,
+    is two statements: everything up to the probe lookups, then what the answers show; and two
     round trips, no BEGIN before them and no ROLLBACK after (`reading`, in autocommit)."""
     _, key, ids = await topic_world(engine, sessions=20)
     settings = Settings.from_env({})
@@ -86,7 +117,7 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
             transport=httpx.ASGITransport(app=app), base_url="http://t"
         ) as client:
             await graphql(client, key, query, n=1)  # warm: the model catalog is read once
-            for n in (1, 20):
+            for n, parts in ((1, 1), (20, 2)):  # a page of 20: two parts, one a connection
                 with (
                     counted_statements(comparisons) as statements,
                     transaction_queries(comparisons) as sent,
@@ -94,8 +125,9 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
                     body = await graphql(client, key, query, n=n)
                 nodes = body["data"]["runtimeSessions"]["nodes"]
                 assert all(node["similarSessions"]["results"] for node in nodes)
-                assert len(statements) == 2, statements
-                assert "<=>" in statements[0] and "<=>" not in statements[1]
+                lookups = [s for s in statements if "<=>" in s]
+                assert (len(statements), len(lookups)) == (2 * parts, parts), statements
+                assert "<=>" in statements[0]
                 assert sent == []
             with (
                 counted_statements(comparisons) as statements,

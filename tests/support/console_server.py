@@ -7,10 +7,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import uvicorn
 
 from config.settings import Settings
+from indexer.embedders import Registry
 from similar_sessions.app import create_app
 
 CHROMIUM = "/usr/bin/chromium"
@@ -26,8 +28,9 @@ START_TIMEOUT_S = 20.0
 
 
 @contextmanager
-def serving(database_url: str) -> Iterator[str]:
-    """The app on 127.0.0.1 and a free port, against `database_url`; yields its base URL."""
+def serving(database_url: str, embedders: Registry | None = None) -> Iterator[str]:
+    """The app on 127.0.0.1 and a free port, against `database_url`, embedding search texts
+    with `embedders` when given (else the app's own); yields its base URL."""
     settings = Settings.from_env(
         {"DATABASE_URL": database_url, "SIMILAR_SESSIONS_LOG_LEVEL": "WARNING"}
     )
@@ -49,6 +52,8 @@ def serving(database_url: str) -> Iterator[str]:
             sock.close()
             raise RuntimeError("the console server did not start")
         time.sleep(0.02)
+    if embedders is not None:  # the services are built at start-up, before any request
+        app.state.services = replace(app.state.services, embedders=embedders)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

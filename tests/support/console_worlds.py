@@ -11,17 +11,31 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from indexer import lexical
+from indexer.embedders import BUILTIN, Registry
 from indexer.lexical import LexicalEmbedder
+from tests.support.embedders import WordsEmbedder
 from tests.support.world import World, blend, direction
 
 # The described sessions' model: the lexical default without a fit (every feature weighs 1).
 MODEL = str(lexical.UNFITTED)
-EMBED = LexicalEmbedder()
+# A model that is not lexical, so a search's dense leg runs in it (when the server has it).
+DENSE_MODEL = str(WordsEmbedder().identity)
+EMBEDDERS = {MODEL: LexicalEmbedder(), DENSE_MODEL: WordsEmbedder()}
 
 
-def embedded(text: str) -> list[float]:
-    """The vector the account's model (MODEL) gives `text`, as the indexer would."""
-    return [float(x) for x in EMBED.vector(text)]
+def embedded(text: str, model: str = MODEL) -> list[float]:
+    """The vector `model` gives `text`, as the indexer would."""
+    return [float(x) for x in EMBEDDERS[model].vector(text)]
+
+
+class PricedWordsEmbedder(WordsEmbedder):
+    usd_per_1k_tokens = 1.0  # a hosted model's price: a search text counts against the cap
+
+
+def with_dense_model(*, priced: bool = False) -> Registry:
+    """The app's embedders and DENSE_MODEL's: a server whose searches run the dense leg (or,
+    `priced`, count its text against the account's daily cap)."""
+    return Registry({**BUILTIN, DENSE_MODEL: PricedWordsEmbedder if priced else WordsEmbedder})
 
 
 async def ask(base: str, key: str, query: str, **variables: Any) -> Any:
@@ -120,25 +134,55 @@ async def described_world(
     features: tuple[str, ...] = ("similarSessions",),
     passage: str = MIGRATION,
     title: str = "Nightly job",
+    model: str = MODEL,
+    daily_cap_usd: float | None = 5.0,
 ) -> Described:
-    """Sessions whose passages describe the same failure in words (embedded as the indexer
-    would), one about something else, and another account with the closest passage of all."""
+    """Sessions whose passages describe the same failure in words (embedded by `model` as the
+    indexer would), one about something else, and another account with the closest passage of
+    all."""
     world = World()
-    account, key = world.account(enabled=enabled, features=features, model=MODEL)
+    account, key = world.account(
+        enabled=enabled, features=features, model=model, daily_cap_usd=daily_cap_usd
+    )
     found, turns = [], {}
     for n in range(migrations):
         sid = world.session(account, f"{title} #{n}", day=n, status="failed")
         world.activity(sid, 0, "Starting the nightly job.", role="assistant")
         text = f"{passage} (attempt {n})"
         turn = world.activity(sid, 1, text, role="tool", kind="tool_result")
-        world.chunk(sid, embedded(text), source_id=turn, content=text, model=MODEL)
+        world.chunk(sid, embedded(text, model), source_id=turn, content=text, model=model)
         found.append(sid)
         turns[sid] = turn
     other = world.session(account, "Refund to a card", day=50)
     refund = "a refund to the card for a cancelled flight"
-    world.chunk(other, embedded(refund), content="refund", model=MODEL)
-    elsewhere, _ = world.account("elsewhere", model=MODEL)
+    world.chunk(other, embedded(refund, model), content="refund", model=model)
+    elsewhere, _ = world.account("elsewhere", model=model)
     theirs = world.session(elsewhere, "Their migration")
-    world.chunk(theirs, embedded(QUESTION), content=QUESTION, model=MODEL)
+    world.chunk(theirs, embedded(QUESTION, model), content=QUESTION, model=model)
     await world.write(engine)
     return Described(key, found, turns, other)
+
+
+@dataclass
+class Far:
+    key: str
+    viewed: str
+    passages: dict[str, str]  # each other session's title -> its passage; all below the floor
+
+
+async def far_world(engine: AsyncEngine) -> Far:
+    """A viewed session and three others, none close enough to pass the floor: the panel has
+    no neighbour, only the nearest sessions to offer, loose."""
+    world = World()
+    account, key = world.account()
+    topic = direction(41)
+    viewed = world.session(account, "Checkout failed: card declined", day=9, status="failed")
+    world.chunk(viewed, blend(topic, direction(42), 0.0), content="the card was declined")
+    passages = {}
+    for n, weight in enumerate((0.75, 0.85, 0.95)):
+        title, passage = f"Far from it #{n}", f"a passage about something else ({n})"
+        other = world.session(account, title, day=n, status="completed")
+        world.chunk(other, blend(topic, direction(50 + n), weight), content=passage)
+        passages[title] = passage
+    await world.write(engine)
+    return Far(key, viewed, passages)

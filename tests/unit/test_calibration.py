@@ -3,16 +3,23 @@ identity the contract's; band() takes them."""
 
 from __future__ import annotations
 
-from resolvers.rules.calibration import CALIBRATED, CONTRACT_CUTS, cut_points, family_of
+from resolvers.rules.calibration import (
+    CALIBRATED,
+    CONTRACT_CUTS,
+    ProbeKind,
+    cut_points,
+    family_of,
+)
 from resolvers.rules.ranking import Band, band
 
 
 def test_a_fitted_identity_takes_its_family_cut_points() -> None:
     family = "local:lexical-384@384"
-    assert family in CALIBRATED
+    assert (family, ProbeKind.PASSAGE) in CALIBRATED
+    calibrated = CALIBRATED[family, ProbeKind.PASSAGE].bands
     assert family_of("local:lexical-384.0c57631f@384") == family
-    assert cut_points("local:lexical-384.0c57631f@384") == CALIBRATED[family]
-    assert cut_points(family) == CALIBRATED[family] != CONTRACT_CUTS
+    assert cut_points("local:lexical-384.0c57631f@384") == calibrated
+    assert cut_points(family) == calibrated != CONTRACT_CUTS
 
 
 def test_an_identity_without_a_calibration_keeps_the_contract_cut_points() -> None:

@@ -5,8 +5,6 @@ Revises:
 Create Date: 2026-11-30 00:33:38.378946
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
@@ -14,8 +12,6 @@ import pgvector.sqlalchemy.vector
 
 revision: str = '0001'
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -5,15 +5,11 @@ Revises: 0001
 Create Date: 2026-11-30 01:00:00
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0002'
 down_revision: str | None = '0001'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -6,15 +6,11 @@ Create Date: 2026-12-02 00:00:00
 """
 
 import secrets
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0005'
 down_revision: str | None = '0004'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

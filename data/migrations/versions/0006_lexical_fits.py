@@ -5,15 +5,11 @@ Revises: 0005
 Create Date: 2026-12-02 00:00:00
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0006'
 down_revision: str | None = '0005'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -12,14 +12,10 @@ Revises: 0006
 Create Date: 2026-12-03 00:00:00
 """
 
-from collections.abc import Sequence
-
 from alembic import op
 
 revision: str = '0007'
 down_revision: str | None = '0006'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -7,17 +7,12 @@ as, and every stored time is held to the range the import allows (data/times.py)
 
 Revision ID: 0008
 Revises: 0007
-Create Date: 2026-12-01 00:00:00
 """
-
-from collections.abc import Sequence
 
 from alembic import op
 
 revision: str = '0008'
 down_revision: str | None = '0007'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 EARLIEST = "'0001-01-01 00:00:00+00'::timestamptz"
 LATEST = "'9999-12-31 23:59:59.999999+00'::timestamptz"

@@ -1,7 +1,9 @@
 // What a ranked session and its matching passages look like, in the panel and in the search
-// results alike: the band as a word (the number in a tooltip), the passage as plain text.
+// results alike: the band as a word (the number in a tooltip), the passage as plain text (a
+// search's matched words marked in it).
 
 import { h, plural, sessionHref, time } from "./dom.js";
+import { highlighted } from "./highlight.js";
 import { status } from "./sessions.js";
 
 /** The band word; its number in a tooltip that keyboard users reach too. */
@@ -24,8 +26,8 @@ export function capitalised(text) {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
-/** A passage's text as text (never parsed), or why it is not shown. */
-export function passage(text, redactionState) {
+/** A passage's text as text (never parsed), with `words` marked in it, or why it is not shown. */
+export function passage(text, redactionState, words = []) {
   if (text === null || text === undefined) {
     return h(
       "p",
@@ -35,7 +37,7 @@ export function passage(text, redactionState) {
         : "Passage withheld: its text is not shown.",
     );
   }
-  return h("blockquote", { class: "passage" }, text);
+  return h("blockquote", { class: "passage" }, highlighted(text, words));
 }
 
 /** The other session's side of a match: what it was, linked to its turn, and its text. */
@@ -50,7 +52,7 @@ export function theirSide(m, sessionId, lead = "Theirs: ") {
       lead,
       m.replayAnchor ? h("a", { href: `${sessionHref(sessionId)}#activity-${m.replayAnchor}` }, what) : what,
     ),
-    passage(m.text, m.redactionState),
+    passage(m.text, m.redactionState, m.matchedWords),
   );
 }
 
@@ -78,7 +80,8 @@ export function neighbourMatch(m, neighbourId) {
   );
 }
 
-/** A match of a search: the session's passage like the text, linked to its turn. */
+/** A match of a search: the session's passage like the text, linked to its turn, the words
+ * the text matched in it marked. */
 export function foundMatch(m, sessionId) {
   return h("li", { class: "match" }, theirSide(m, sessionId, ""));
 }
@@ -108,5 +111,21 @@ export function rankedSession(n, kind, matchItems) {
       ` · ${plural(n.matchedChunkCount, "matching passage")}`,
     ),
     matchItems.length ? h("ul", { class: "matches" }, matchItems) : null,
+  );
+}
+
+/** What is offered when nothing passed the floor: the API's sentence, then the nearest
+ * sessions in their own list, each labelled by its band word (loose). */
+export function nearestOffered(sentence, sessions, matchItemsOf) {
+  return h(
+    "div",
+    { class: "nearest-offered" },
+    h("p", { class: "empty" }, sentence),
+    h("h3", { class: "nearest-heading" }, "Nearest sessions, below the floor"),
+    h(
+      "ol",
+      { class: "nearest-list" },
+      sessions.map((n) => rankedSession(n, "nearest", matchItemsOf(n))),
+    ),
   );
 }

@@ -27,21 +27,25 @@ fragment ConsoleReplayPage on ReplayPage {
   hasNextPage
 }`;
 
-// Only what the panel shows of each neighbour and match.
+// Only what the panel shows of each neighbour and match; when nothing passed the floor, the
+// nearest sessions below it (`nearest`) come in the same shape.
 const SIMILAR_FIELDS = `
 fragment ConsoleSimilarSessions on SimilarSessions {
-  modelIdentity embeddedChunks probeChunks
+  modelIdentity embeddedChunks probeChunks floor
   degraded { reasons detail }
-  results {
-    runtimeSessionId title startedAt similarity band matchedChunkCount consoleLink
-    session { status }
-    matches {
-      sourceKind chunkIndex role redactionState text replayAnchor
-      probe { sourceKind chunkIndex role occurredAt text replayAnchor }
-    }
-  }
+  results { ...ConsoleNeighbour }
+  nearest { ...ConsoleNeighbour }
   endCursor
   hasNextPage
+}
+
+fragment ConsoleNeighbour on Neighbour {
+  runtimeSessionId title startedAt similarity band matchedChunkCount consoleLink
+  session { status }
+  matches {
+    sourceKind chunkIndex role redactionState text replayAnchor
+    probe { sourceKind chunkIndex role occurredAt text replayAnchor }
+  }
 }`;
 
 // The session page with the panel collapsed: the header and the replay's first page.
@@ -111,19 +115,26 @@ query ConsoleMoreSimilarSessions(
 }
 ${SIMILAR_FIELDS}`;
 
-// Sessions with passages like a described text (the search box), a page at a time.
+// Sessions with passages like a described text (the search box), a page at a time: which legs
+// ran, and each passage's words the text matched; when nothing was found, the nearest.
 export const SEARCH_SESSIONS = `
 query ConsoleSearchSessions($text: String!, $limit: Int!, $maxMatches: Int!, $after: String) {
   searchSessions(text: $text, limit: $limit, maxMatchesPerSession: $maxMatches, after: $after) {
-    modelIdentity
+    modelIdentity floor
+    legs { leg model ran reasons }
     degraded { reasons detail }
-    results {
-      runtimeSessionId title startedAt similarity band matchedChunkCount consoleLink
-      session { status }
-      matches { documentId sourceKind chunkIndex role redactionState text replayAnchor }
-    }
+    results { ...ConsoleFound }
+    nearest { ...ConsoleFound }
     endCursor
     hasNextPage
+  }
+}
+
+fragment ConsoleFound on SearchNeighbour {
+  runtimeSessionId title startedAt similarity band matchedChunkCount consoleLink
+  session { status }
+  matches {
+    documentId sourceKind chunkIndex role redactionState text matchedWords replayAnchor
   }
 }`;
 

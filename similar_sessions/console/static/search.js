@@ -1,12 +1,26 @@
 // Search by describing what happened: the sessions with passages like the text
-// (Query.searchSessions), a page at a time, shown beside the titles and source ids containing it.
+// (Query.searchSessions), a page at a time, shown beside the titles and source ids containing it;
+// which legs of the search ran, and, when nothing was close enough, the nearest sessions.
 
 import { Unauthorized, graphql } from "./api.js";
+import { NOTHING_CLOSE, degradedNote, nothingCloseSentence, offersNearest, sentencesOf } from "./degraded.js";
 import { h, plural } from "./dom.js";
-import { foundMatch, rankedSession } from "./passages.js";
+import { legsLine } from "./legs.js";
+import { foundMatch, nearestOffered, rankedSession } from "./passages.js";
 import { DESCRIBED_SEARCH_MAX, MATCHES_PER_SESSION, SEARCH_LIMIT, SEARCH_SESSIONS } from "./queries.js";
 
 const NOTHING = "No session has a passage like this text.";
+
+function matchItems(n) {
+  return n.matches.map((m) => foundMatch(m, n.runtimeSessionId));
+}
+
+/** The space of the similarities shown, and the floor passages found by meaning had to reach. */
+function finePrint(answer) {
+  const dense = answer.legs.some((l) => l.leg === "DENSE" && l.ran);
+  const floor = dense ? `; by meaning, a passage had to reach similarity ${answer.floor.toFixed(2)}` : "";
+  return h("p", { class: "fine-print" }, `Compared with model ${answer.modelIdentity}${floor}.`);
+}
 
 function problem(sentence, onRetry) {
   return h(
@@ -74,7 +88,11 @@ export function describedSearch(text, { key, onUnauthorized }) {
     if (state.status === "loading") return "Looking for sessions that went like this…";
     if (state.status === "error") return "Sessions that went like this could not be looked for.";
     if (state.results.length) return `${plural(state.results.length, "session")} went like this.`;
-    return state.answer.degraded.detail ?? NOTHING;
+    const { nearest, degraded } = state.answer;
+    if (offersNearest(state.answer, 0)) {
+      return `Nothing was close enough; ${plural(nearest.length, "nearest session")} offered, labelled loose.`;
+    }
+    return degraded.reasons.includes(NOTHING_CLOSE) ? NOTHING : (degraded.detail ?? NOTHING);
   }
 
   function content() {
@@ -85,38 +103,42 @@ export function describedSearch(text, { key, onUnauthorized }) {
       return [problem(`The search could not be run. ${state.error}`, () => load(null))];
     }
     const answer = state.answer;
-    const parts = [];
-    if (answer.degraded.detail) {
-      parts.push(h("div", { class: "degraded", role: "note" }, h("p", {}, answer.degraded.detail)));
-    }
+    const sentences = sentencesOf(answer.degraded);
+    const legs = legsLine(answer.legs, answer.degraded, sentences);
+    const nearest = offersNearest(answer, state.results.length);
+    // Nothing passed: said under the note, with the nearest or (none to offer) as NOTHING.
+    const closeNone = state.results.length === 0 && answer.degraded.reasons.includes(NOTHING_CLOSE);
+    const said = [...(legs?.said ?? []), ...(closeNone ? [NOTHING_CLOSE] : [])];
+    const note = degradedNote(answer.degraded, sentences, said);
+    const parts = [legs?.element, note];
     if (state.results.length) {
-      const items = state.results.map((n) =>
-        rankedSession(n, "found", n.matches.map((m) => foundMatch(m, n.runtimeSessionId))),
-      );
-      parts.push(h("ol", { class: "found-list" }, items));
-    } else if (!answer.degraded.detail) {
+      parts.push(h("ol", { class: "found-list" }, state.results.map((n) => rankedSession(n, "found", matchItems(n)))));
+    } else if (nearest) {
+      parts.push(nearestOffered(nothingCloseSentence(sentences), answer.nearest, matchItems));
+    } else if (closeNone || !note) {
       parts.push(h("p", { class: "empty" }, NOTHING));
     }
+    parts.push(more(answer));
+    if (answer.modelIdentity && (state.results.length || nearest)) parts.push(finePrint(answer));
+    return parts.filter(Boolean);
+  }
+
+  /** "Show more", or why more could not be loaded; null on the last page. */
+  function more(answer) {
     if (state.more === "error") {
-      parts.push(problem(`More sessions could not be loaded. ${state.error}`, () => load(answer.endCursor)));
-    } else if (answer.hasNextPage && answer.endCursor) {
-      parts.push(
-        h(
-          "button",
-          {
-            type: "button",
-            class: "button-quiet",
-            disabled: state.more === "loading",
-            onclick: () => load(answer.endCursor),
-          },
-          state.more === "loading" ? "Loading…" : "Show more sessions that went like this",
-        ),
-      );
+      return problem(`More sessions could not be loaded. ${state.error}`, () => load(answer.endCursor));
     }
-    if (answer.modelIdentity && state.results.length) {
-      parts.push(h("p", { class: "fine-print" }, `Compared with model ${answer.modelIdentity}.`));
-    }
-    return parts;
+    if (!answer.hasNextPage || !answer.endCursor) return null;
+    return h(
+      "button",
+      {
+        type: "button",
+        class: "button-quiet",
+        disabled: state.more === "loading",
+        onclick: () => load(answer.endCursor),
+      },
+      state.more === "loading" ? "Loading…" : "Show more sessions that went like this",
+    );
   }
 
   if (text.length <= DESCRIBED_SEARCH_MAX) load(null);

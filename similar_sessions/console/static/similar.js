@@ -1,12 +1,14 @@
 // The "Similar sessions" panel: collapsed unless asked for; its neighbours can be filtered by
 // status, and each session is compared at most once per filter and page view (the first answer
-// may come with the page's own request). The timeline comes with the first page of neighbours.
+// may come with the page's own request). The timeline comes with the first page of neighbours;
+// when no neighbour was close enough, the nearest sessions below the floor are offered, loose.
 
 import { RequestFailed, Unauthorized, graphqlPartial, refusal } from "./api.js";
+import { NOTHING_CLOSE, degradedNote, nothingCloseSentence, offersNearest, sentencesOf } from "./degraded.js";
 import { statusFilter } from "./filter.js";
 import { h, plural } from "./dom.js";
 import { alwaysOpen, rememberNeighbourStatus } from "./memory.js";
-import { neighbourMatch, rankedSession } from "./passages.js";
+import { nearestOffered, neighbourMatch, rankedSession } from "./passages.js";
 import {
   MATCHES_PER_SESSION,
   MORE_SIMILAR_SESSIONS,
@@ -106,6 +108,10 @@ function emptySentence(reasons, filter) {
     : EMPTY.nothing_similar;
 }
 
+function matchItems(n) {
+  return n.matches.map((m) => neighbourMatch(m, n.runtimeSessionId));
+}
+
 function problem(sentence, onRetry) {
   return h(
     "div",
@@ -124,6 +130,10 @@ function announcement(state, filter) {
   if (state.status === "loading") return "Looking for similar sessions…";
   if (state.status === "error") return "Similar sessions could not be loaded.";
   if (state.status !== "ready") return "";
+  if (offersNearest(state.answer, state.results.length)) {
+    const offered = plural(state.answer.nearest.length, "nearest session");
+    return `No session was close enough; ${offered} offered, labelled loose.`;
+  }
   if (state.results.length === 0) return emptySentence(state.answer.degraded.reasons, filter);
   const which = filter ? ` with status “${filter}”` : "";
   return `${plural(state.results.length, "similar session")}${which} shown.`;
@@ -246,10 +256,9 @@ export function similarPanel(
     }
     if (state.status !== "ready") return [];
     const answer = state.answer;
-    const parts = [];
-    if (answer.degraded.detail) {
-      parts.push(h("div", { class: "degraded", role: "note" }, h("p", {}, answer.degraded.detail)));
-    }
+    const sentences = sentencesOf(answer.degraded);
+    const nearest = offersNearest(answer, state.results.length);
+    const parts = [degradedNote(answer.degraded, sentences, nearest ? [NOTHING_CLOSE] : [])];
     if (state.timeline && (state.timeline.sessions > 0 || state.results.length > 0)) {
       parts.push(timelineView(state.timeline, { grouping, onGrouping: (g) => (grouping = g) }));
     } else if (state.timelineError) {
@@ -257,20 +266,7 @@ export function similarPanel(
       const sentence = `The timeline could not be counted. ${state.timelineError}`;
       parts.push(timelineRefused(problem(sentence, () => load(state, null))));
     }
-    if (state.results.length === 0) {
-      parts.push(h("p", { class: "empty" }, emptySentence(answer.degraded.reasons, filter)));
-    } else {
-      parts.push(
-        h("h3", { class: "neighbours-title" }, "Most similar sessions"),
-        h(
-          "ol",
-          { class: "neighbours" },
-          state.results.map((n) =>
-            rankedSession(n, "neighbour", n.matches.map((m) => neighbourMatch(m, n.runtimeSessionId))),
-          ),
-        ),
-      );
-    }
+    parts.push(...neighbours(state, sentences, nearest));
     if (state.more === "error") {
       parts.push(
         problem(`More similar sessions could not be loaded. ${state.error}`, () =>
@@ -297,12 +293,27 @@ export function similarPanel(
           "p",
           { class: "fine-print" },
           `Compared ${answer.probeChunks} of ${plural(answer.embeddedChunks, "embedded passage")} ` +
-            `(model ${answer.modelIdentity}).`,
+            `(model ${answer.modelIdentity}; a passage had to reach similarity ${answer.floor.toFixed(2)}).`,
         ),
       );
     }
     parts.push(preference());
-    return parts;
+    return parts.filter(Boolean);
+  }
+
+  /** The neighbours, or the nearest sessions offered in their place, or why there are none. */
+  function neighbours(state, sentences, nearest) {
+    const answer = state.answer;
+    if (nearest) {
+      return [nearestOffered(nothingCloseSentence(sentences), answer.nearest, matchItems)];
+    }
+    if (state.results.length === 0) {
+      return [h("p", { class: "empty" }, emptySentence(answer.degraded.reasons, filter))];
+    }
+    return [
+      h("h3", { class: "neighbours-title" }, "Most similar sessions"),
+      h("ol", { class: "neighbours" }, state.results.map((n) => rankedSession(n, "neighbour", matchItems(n)))),
+    ];
   }
 
   function preference() {

@@ -10,20 +10,15 @@ index now carry in_shared_index = false, and the model's shared index, built fro
 every row (its predicate does not name the column, and queries that do still use it) until it
 is built again.
 
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-04 00:00:00
+Revision ID: 0010
+Revises: 0009
 """
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0009'
-down_revision: str | None = '0008'
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision: str = '0010'
+down_revision: str | None = '0009'
 
 
 def upgrade() -> None:

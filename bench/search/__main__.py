@@ -1,0 +1,101 @@
+"""Search by description on both labelled corpora: the product's lexical leg alone, its
+dense leg alone, the two fused (reciprocal rank, and a weighted blend beside it), and
+whole-session BM25 on the same sessions, over the description sets of bench/search/queries.
+
+    python -m bench.search [--corpus all|tau-bench|coding-agents] [--no-dense] [--out FILE]
+
+Each corpus gets a fresh database `ss_search_<corpus>[_dense]` on the server the CLI uses,
+imported as plain activity and indexed by the product (the fitted lexical model, and
+all-MiniLM-L6-v2 beside it as the dense model, its vectors cached in bench/.cache)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import sys
+from collections.abc import Sequence
+
+from bench.common.paths import ROOT
+from bench.quality import labelled
+from bench.search import metrics
+from bench.search.baselines import BM25_ROW, bm25_rankings, relevant_sets, table
+from bench.search.product import Prepared, prepare, rankings
+from bench.search.queries import query_set
+from config.logs import configure_logging
+from config.settings import Settings
+from resolvers.comparison.legs import Leg
+from resolvers.comparison.searched import Fusion
+
+OUT = ROOT / "bench" / "results" / "search.md"
+Row = tuple[str, str, metrics.Figures]
+CONFIGS: list[tuple[str, Leg | None, Fusion, bool]] = [  # (row, only, fusion, needs dense)
+    ("product: lexical leg only (BM25 over passages)", Leg.LEXICAL, Fusion.RRF, False),
+    ("product: dense leg only (all-MiniLM-L6-v2)", Leg.DENSE, Fusion.RRF, True),
+    ("product: hybrid, reciprocal-rank fusion (k 60)", None, Fusion.RRF, True),
+    ("product: hybrid, weighted blend (0.5 / 0.5)", None, Fusion.BLEND, True),
+]
+
+
+async def measure(
+    name: str, dense: bool, settings: Settings, reuse: bool
+) -> tuple[list[Row], list[str]]:
+    corpus = labelled.CORPORA[name]()
+    queries = query_set(name, corpus)
+    relevant = relevant_sets(queries, corpus)
+    rows: list[Row] = [(name, BM25_ROW, metrics.figures(bm25_rankings(queries, corpus), relevant))]
+    notes = []
+    prepared: Prepared = await prepare(corpus, dense, settings, reuse)
+    try:
+        for row, only, fusion, needs_dense in CONFIGS:
+            if needs_dense and not dense:
+                continue
+            ranked, took = await rankings(prepared, queries, only, fusion)
+            rows.append((name, row, metrics.figures(ranked, relevant)))
+            notes.append(f"{name}, {row}: search median {statistics.median(took):.1f} ms")
+    finally:
+        await prepared.engine.dispose()
+    return rows, notes
+
+
+async def run(names: Sequence[str], dense: bool, reuse: bool) -> tuple[list[Row], list[str]]:
+    settings = Settings.from_env()
+    configure_logging("WARNING")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    rows, notes = [], []
+    for name in names:
+        more, said = await measure(name, dense, settings, reuse)
+        rows += more
+        notes += said
+    return rows, notes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__)
+    parser.add_argument("--corpus", choices=["all", *labelled.CORPORA], default="all")
+    parser.add_argument("--no-dense", action="store_true", help="the lexical leg only")
+    parser.add_argument("--reuse", action="store_true", help="the databases a run before left")
+    parser.add_argument("--out", default=str(OUT))
+    opts = parser.parse_args(argv)
+    names = list(labelled.CORPORA) if opts.corpus == "all" else [opts.corpus]
+    rows, notes = asyncio.run(run(names, not opts.no_dense, opts.reuse))
+    text = "\n".join([table(rows), "", *[f"- {n}" for n in notes], ""])
+    print(text)
+    with open(opts.out, "w", encoding="utf-8") as out:
+        out.write(HEADER + text)
+    return 0
+
+
+HEADER = """# Search by description
+
+`python -m bench.search` on the description sets of `bench/search/queries/` (written by hand,
+none sharing three consecutive words with its task's sessions). Relevant = a session of the
+description's task; hit@5: any among the first five; P@5 over five; MRR@10; empty: answers
+with no session.
+
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

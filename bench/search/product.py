@@ -1,0 +1,97 @@
+"""The product's search on a labelled corpus: the corpus imported and indexed by the product
+(the fitted lexical model, and MiniLM beside it as the dense model when asked), then every
+description searched in process, leg by leg and fused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bench.common.databases import recreate, with_database
+from bench.quality import labelled, served
+from bench.quality.vector_cache import CachedEmbedder
+from bench.search.queries import Query
+from config.settings import Settings
+from data.engine import make_engine
+from data.migrate import migrate
+from data.server import resolve_url
+from indexer.embedders import MINILM, MiniLMEmbedder, Registry
+from indexer.lexical import UNFITTED, LexicalEmbedder
+from resolvers.arguments import SimilarArgs
+from resolvers.comparison.legs import Leg
+from resolvers.comparison.search import search_sessions
+from resolvers.comparison.searched import Fusion
+from resolvers.services import Services
+from resolvers.tuning import Tuning
+
+LEXICAL = ("local", "lexical-384", 384)
+TOP = 10  # MRR@10 reads ten
+Rankings = dict[str, list[str]]
+
+
+def registry() -> Registry:
+    return Registry(
+        {str(UNFITTED): LexicalEmbedder, str(MINILM): lambda: CachedEmbedder(MiniLMEmbedder())}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    corpus: labelled.Corpus
+    engine: AsyncEngine
+    services: Services
+    dense: bool
+
+
+async def prepare(
+    corpus: labelled.Corpus, dense: bool, settings: Settings, reuse: bool = False
+) -> Prepared:
+    """A fresh database `ss_search_<corpus>` with the corpus imported and indexed (`reuse`:
+    the one a run before left, as it is)."""
+    url = resolve_url(settings.database_url, settings.data_dir)
+    name = "ss_search_" + corpus.name.replace("-", "_") + ("_dense" if dense else "")
+    if reuse:
+        engine = make_engine(with_database(url, name), statement_timeout_ms=600_000)
+        services = Services(engine, Tuning.of(settings), embedders=registry())
+        return Prepared(corpus, engine, services, dense)
+    engine = make_engine(await recreate(url, name), statement_timeout_ms=600_000)
+    await migrate(engine)
+    await served.load(engine, corpus, LEXICAL)
+    if dense:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "UPDATE embedding_settings SET dense_provider = 'local', "
+                    "dense_model = 'all-minilm-l6-v2', dense_dimensions = 384 "
+                    "WHERE account_id = :a"
+                ),
+                {"a": corpus.account_id},
+            )
+    started = time.perf_counter()
+    report = await served.index(engine, settings, corpus, registry())
+    took = time.perf_counter() - started
+    print(f"{corpus.name}: indexed in {took:.0f} s ({report.chunks_embedded} vectors)")
+    services = Services(engine, Tuning.of(settings), embedders=registry())
+    return Prepared(corpus, engine, services, dense)
+
+
+async def rankings(
+    prepared: Prepared, queries: Sequence[Query], only: Leg | None, fusion: Fusion
+) -> tuple[Rankings, list[float]]:
+    """Each description's ranked session names (its first TOP), and each search's time (ms)."""
+    names = {s.id: s.name for s in prepared.corpus.sessions}
+    out: Rankings = {}
+    took = []
+    args = SimilarArgs(limit=TOP, max_matches_per_session=1, include_match_text=False)
+    for query in queries:
+        started = time.perf_counter()
+        answer = await search_sessions(
+            prepared.services, prepared.corpus.account_id, query.text, args, only, fusion
+        )
+        took.append((time.perf_counter() - started) * 1000)
+        out[query.text] = [names[n.runtime_session_id] for n in answer.results]
+    return out, took

@@ -1,0 +1,60 @@
+"""The two vectors a chunk can hold: its account's configured model's (`PRIMARY`, the one
+every comparison reads) and its dense model's beside it (`DENSE`, a search's dense leg). One
+passage, two spaces: each slot has its own vector, model, state, attempts and error."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+from data.model_identity import ModelIdentity
+
+
+class Columns(NamedTuple):
+    """The columns of one slot."""
+
+    vector: str
+    model: str
+    state: str
+    embedded_at: str
+    attempts: str
+    error: str
+    waiting: str  # what a chunk must be for the slot's model to embed it
+
+
+class VectorSlot(Enum):
+    # The configured model's: every comparison reads it.
+    PRIMARY = Columns(
+        "embedding",
+        "embedding_model",
+        "embedding_state",
+        "embedded_at",
+        "embed_attempts",
+        "embed_error",
+        "embedding_state = 'pending'",
+    )
+    # The dense model's: the same passages, less what the primary pass found repeated.
+    DENSE = Columns(
+        "dense_embedding",
+        "dense_model",
+        "dense_state",
+        "dense_embedded_at",
+        "dense_attempts",
+        "dense_error",
+        "dense_state = 'pending' AND embedding_state <> 'skipped'",
+    )
+
+    def __getattr__(self, role: str) -> str:
+        """A column of the slot by its role (`slot.vector`, `slot.state`: a field of
+        Columns)."""
+        if role not in Columns._fields:
+            raise AttributeError(f"a vector slot has no column {role!r}")
+        return str(getattr(object.__getattribute__(self, "value"), role))
+
+
+class Space(NamedTuple):
+    """A model's vector space as the chunks hold it: the model and the slot its vectors are
+    in (the dense model's are in the dense slot)."""
+
+    identity: ModelIdentity
+    slot: VectorSlot = VectorSlot.PRIMARY

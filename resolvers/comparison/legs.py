@@ -1,0 +1,140 @@
+"""A search's legs, each run in its own space: the lexical leg ranks passages by BM25 over
+their words (data/bm25.py), the dense leg by cosine to the text in the dense model's space
+(the same lookups as a comparison's probes). Each leg answers the passages it found, with
+their similarity to the text in the answer's one space (the published number)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import bm25
+from data import comparison as sql
+from data.lookups import Ask, Limits, LookupPath, TextAnswer
+from data.vector_slots import Space
+from resolvers.comparison.check_costs import CheckCosts, begin_check
+from resolvers.rules.lookup_path import vouches_for
+from resolvers.tuning import Tuning
+
+# Passages a search's lexical leg answers, and the candidates it scores at most (rarest terms
+# first); a dense leg answers the contract's 25 nearest.
+LEXICAL_PASSAGES = 100
+LEXICAL_CANDIDATES = 5000
+
+
+class Leg(StrEnum):
+    LEXICAL = "lexical"
+    DENSE = "dense"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A passage a leg found: its score in the leg (BM25, or cosine in the leg's model) and
+    its similarity to the text in the answer's space (None: it has no vector there)."""
+
+    chunk_id: UUID
+    session_id: UUID
+    score: float
+    similarity: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LegAnswer:
+    """What one leg did: whether it ran (else the reason codes why not), in which model, with
+    which floor, on which lookup path, and the passages it found, best first."""
+
+    leg: Leg
+    model: str | None
+    ran: bool
+    found: tuple[Found, ...] = ()
+    floor: float | None = None
+    path: LookupPath | None = None
+    reasons: frozenset[str] = frozenset()
+    unverified: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """The text searched for: its account, words, ask (window, filters), and its vector in
+    the answer's space when it has one."""
+
+    account_id: UUID
+    words: str
+    ask: Ask
+    answer: tuple[Space, str] | None
+
+
+async def lexical_leg(conn: AsyncConnection, text: Text) -> LegAnswer:
+    """The account's passages richest in the text's words, by BM25 (no floor: a passage
+    sharing no word with the text is not found)."""
+    scored = await bm25.ranked_passages(
+        conn,
+        text.account_id,
+        text.words,
+        text.ask,
+        LEXICAL_PASSAGES,
+        LEXICAL_CANDIDATES,
+        text.answer,
+    )
+    found = tuple(Found(s.chunk_id, s.session_id, s.score, s.similarity) for s in scored)
+    return LegAnswer(Leg.LEXICAL, None, True, found)
+
+
+async def dense_leg(
+    conn: AsyncConnection,
+    text: Text,
+    space: Space,
+    vector: str,
+    floor: float,
+    tuning: Tuning,
+    checks: CheckCosts,
+) -> LegAnswer:
+    """The passages nearest the text's vector in the dense model's space, at or above the
+    model's floor for a text; an approximate lookup that cannot vouch for its answer is
+    checked by an exact pass, as a comparison's probes are."""
+    limits = replace(tuning.limits, floor=floor)
+    looked = await sql.look_up_text(
+        conn, text.account_id, space.identity, vector, text.ask, limits, slot=space.slot
+    )
+    unverified = False
+    if looked.path.path.approximate and not vouches_for(
+        looked.answer.window, limits.window, limits.per_probe
+    ):
+        exact = await _checked(conn, text, space, vector, limits, tuning, checks)
+        unverified = exact is None
+        # the path reported stays the one the lookup took
+        looked = looked if exact is None else TextAnswer(looked.path, exact.answer)
+    same = text.answer is not None and text.answer[0] == space
+    found = tuple(
+        Found(h.chunk_id, h.session_id, h.similarity, h.similarity if same else None)
+        for h in looked.answer.hits
+    )
+    model = str(space.identity)
+    return LegAnswer(Leg.DENSE, model, True, found, floor, looked.path.path, unverified=unverified)
+
+
+async def _checked(
+    conn: AsyncConnection,
+    text: Text,
+    space: Space,
+    vector: str,
+    limits: Limits,
+    tuning: Tuning,
+    checks: CheckCosts,
+) -> TextAnswer | None:
+    """The text's lookup by an exact pass within the check's budget; None past it, or when
+    the account's last checks predict it would run past it."""
+    budget_ms = tuning.verify_budget_ms
+    clock = None if budget_ms <= 0 else begin_check(checks, text.account_id, 1, budget_ms)
+    if clock is None:
+        return None
+    exact: TextAnswer | None = None
+    async with sql.own_budget(conn, budget_ms):
+        exact = await sql.look_up_text(
+            conn, text.account_id, space.identity, vector, text.ask, limits, True, space.slot
+        )
+    clock.end(finished=exact is not None)
+    return exact

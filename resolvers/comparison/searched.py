@@ -1,0 +1,98 @@
+"""A search's legs into one ranked page (pure but for the nearest passages' lookup): each leg
+orders the sessions it found by their best passage, the orders are fused by reciprocal rank,
+and each session is shown by its passages most similar to the text in the answer's space."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from enum import StrEnum
+from uuid import UUID
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import comparison as sql
+from data.vector_slots import Space
+from resolvers.arguments import SimilarArgs
+from resolvers.comparison.legs import Found, Leg, LegAnswer, Text
+from resolvers.rules import ranking
+from resolvers.rules.fusion import Fused, leg_order, reciprocal_rank_fusion, weighted_blend
+from resolvers.tuning import Tuning
+
+NO_FLOOR = -1.0  # every passage: the nearest are offered when nothing passed the floor
+BLEND_LEXICAL_WEIGHT = 0.5  # the weighted blend's share of the lexical leg (measured beside)
+
+
+class Fusion(StrEnum):
+    RRF = "rrf"  # the product's: reciprocal-rank fusion
+    BLEND = "blend"  # measured beside it: a weighted blend of each leg's normalised scores
+
+
+def fused(legs: Sequence[LegAnswer], fusion: Fusion) -> list[Fused]:
+    """The sessions the legs found, fused."""
+    best = [best_of(leg.found) for leg in legs]
+    if fusion is Fusion.RRF:
+        return reciprocal_rank_fusion([leg_order(b) for b in best])
+    weights = [
+        BLEND_LEXICAL_WEIGHT if leg.leg is Leg.LEXICAL else 1 - BLEND_LEXICAL_WEIGHT for leg in legs
+    ]
+    return weighted_blend([{s: v[0] for s, v in b.items()} for b in best], weights)
+
+
+def fused_page(
+    legs: Sequence[LegAnswer], args: SimilarArgs, fusion: Fusion = Fusion.RRF
+) -> tuple[list[ranking.Neighbour], bool]:
+    """The legs' sessions fused, in the contract's order over (fused score, similarity,
+    session id), and the page the arguments ask for, with whether more follow."""
+    ran = [leg for leg in legs if leg.ran]
+    passages = passages_by_session(found for leg in ran for found in leg.found)
+    neighbours = [
+        neighbour(f, passages[f.session_id], args.max_matches_per_session)
+        for f in fused(ran, fusion)
+    ]
+    neighbours.sort(key=lambda n: n.sort_key)
+    page, more = ranking.page_after(neighbours, args.after, args.limit)
+    return page, more
+
+
+def best_of(found: Iterable[Found]) -> dict[UUID, tuple[float, int]]:
+    """Per session, its best passage's score in the leg and how many passages it found."""
+    best: dict[UUID, tuple[float, int]] = {}
+    for f in found:
+        score, count = best.get(f.session_id, (f.score, 0))
+        best[f.session_id] = (max(score, f.score), count + 1)
+    return best
+
+
+def passages_by_session(found: Iterable[Found]) -> dict[UUID, dict[UUID, float]]:
+    """Per session, each passage any leg found, at its similarity in the answer's space (0
+    for a passage without a vector there)."""
+    out: dict[UUID, dict[UUID, float]] = {}
+    for f in found:
+        similarity = f.similarity if f.similarity is not None else 0.0
+        chunks = out.setdefault(f.session_id, {})
+        chunks[f.chunk_id] = max(similarity, chunks.get(f.chunk_id, similarity))
+    return out
+
+
+def neighbour(fused: Fused, chunks: dict[UUID, float], max_matches: int) -> ranking.Neighbour:
+    """A fused session: its fused score, its best similarity, its passages found, and the
+    first `max_matches` of them by similarity (ties: chunk id)."""
+    order = sorted(chunks.items(), key=lambda kv: (-kv[1], kv[0]))
+    matches = tuple(ranking.Match(chunk, sim, 0) for chunk, sim in order[:max_matches])
+    top = order[0][1] if order else 0.0
+    return ranking.Neighbour(fused.session_id, fused.score, top, len(chunks), matches)
+
+
+async def nearest_page(
+    conn: AsyncConnection, text: Text, answer: tuple[Space, str], tuning: Tuning, args: SimilarArgs
+) -> list[ranking.Neighbour]:
+    """The sessions of the passages nearest the text in the answer's space, floor or no
+    floor, ranked by the contract's rule: offered (loose) when nothing passed."""
+    space, vector = answer
+    limits = replace(tuning.limits, floor=NO_FLOOR)
+    looked = await sql.look_up_text(
+        conn, text.account_id, space.identity, vector, text.ask, limits, slot=space.slot
+    )
+    neighbours = ranking.rank_neighbours(looked.answer.hits, args.max_matches_per_session)
+    return neighbours[: args.limit]
