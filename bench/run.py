@@ -118,7 +118,7 @@ async def clustered_only(args: argparse.Namespace, report: Report, server: str) 
         "one untimed round; medians; ms."
     )
     report.say()
-    await vector_worlds(report, server, args.db_prefix, models_of(args), args.fresh)
+    await vector_worlds(report, server, args.db_prefix, models_of(args), args.fresh, args.only)
     report.say_targets()
     report.say(
         "Every request's path and extra work is logged (`similar_sessions`, "
@@ -223,6 +223,7 @@ def tuning_of(args: argparse.Namespace) -> Tuning:
         overfetch=args.overfetch,
         comparison_timeout_ms=60_000,
         verify_timeout_ms=args.verify_timeout_ms,
+        page_connections=args.page_connections,
     )
 
 
@@ -237,6 +238,13 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, default=defaults.ef_search)
     parser.add_argument("--overfetch", type=int, default=defaults.overfetch)
     parser.add_argument("--verify-timeout-ms", type=int, default=defaults.verify_timeout_ms)
+    parser.add_argument("--page-connections", type=int, default=defaults.page_connections)
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="with --clustered: only the accounts whose label contains this (repeatable)",
+    )
     parser.add_argument("--builds", type=int, default=3, help="index builds per loop account")
     parser.add_argument(
         "--loops", action="store_true", help="only the recall table and the loop sessions"

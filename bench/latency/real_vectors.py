@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -63,6 +64,7 @@ class Measured:
     reasons: Counter[str] = field(default_factory=Counter)
     logged: Counter[str] = field(default_factory=Counter)  # the served server's INFO lines
     page: PageTimes | None = None
+    page_single: PageTimes | None = None  # the same page, SIMILAR_SESSIONS_PAGE_CONNECTIONS=1
     page_elapsed_ms: list[float] = field(default_factory=list)  # the page's batch, server's log
     page_tallies: list[Tally] = field(default_factory=list)
 
@@ -81,23 +83,31 @@ class World:
 
 
 class Servers:
-    """The served server and the exact-path server on one world's database."""
+    """The served server, the exact-path server, and the served tuning with a page on one
+    connection (SIMILAR_SESSIONS_PAGE_CONNECTIONS=1), on one world's database."""
 
     def __init__(self, world: World, tuning: Tuning) -> None:
         exact = replace(tuning, exact_scan_max_chunks=EXACT_FORCED)
+        single = replace(tuning, page_connections=1)
         self.log = RESULTS / f"server-{world.name}.log"
-        self.served_proc, served = start_server(world.url, tuning, self.log)
+        self.procs: list[subprocess.Popen[bytes]] = []
+        bases = []
         try:
-            self.exact_proc, exact_base = start_server(
-                world.url, exact, RESULTS / f"server-{world.name}-exact.log"
-            )
+            for t, log in [
+                (tuning, self.log),
+                (exact, RESULTS / f"server-{world.name}-exact.log"),
+                (single, RESULTS / f"server-{world.name}-single.log"),
+            ]:
+                proc, base = start_server(world.url, t, log)
+                self.procs.append(proc)
+                bases.append(base)
         except BaseException:
-            self.served_proc.terminate()
+            self.stop()
             raise
-        self.served, self.exact = LeanClient(served), LeanClient(exact_base)
+        self.served, self.exact, self.single = (LeanClient(b) for b in bases)
 
     def stop(self) -> None:
-        for proc in (self.served_proc, self.exact_proc):
+        for proc in self.procs:
             proc.terminate()
             proc.wait(timeout=10)
 
@@ -148,6 +158,9 @@ async def measure_account(
     offset = servers.log.stat().st_size
     fig.page = await page_against_requests(servers.served, account, report.page_rounds, size=PAGE)
     fig.page_elapsed_ms = batch_elapsed(servers.log, offset, account.id, PAGE)[1:]  # 1: untimed
+    fig.page_single = await page_against_requests(
+        servers.single, account, report.page_rounds, size=PAGE
+    )
     keys = [(uuid.UUID(s), SimilarArgs(limit=10)) for s in fig.page.ids]
     with wrapped():
         for _ in range(report.page_rounds):
@@ -253,20 +266,24 @@ def logged_events(log: Path, offset: int) -> Counter[str]:
 
 
 def batch_elapsed(log: Path, offset: int, account: uuid.UUID, sessions: int) -> list[float]:
-    """The elapsed_ms of the account's comparisons of `sessions` sessions in one batch
-    logged since `offset` (a page's), in order."""
-    out = []
+    """The elapsed_ms of the account's batches of `sessions` sessions logged since `offset`
+    (a page's), in order: a batch cut into parts (SIMILAR_SESSIONS_PAGE_CONNECTIONS) logs one
+    line a part, compared at once, so its figure is its slowest part's."""
+    out, parts, seen = [], [], 0
     with log.open("rb") as handle:
         handle.seek(offset)
         for raw in handle:
-            if raw.startswith(b"{"):
-                line = json.loads(raw)
-                if (
-                    line.get("event") == "similar_sessions"
-                    and line.get("account_id") == str(account)
-                    and line.get("sessions") == sessions
-                ):
-                    out.append(float(line["elapsed_ms"]))
+            if not raw.startswith(b"{"):
+                continue
+            line = json.loads(raw)
+            if line.get("event") != "similar_sessions" or line.get("account_id") != str(account):
+                continue
+            parts.append(float(line["elapsed_ms"]))
+            seen += int(line.get("sessions", 0))
+            if seen >= sessions:
+                if seen == sessions:
+                    out.append(max(parts))
+                parts, seen = [], 0
     return out
 
 
@@ -338,23 +355,30 @@ def say_pages(report: Report, figures: list[Measured]) -> None:
     report.say(
         f"A GraphQL page of {PAGE} sessions with their similarSessions (limit 10) in one "
         f"request against the same {PAGE} sessions as REST requests (medians of "
-        f"{report.page_rounds} alternating rounds), and the same batch in process by phase "
-        "(mean ms); the server's elapsed_ms is its own comparison of the page's batch (its "
-        "log), GraphQL + HTTP the page less that:"
+        f"{report.page_rounds} alternating rounds), its batch cut over "
+        f"{report.tuning.page_connections} connections (SIMILAR_SESSIONS_PAGE_CONNECTIONS), "
+        "beside it the same on a server with the setting at 1; the same batch in process "
+        "on one connection by phase (mean ms); the server's elapsed_ms is its own comparison "
+        "of the page's batch (its log; its slowest part), GraphQL + HTTP the page less that:"
     )
     report.say()
     report.say(
-        f"| account | page of {PAGE} | {PAGE} requests | ratio | server's elapsed_ms "
+        f"| account | page of {PAGE} | {PAGE} requests | ratio "
+        f"| page on 1 connection / its {PAGE} requests (ratio) | server's elapsed_ms "
         f"| GraphQL + HTTP | batch in process | {' | '.join(PHASES)} |"
     )
-    report.say("|---|---|---|---|---|---|---|" + "---|" * len(PHASES))
+    report.say("|---|---|---|---|---|---|---|---|" + "---|" * len(PHASES))
     for f in figures:
         if f.page is None:
             continue
         batch, server = p50([t.total_ms for t in f.page_tallies]), p50(f.page_elapsed_ms)
+        one = f.page_single
+        single = (
+            "-" if one is None else f"{p50(one.pages):.0f} / {p50(one.rests):.0f} ({one.ratio:.2f})"
+        )
         report.say(
             f"| {f.label} | {p50(f.page.pages):.0f} | {p50(f.page.rests):.0f} "
-            f"| {f.page.ratio:.2f} | {server:.0f} | {p50(f.page.pages) - server:.0f} "
+            f"| {f.page.ratio:.2f} | {single} | {server:.0f} | {p50(f.page.pages) - server:.0f} "
             f"| {batch:.0f} " + "".join(f"| {_mean(f.page_tallies, p):.0f} " for p in PHASES) + "|"
         )
     report.say()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench.common.timing import p50
 from bench.latency import clustered, labelled_world
+from bench.latency.corpus import Account
 from bench.latency.lookup_costs import lookup_costs
 from bench.latency.real_vectors import PAGE, Measured, World, measure_world, say_world
 from bench.latency.report import Report
@@ -14,12 +15,27 @@ ISSUE_WORLD = "clustered-0.55-25k"  # the issue's account: 25,000 chunks, 300 to
 
 
 async def vector_worlds(
-    report: Report, server: str, prefix: str, models: list[str], fresh: bool
+    report: Report,
+    server: str,
+    prefix: str,
+    models: list[str],
+    fresh: bool,
+    only: list[str] | None = None,
 ) -> None:
-    """Both worlds measured and reported, their databases loaded first when needed."""
+    """Both worlds measured and reported, their databases loaded first when needed; only the
+    accounts whose label contains one of `only`, when given (a world with none is skipped)."""
+    planned = [(w.account.name, w.account) for w in clustered.plan()]
+    if _kept(planned, only):
+        await _clustered_world(report, server, prefix, fresh, only)
+    await _labelled_world(report, server, prefix, models, fresh, only)
+
+
+async def _clustered_world(
+    report: Report, server: str, prefix: str, fresh: bool, only: list[str] | None
+) -> None:
     exact_max = report.tuning.exact_scan_max_chunks
     url, worlds, meta = await clustered.prepare(server, f"{prefix}clustered", exact_max, fresh)
-    labels = [(w.account.name, w.account) for w in worlds]
+    labels = _kept([(w.account.name, w.account) for w in worlds], only)
     figures = await measure_world(report, World("clustered", url, labels))
     cosines = meta["same_topic_cosine"]
     say_world(
@@ -37,10 +53,16 @@ async def vector_worlds(
     )
     _clustered_targets(report, figures)
     await lookup_costs(report, url, [(f.label, f.account) for f in figures if f.path != "exact"])
+
+
+async def _labelled_world(
+    report: Report, server: str, prefix: str, models: list[str], fresh: bool, only: list[str] | None
+) -> None:
+    exact_max = report.tuning.exact_scan_max_chunks
     url, real, meta = await labelled_world.prepare(
         server, f"{prefix}labelled", models, exact_max, fresh
     )
-    labels = [(_label(a), a.account) for a in real]
+    labels = _kept([(_label(a), a.account) for a in real], only)
     figures = await measure_world(report, World("labelled", url, labels))
     say_world(
         report,
@@ -54,6 +76,10 @@ async def vector_worlds(
     )
     _real_targets(report, figures)
     await lookup_costs(report, url, [(f.label, f.account) for f in figures if f.path != "exact"])
+
+
+def _kept(labels: list[tuple[str, Account]], only: list[str] | None) -> list[tuple[str, Account]]:
+    return [x for x in labels if not only or any(o in x[0] for o in only)]
 
 
 def _label(a: labelled_world.RealAccount) -> str:
