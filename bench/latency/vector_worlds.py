@@ -23,11 +23,13 @@ async def vector_worlds(
     only: list[str] | None = None,
 ) -> None:
     """Both worlds measured and reported, their databases loaded first when needed; only the
-    accounts whose label contains one of `only`, when given (a world with none is skipped)."""
+    accounts whose label contains one of `only`, when given (the clustered world skipped when
+    none of its labels matches, the labelled one when every `only` names a clustered label)."""
     planned = [(w.account.name, w.account) for w in clustered.plan()]
     if _kept(planned, only):
         await _clustered_world(report, server, prefix, fresh, only)
-    await _labelled_world(report, server, prefix, models, fresh, only)
+    if not only or not all(o.startswith("clustered-") for o in only):
+        await _labelled_world(report, server, prefix, models, fresh, only)
 
 
 async def _clustered_world(
