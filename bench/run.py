@@ -27,9 +27,11 @@ from bench.latency.loop_sections import loop_in_table, loop_scenarios
 from bench.latency.loops import ensure_loop_in_table
 from bench.latency.pages import exact_pages, lookup_share, pages
 from bench.latency.plans import ef_sweep, stability
+from bench.latency.real_vectors import SAMPLED
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
 from bench.latency.storage import partitions, storage
+from bench.latency.vector_worlds import vector_worlds
 from config.logs import configure_logging
 from config.settings import Settings
 from data.account_indexes import account_index_name
@@ -69,9 +71,13 @@ async def run(args: argparse.Namespace) -> None:
     settings = Settings.from_env()
     server = resolve_url(settings.database_url, settings.data_dir)
     report = Report(tuning_of(args), args.size, args.rounds, args.page_rounds)
+    if args.clustered:
+        await clustered_only(args, report, server)
+        return
     corpus = Corpus.plan(SIZES[args.size])
     exact_max = report.tuning.exact_scan_max_chunks
-    url, meta = await prepare(server, f"bench_{args.size}", corpus, exact_max, args.fresh)
+    database = f"{args.db_prefix}{args.size}"
+    url, meta = await prepare(server, database, corpus, exact_max, args.fresh)
     engine = make_engine(url, pool_size=4, statement_timeout_ms=120_000)
     # in-process comparisons run as the server's do: on connections opened with the
     # comparison's settings (no SET per comparison)
@@ -94,6 +100,37 @@ async def run(args: argparse.Namespace) -> None:
     await engine.dispose()
     await comparisons.dispose()
     finish(args, report, log_path)
+
+
+async def clustered_only(args: argparse.Namespace, report: Report, server: str) -> None:
+    """Only the sections on clustered and real vectors (`--clustered`)."""
+    tuning = report.tuning
+    report.say("# Similar sessions benchmark on vectors like real ones (issue #29)")
+    report.say()
+    report.say(
+        f"`{' '.join(['python -m bench.run', *sys.argv[1:]])}` on {os.cpu_count()} cores, "
+        f"PostgreSQL embedded, pgvector 0.8, 384-d; exact scan up to "
+        f"{tuning.exact_scan_max_chunks} chunks, ef_search {tuning.ef_search} (retry "
+        f"{tuning.ef_search_retry}), over-fetch {tuning.overfetch}, exact check of unsure "
+        f"lookups within {tuning.verify_timeout_ms} ms; HNSW indexes built with m=16, "
+        f"ef_construction=200. Routes over HTTP on one keep-alive connection "
+        f"(http.client), {args.rounds} rounds of {SAMPLED} sampled sessions per account after "
+        "one untimed round; medians; ms."
+    )
+    report.say()
+    await vector_worlds(report, server, args.db_prefix, models_of(args), args.fresh, args.only)
+    report.say_targets()
+    report.say(
+        "Every request's path and extra work is logged (`similar_sessions`, "
+        "`similar_sessions_widened`, `similar_sessions_verified` and `exact_check` lines in "
+        "server-clustered.log and server-labelled.log)."
+    )
+    report.write(RESULTS / "perf-clustered.md")
+
+
+def models_of(args: argparse.Namespace) -> list[str]:
+    """The models the labelled corpora are embedded by: lexical, and MiniLM when asked."""
+    return ["lexical", "minilm"] if args.minilm else ["lexical"]
 
 
 async def survey(corpus: Corpus, url: str, meta: dict[str, Any], engine: AsyncEngine) -> Loaded:
@@ -156,7 +193,7 @@ async def sections(
             )
         table(report, figures)
         await loop_in_table(report, engine, largest, loaded.loop, loaded.of(largest))
-        await loop_scenarios(report, server, args.builds)
+        await loop_scenarios(report, server, args.builds, f"{args.db_prefix}loops")
         if args.loops:
             return
         await crossover(report, engine, by_size, loaded.sessions)
@@ -168,6 +205,7 @@ async def sections(
         await ef_sweep(report, engine, largest, loaded.of(largest))
         await storage(report, engine, largest, loaded.of(largest), loaded.meta)
         await partitions(report, engine, [a.id for a in by_size[-1:] + by_size[:8]])
+        await vector_worlds(report, server, args.db_prefix, models_of(args), args.fresh)
 
 
 def finish(args: argparse.Namespace, report: Report, log_path: Path) -> None:
@@ -185,6 +223,7 @@ def tuning_of(args: argparse.Namespace) -> Tuning:
         overfetch=args.overfetch,
         comparison_timeout_ms=60_000,
         verify_timeout_ms=args.verify_timeout_ms,
+        page_connections=args.page_connections,
     )
 
 
@@ -199,9 +238,29 @@ def main() -> None:
     parser.add_argument("--ef-search", type=int, default=defaults.ef_search)
     parser.add_argument("--overfetch", type=int, default=defaults.overfetch)
     parser.add_argument("--verify-timeout-ms", type=int, default=defaults.verify_timeout_ms)
+    parser.add_argument("--page-connections", type=int, default=defaults.page_connections)
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="with --clustered: only the accounts whose label contains this (repeatable)",
+    )
     parser.add_argument("--builds", type=int, default=3, help="index builds per loop account")
     parser.add_argument(
         "--loops", action="store_true", help="only the recall table and the loop sessions"
+    )
+    parser.add_argument(
+        "--clustered",
+        action="store_true",
+        help="only the clustered worlds and the labelled corpora (bench/results/perf-clustered.md)",
+    )
+    parser.add_argument(
+        "--minilm",
+        action="store_true",
+        help="also embed the labelled corpora with MiniLM (slow: 3-6 chunks/s uncached)",
+    )
+    parser.add_argument(
+        "--db-prefix", default="bench_", help="prefix of the run's database names (bench_)"
     )
     configure_logging("WARNING")
     asyncio.run(run(parser.parse_args()))

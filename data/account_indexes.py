@@ -56,6 +56,21 @@ VALID_ACCOUNT_INDEX = (
 )
 
 
+def rebuild_lock_key(index_name: str) -> str:
+    """The advisory lock (hashtext of this key) a concurrent rebuild of the index holds."""
+    return f"own index rebuild {index_name}"
+
+
+async def _rebuilding(conn: AsyncConnection, account_id: UUID, model: str) -> bool:
+    """Whether another session is building the account's index concurrently right now
+    (ensure_account_index would otherwise drop its half-built index)."""
+    name = account_index_name(account_id, ModelIdentity.parse(model))
+    taken = await conn.execute(
+        text("SELECT pg_try_advisory_xact_lock(hashtext(:k))"), {"k": rebuild_lock_key(name)}
+    )
+    return not taken.scalar_one()
+
+
 async def valid_account_index(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
 ) -> str | None:
@@ -70,42 +85,55 @@ async def valid_account_index(
 async def ensure_account_index(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
 ) -> BuiltIndex | None:
-    """Build the account's index for the model unless it is registered; None when it was.
-    The build runs outside the request budget (prepare_build), so it holds at any size."""
+    """Build and register the account's index for the model unless a valid one exists (None
+    then); one registered but missing, or left invalid by a concurrent build that failed, is
+    built again. The build runs outside the request budget (prepare_build), at any size."""
     name = account_index_name(account_id, identity)
-    registered = (
-        await conn.execute(
-            text(
-                "SELECT 1 FROM account_model_indexes "
-                "WHERE account_id = :account_id AND model_identity = :identity"
-            ),
-            {"account_id": account_id, "identity": str(identity)},
-        )
-    ).scalar()
-    if registered is not None:
+    if await valid_account_index(conn, account_id, identity) is not None:
         return None
+    await conn.execute(text(f"DROP INDEX IF EXISTS {name}"))  # a failed concurrent build's
     predicate = account_predicate(account_id, identity)
     chunks = await comparable_count(conn, predicate)
     await prepare_build(conn, chunks, identity.dimensions)
     started = time.perf_counter()
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
     seconds = time.perf_counter() - started
+    await register(conn, account_id, identity, chunks)
+    return BuiltIndex(account_id, identity, name, chunks, seconds)
+
+
+async def register(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, chunks: int
+) -> None:
+    """Register the account's index of the model (its rows are then written out of the
+    shared index), before or after it is built."""
     await conn.execute(
         text(
             "INSERT INTO account_model_indexes "
             "(account_id, model_identity, index_name, chunks_at_build) "
-            "VALUES (:account_id, :identity, :name, :chunks)"
+            "VALUES (:account_id, :identity, :name, :chunks) "
+            "ON CONFLICT (account_id, model_identity) DO UPDATE "
+            "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = now()"
         ),
-        {"account_id": account_id, "identity": str(identity), "name": name, "chunks": chunks},
+        {
+            "account_id": account_id,
+            "identity": str(identity),
+            "name": account_index_name(account_id, identity),
+            "chunks": chunks,
+        },
     )
-    return BuiltIndex(account_id, identity, name, chunks, seconds)
 
 
 async def ensure_large_account_indexes(
-    conn: AsyncConnection, min_chunks: int, account_ids: list[UUID] | None = None
+    conn: AsyncConnection,
+    min_chunks: int,
+    account_ids: list[UUID] | None = None,
+    deferred: frozenset[tuple[UUID, str]] = frozenset(),
 ) -> list[BuiltIndex]:
     """Build an index for every (account, model) with more than min_chunks comparable chunks
-    that has none yet; limited to account_ids when given."""
+    that has no valid one (none registered, or registered and not built); limited to
+    account_ids when given, and leaving out the `deferred` ones (account, model identity),
+    whose index is rebuilt concurrently after the transaction."""
     await lift_statement_budget(conn)
     rows = await conn.execute(
         text(
@@ -113,6 +141,8 @@ async def ensure_large_account_indexes(
             "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
             "AND (CAST(:accounts AS uuid[]) IS NULL OR c.account_id = ANY(:accounts)) "
             "AND NOT EXISTS (SELECT 1 FROM account_model_indexes r "
+            "JOIN pg_class i ON i.relname = r.index_name "
+            "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
             "WHERE r.account_id = c.account_id AND r.model_identity = c.embedding_model) "
             "GROUP BY c.account_id, c.embedding_model HAVING count(*) > :min_chunks "
             "ORDER BY c.account_id, c.embedding_model"
@@ -121,6 +151,8 @@ async def ensure_large_account_indexes(
     )
     built = []
     for account_id, model in rows.all():
+        if (account_id, model) in deferred or await _rebuilding(conn, account_id, model):
+            continue
         made = await ensure_account_index(conn, account_id, ModelIdentity.parse(model))
         if made is not None:
             built.append(made)

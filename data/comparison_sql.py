@@ -17,7 +17,7 @@ from uuid import UUID
 from data.account_indexes import account_predicate
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
-from data.model_indexes import comparable_predicate, vector_expression
+from data.model_indexes import comparable_predicate, shared_predicate, vector_expression
 from data.vector_slots import VectorSlot
 
 # The kinds of row an answer holds: the account's setting, one row per found ask (its session,
@@ -28,13 +28,18 @@ EXACT, ACCOUNT_INDEX, INDEX, UNSERVED = (f"'{p.value}'" for p in LookupPath)
 
 # The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
 # resolvers.rules.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
-# :exact forces the exact path (the check of lookups an index could not vouch for).
+# :exact forces the exact path (the check of lookups an index could not vouch for). An
+# account whose own index is registered but not ready (rebuilt after an import) is exact:
+# the rows written since it had one are not in the shared index.
 PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXACT}
               WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
                            JOIN pg_class i ON i.relname = r.index_name
                            JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
                            WHERE r.account_id = :account_id AND r.model_identity = d.model)
                 THEN {ACCOUNT_INDEX}
+              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
+                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
+                THEN {EXACT}
               ELSE {INDEX}"""
 
 
@@ -365,7 +370,7 @@ def first_statement(
             exact.append(_exact(n, filtered))
         else:
             exact.append(_exact_scan(n, identity, filtered))
-        shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+        shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
         approximate.append(_approximate(n, identity, LookupPath.INDEX, shared, filtered))
         own = account_predicate(account_id, identity, "c")
         approximate.append(_approximate(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered))
@@ -411,7 +416,7 @@ def search_statement(
     )
     approximate = []
     if slot is VectorSlot.PRIMARY:
-        shared = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+        shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
         own = account_predicate(account_id, identity, "c")
         approximate = [
             _approximate(0, identity, LookupPath.INDEX, shared, filtered),

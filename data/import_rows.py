@@ -136,6 +136,12 @@ _STAGED: dict[str, dict[str, str]] = {
     },
 }
 IMPORT_COLUMNS = {kind: tuple(columns) for kind, columns in _STAGED.items()}  # in order
+# Whether a new staged chunk goes into its model's shared index: not when its account has an
+# own index of the model registered (data/account_indexes.py), built or about to be.
+_SHARED_FLAG = (
+    "NOT EXISTS (SELECT 1 FROM account_model_indexes r "
+    "WHERE r.account_id = o.account_id AND r.model_identity = s.embedding_model)"
+)
 _TARGET = {
     "session": t.runtime_sessions,
     "activity": t.runtime_session_activity,
@@ -150,9 +156,12 @@ async def upsert_staged(conn: AsyncConnection, kind: str) -> int:
     table, columns = _TARGET[kind].name, _STAGED[kind]
     owner = "" if kind == "session" else f" JOIN {OWNER} o ON o.id = s.runtime_session_id"
     updated = [c for c in columns if c not in ("account_id", "id")]
+    # a new chunk of an account with its own index of the chunk's model stays out of the
+    # shared index; an updated row keeps its flag (neither compared nor set)
+    written = {**columns, **({"in_shared_index": _SHARED_FLAG} if kind == "chunk" else {})}
     sql = (
-        f"INSERT INTO {table} ({', '.join(columns)}) "
-        f"SELECT {', '.join(columns.values())} FROM {STAGE} s{owner} WHERE s.type = '{kind}' "
+        f"INSERT INTO {table} ({', '.join(written)}) "
+        f"SELECT {', '.join(written.values())} FROM {STAGE} s{owner} WHERE s.type = '{kind}' "
         "ON CONFLICT (account_id, id) DO UPDATE SET "
         + ", ".join(f"{c} = EXCLUDED.{c}" for c in updated)
         + f" WHERE ({', '.join(f'{table}.{c}' for c in updated)}) IS DISTINCT FROM "

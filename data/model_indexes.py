@@ -1,4 +1,5 @@
-"""One partial HNSW index per model identity, created when the model first appears."""
+"""One partial HNSW index per model identity, created when the model first appears, over
+the rows of the accounts without an index of their own (data/account_indexes.py)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ def comparable_predicate(
     )
 
 
+def shared_predicate(identity: ModelIdentity, alias: str = "") -> str:
+    """The WHERE clause of the model's shared index: its comparable rows, less those written
+    while their account had its own index of the model (in_shared_index false)."""
+    p = f"{alias}." if alias else ""
+    return f"{comparable_predicate(identity, alias)} AND {p}in_shared_index"
+
+
 def vector_expression(
     identity: ModelIdentity, alias: str = "", slot: VectorSlot = VectorSlot.PRIMARY
 ) -> str:
@@ -48,11 +56,14 @@ def vector_expression(
     return f"({p}{slot.vector}::vector({identity.dimensions}))"
 
 
-def hnsw_index_ddl(name: str, identity: ModelIdentity, predicate: str) -> str:
+def hnsw_index_ddl(
+    name: str, identity: ModelIdentity, predicate: str, concurrently: bool = False
+) -> str:
     """CREATE INDEX for a partial HNSW index on the column cast to the model's width; the
     per-model and per-account indexes share its shape and build parameters."""
     return (
-        f"CREATE INDEX IF NOT EXISTS {name} ON session_chunks "
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {name} "
+        "ON session_chunks "
         f"USING hnsw ({vector_expression(identity)} vector_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
         f"WHERE {predicate}"
@@ -108,7 +119,7 @@ async def register_model(conn: AsyncConnection, identity: ModelIdentity) -> bool
 
 async def build_model_index(conn: AsyncConnection, identity: ModelIdentity) -> None:
     """Build the identity's shared index over the rows already written, in one pass."""
-    predicate = comparable_predicate(identity)
+    predicate = shared_predicate(identity)
     await prepare_build(conn, await comparable_count(conn, predicate), identity.dimensions)
     await conn.execute(text(hnsw_index_ddl(index_name(identity), identity, predicate)))
 

@@ -181,3 +181,23 @@ async def staged_chunk_accounts(conn: AsyncConnection) -> list[UUID]:
         )
     )
     return [row[0] for row in rows]
+
+
+async def staged_new_comparable(conn: AsyncConnection) -> list[tuple[UUID, str, int, int]]:
+    """Per (account, model) of the staged chunks: the clear embedded ones the account does
+    not have yet (what the file adds to its HNSW graphs), and those it has already."""
+    rows = await conn.execute(
+        text(
+            f"WITH incoming AS (SELECT o.account_id, s.embedding_model AS model, count(*) AS n "
+            f"FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id "
+            "WHERE s.type = 'chunk' AND s.embedding_state = 'embedded' "
+            "AND s.redaction_state = 'clear' AND s.embedding_model IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM session_chunks c "
+            "WHERE c.account_id = o.account_id AND c.id = s.id) GROUP BY 1, 2) "
+            "SELECT i.account_id, i.model, i.n, (SELECT count(*) FROM session_chunks c "
+            "WHERE c.account_id = i.account_id AND c.embedding_model = i.model "
+            "AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded') "
+            "FROM incoming i ORDER BY 1, 2"
+        )
+    )
+    return [(row[0], row[1], int(row[2]), int(row[3])) for row in rows]

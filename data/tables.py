@@ -199,6 +199,9 @@ session_chunks = sa.Table(
     # after SIMILAR_SESSIONS_EMBED_MAX_ATTEMPTS.
     sa.Column("embed_attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("embed_error", sa.Text),
+    # False for a row written while its account has (or, in the same transaction, gets) its
+    # own index of the row's model: the model's shared index leaves it out (migration 0010).
+    sa.Column("in_shared_index", sa.Boolean, nullable=False, server_default=sa.true()),
     # The words of the content, stemmed (migration 0009): what a search's lexical leg ranks.
     sa.Column(
         "search_terms",

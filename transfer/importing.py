@@ -1,6 +1,8 @@
 """`import`: a file streamed once into a staging table (one binary COPY, parsing and writing
 overlapped), checked as a set, then upserted set-based and indexed, all in one transaction:
-all of the file or, on any bad line, none of it. Memory stays flat whatever the file size."""
+all of the file or, on any bad line, none of it. Memory stays flat whatever the file size.
+An account's own index that the file brings many rows to is dropped in that transaction and
+built again, in one pass and concurrently, once it has committed (data/own_index_rebuilds.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from data.account_indexes import ensure_large_account_indexes
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
+from data.own_index_rebuilds import OwnIndexPlan, plan_own_indexes, rebuild_concurrently
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
 from transfer.import_format import AccountRecord, ChunkRecord, Record
@@ -41,6 +44,8 @@ class Imported:
     changed: dict[str, int] = field(default_factory=dict)
     indexes: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    # own indexes dropped in the file's transaction, built again after it commits
+    rebuilds: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -95,8 +100,16 @@ async def import_file(
         numbered = numbered_lines(handle, errors, bar)
         async with engine.begin() as conn:
             imported = await _import(
-                conn, numbered, errors, account_index_min_chunks, file_format, account_id, bar
+                conn,
+                numbered,
+                errors,
+                account_index_min_chunks,
+                file_format,
+                account_id,
+                bar,
+                rebuild=True,
             )
+    await _rebuild(engine, imported)
     log.info("imported", path=label, **imported.counts, seconds=imported.seconds)
     return imported
 
@@ -128,7 +141,10 @@ async def _import(
     file_format: str,
     account_id: UUID | None,
     bar: tqdm[Any] | None = None,
+    rebuild: bool = False,
 ) -> Imported:
+    """The file in the caller's transaction; with `rebuild`, an own index the file brings
+    many rows to is dropped, for the caller to build again after the commit (_rebuild)."""
     run = _Run(errors, bar, account_id)
     await lift_statement_budget(conn)
     await staging.create_stage(conn)
@@ -141,6 +157,10 @@ async def _import(
     run.phase("check", "writing")
     await _write_accounts(conn, run.accounts, run.identities)
     new_models = [i for i in sorted(run.identities, key=str) if await register_model(conn, i)]
+    plan = OwnIndexPlan()
+    if account_index_min_chunks is not None and run.imported.lines["chunk"]:
+        incoming = await staging.staged_new_comparable(conn)
+        plan = await plan_own_indexes(conn, account_index_min_chunks, incoming, rebuild)
     for kind in KINDS:
         run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
     run.phase("write", "building indexes")
@@ -149,10 +169,24 @@ async def _import(
         run.imported.indexes.append(str(identity))
     if account_index_min_chunks is not None and run.imported.lines["chunk"]:
         touched = await staging.staged_chunk_accounts(conn)
-        for built in await ensure_large_account_indexes(conn, account_index_min_chunks, touched):
-            run.imported.indexes.append(f"{built.account_id} {built.identity}")
+        built = await ensure_large_account_indexes(
+            conn, account_index_min_chunks, touched, plan.deferred
+        )
+        run.imported.indexes += [f"{b.account_id} {b.identity}" for b in built]
+    run.imported.rebuilds = list(plan.rebuilt)
     run.phase("index", "done")
     return run.imported
+
+
+async def _rebuild(engine: AsyncEngine, imported: Imported) -> None:
+    """The own indexes the file's transaction dropped (it brought them many rows), built again
+    now that it has committed, concurrently: the accounts take the exact path meanwhile."""
+    started = time.perf_counter()
+    for account_id, identity in imported.rebuilds:
+        await rebuild_concurrently(engine, account_id, identity)
+        imported.indexes.append(f"{account_id} {identity} (rebuilt)")
+    if imported.rebuilds:
+        imported.seconds["rebuild"] = round(time.perf_counter() - started, 3)
 
 
 class _Run:

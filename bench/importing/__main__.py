@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from bench.common.databases import drop, recreate
@@ -21,7 +22,7 @@ from bench.importing.runs import Run, migrate_db, product, split
 from config.settings import Settings
 from data.server import resolve_url
 
-FLOOR_DB, PRODUCT_DB = "bench_import_floor", "bench_import"
+FLOOR_DB, PRODUCT_DB = "import_floor", "import"
 
 
 def main() -> None:
@@ -32,7 +33,11 @@ def main() -> None:
     parser.add_argument(
         "--files", type=int, default=1, help="also import the rows cut into this many files"
     )
+    parser.add_argument(
+        "--db-prefix", default="bench_", help="prefix of the run's database names (bench_)"
+    )
     args = parser.parse_args()
+    floor_db, product_db = args.db_prefix + FLOOR_DB, args.db_prefix + PRODUCT_DB
     settings = Settings.from_env()
     server_url = resolve_url(settings.database_url, settings.data_dir)
     cpu = ServerCpu(settings)
@@ -42,12 +47,12 @@ def main() -> None:
     size = data_file.stat().st_size
     print(f"  {data_file.name}: {size / 1024**2:,.0f} MB")
     try:
-        floor_url = asyncio.run(recreate(server_url, FLOOR_DB))
+        floor_url = asyncio.run(recreate(server_url, floor_db))
         print("floor: COPY + CREATE INDEX ...")
         base = asyncio.run(floor(floor_url, rows_file, columns, args.chunks, cpu))
         print(f"  {base.copy_s:.1f} s + {base.index_s:.1f} s (+ {base.second_index_s:.1f} s)")
-        asyncio.run(drop(server_url, FLOOR_DB))
-        url = asyncio.run(recreate(server_url, PRODUCT_DB))
+        asyncio.run(drop(server_url, floor_db))
+        url = asyncio.run(recreate(server_url, product_db))
         migrate_db(url)
         runs: list[Run] = []
         for attempt in ("import", "again"):
@@ -56,16 +61,17 @@ def main() -> None:
             print(f"  {runs[-1].wall_s:.1f} s, peak RSS {runs[-1].peak_rss_mib:,.0f} MiB")
             print("  " + runs[-1].output)
         if args.files > 1:
-            url = asyncio.run(recreate(server_url, PRODUCT_DB))
+            url = asyncio.run(recreate(server_url, product_db))
             migrate_db(url)
-            for part in split(data_file, args.files):
-                print(f"similar-sessions import {part.name} ...")
-                runs.append(product(url, part, cpu))
-                print(f"  {runs[-1].wall_s:.1f} s")
+            for part, chunks in split(data_file, args.files):
+                print(f"similar-sessions import {part.name} ({chunks:,} chunks) ...")
+                runs.append(replace(product(url, part, cpu), chunks=chunks))
+                print(f"  {runs[-1].wall_s:.1f} s, {chunks / runs[-1].wall_s:,.0f} chunks/s")
+                print("  " + runs[-1].output)
     finally:
         if not args.keep:
-            asyncio.run(drop(server_url, FLOOR_DB))
-            asyncio.run(drop(server_url, PRODUCT_DB))
+            asyncio.run(drop(server_url, floor_db))
+            asyncio.run(drop(server_url, product_db))
             shutil.rmtree(args.dir, ignore_errors=True)
     text = report(args, size, base, runs)
     out = RESULTS / f"import-{args.chunks}.md"

@@ -9,6 +9,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
@@ -21,12 +22,16 @@ from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M, build_memory
 class ServerCpu:
     """CPU seconds of the embedded server's processes (postmaster, backends, parallel
     workers, exited ones included): on a shared machine, wall time measures the neighbours
-    too, CPU time only the work. None behind DATABASE_URL."""
+    too, CPU time only the work. None behind a DATABASE_URL that names no local data
+    directory (a socket directory holding postmaster.pid, as the embedded server's does)."""
 
     def __init__(self, settings: Settings) -> None:
         pid_file = settings.data_dir / "pg" / "postmaster.pid"
+        if settings.database_url is not None:
+            hosts = parse_qs(urlsplit(settings.database_url).query).get("host", [])
+            pid_file = Path(hosts[0]) / "postmaster.pid" if hosts else Path("/nonexistent")
         self.pid = None
-        if settings.database_url is None and pid_file.exists():
+        if pid_file.exists():
             self.pid = int(pid_file.read_text().split()[0])
 
     @staticmethod

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.common.paths import checkout_env
 from bench.importing.floor import ServerCpu
 from data.engine import make_engine
 from data.migrate import migrate
@@ -27,11 +28,12 @@ class Run:
     peak_rss_mib: float
     phases: dict[str, float]
     output: str
+    chunks: int = 0  # chunk lines of the file (set for the parts)
 
 
 def product(url: str, data_file: Path, cpu: ServerCpu) -> Run:
     """`similar-sessions import FILE` in a process of its own, default settings."""
-    env = {**os.environ, "DATABASE_URL": url, "SIMILAR_SESSIONS_LOG_LEVEL": "INFO"}
+    env = checkout_env({**os.environ, "DATABASE_URL": url, "SIMILAR_SESSIONS_LOG_LEVEL": "INFO"})
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     before, client_before, server_before = usage.ru_maxrss, _cpu(usage), cpu.seconds()
     started = time.perf_counter()
@@ -70,13 +72,15 @@ def migrate_db(url: str) -> None:
     asyncio.run(run())
 
 
-def split(data_file: Path, parts: int) -> list[Path]:
-    """The file cut into parts of about equal lines, in order (a session before its chunks)."""
+def split(data_file: Path, parts: int) -> list[tuple[Path, int]]:
+    """The file cut into parts of about equal lines, in order (a session before its chunks):
+    each part's path and its chunk lines."""
     lines = data_file.read_bytes().splitlines(keepends=True)
     size = -(-len(lines) // parts)
-    paths = []
+    out = []
     for n in range(parts):
         path = data_file.with_suffix(f".part{n}.jsonl")
-        path.write_bytes(b"".join(lines[n * size : (n + 1) * size]))
-        paths.append(path)
-    return paths
+        part = lines[n * size : (n + 1) * size]
+        path.write_bytes(b"".join(part))
+        out.append((path, sum(1 for line in part if line.startswith(b'{"type":"chunk"'))))
+    return out

@@ -5,7 +5,7 @@ first statement and the exact scan, with the targets they are measured against."
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -19,6 +19,7 @@ from bench.latency.server import Client
 from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
+from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
 from resolvers.tuning import Tuning
 
@@ -30,6 +31,7 @@ class InProcess:
 
     engine: AsyncEngine
     catalog: ModelCatalog
+    checks: CheckCosts = field(default_factory=CheckCosts)
 
 
 async def account_figures(

@@ -18,6 +18,7 @@ from bench.common.databases import libpq, recreate, with_database
 from bench.common.synthetic import topic_space
 from bench.latency.corpus import (
     IDENTITY,
+    Account,
     Corpus,
     copy_rows,
     generate_account,
@@ -31,15 +32,16 @@ from data.migrate import migrate
 from data.model_indexes import ensure_model_index
 
 
-async def _meta(url: str) -> dict[str, Any] | None:
+async def stored_meta(url: str, key: str = "corpus") -> dict[str, Any] | None:
+    """What was recorded under `key` when the database was loaded; None before."""
     try:
         conn = await asyncpg.connect(libpq(url))
     except asyncpg.InvalidCatalogNameError:
         return None
     try:
         raw = await conn.fetchval(
-            "SELECT value FROM bench_meta WHERE key = 'corpus'"
-            " AND to_regclass('bench_meta') IS NOT NULL"
+            "SELECT value FROM bench_meta WHERE key = $1 AND to_regclass('bench_meta') IS NOT NULL",
+            key,
         )
     except asyncpg.UndefinedTableError:
         return None
@@ -48,36 +50,37 @@ async def _meta(url: str) -> dict[str, Any] | None:
     return None if raw is None else dict(json.loads(raw))
 
 
-async def prepare(
-    server_url: str, database: str, corpus: Corpus, exact_max: int, fresh: bool
-) -> tuple[str, dict[str, Any]]:
-    """The database URL and what was measured while loading (reused when already loaded)."""
-    url = with_database(server_url, database)
-    meta = None if fresh else await _meta(url)
-    wanted = {"total": corpus.total, "seed": corpus.seed, "exact_max": exact_max}
-    if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
-        print(f"reusing database {database} (loaded {meta['loaded_at']})")
-        return url, meta
-    await recreate(server_url, database)
+async def migrated(url: str) -> None:
+    """Bring a reused database's schema up to this checkout's (a column added since it was
+    loaded, say); nothing when it is current."""
     engine = make_engine(url, statement_timeout_ms=0)
     try:
         await migrate(engine)
-        meta = {**wanted, **await _load(engine, url, corpus, exact_max)}
     finally:
         await engine.dispose()
+
+
+async def store_meta(url: str, meta: dict[str, Any], key: str = "corpus") -> None:
+    """Record what was loaded, so that the next run reuses the database."""
     conn = await asyncpg.connect(libpq(url))
     try:
-        await conn.execute("CREATE TABLE bench_meta (key text PRIMARY KEY, value text)")
-        await conn.execute("INSERT INTO bench_meta VALUES ('corpus', $1)", json.dumps(meta))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS bench_meta (key text PRIMARY KEY, value text)"
+        )
+        await conn.execute(
+            "INSERT INTO bench_meta VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = $2",
+            key,
+            json.dumps(meta),
+        )
     finally:
         await conn.close()
-    return url, meta
 
 
-async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -> dict[str, Any]:
-    started = time.perf_counter()
+async def create_accounts(engine: AsyncEngine, accounts: list[Account]) -> None:
+    """The accounts, each with the feature on, an embedding setting and its API key, through
+    the product's import functions."""
     async with engine.begin() as conn:
-        for a in corpus.accounts:
+        for a in accounts:
             await import_rows.upsert_rows(conn, t.accounts, [{"account_id": a.id, "name": a.name}])
             await import_rows.replace_features(conn, a.id, ["similarSessions"])
             await import_rows.replace_embedding_setting(
@@ -93,6 +96,33 @@ async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -
                 },
             )
             await import_rows.add_api_keys(conn, a.id, [(a.key, ["view_runtime_sessions"])])
+
+
+async def prepare(
+    server_url: str, database: str, corpus: Corpus, exact_max: int, fresh: bool
+) -> tuple[str, dict[str, Any]]:
+    """The database URL and what was measured while loading (reused when already loaded)."""
+    url = with_database(server_url, database)
+    meta = None if fresh else await stored_meta(url)
+    wanted = {"total": corpus.total, "seed": corpus.seed, "exact_max": exact_max}
+    if meta is not None and all(meta.get(k) == v for k, v in wanted.items()):
+        print(f"reusing database {database} (loaded {meta['loaded_at']})")
+        await migrated(url)
+        return url, meta
+    await recreate(server_url, database)
+    engine = make_engine(url, statement_timeout_ms=0)
+    try:
+        await migrate(engine)
+        meta = {**wanted, **await _load(engine, url, corpus, exact_max)}
+    finally:
+        await engine.dispose()
+    await store_meta(url, meta)
+    return url, meta
+
+
+async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    await create_accounts(engine, corpus.accounts)
     centres, subs = topic_space(corpus.seed)
     now = now_utc()
     raw = await asyncpg.connect(libpq(url))

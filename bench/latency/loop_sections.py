@@ -103,10 +103,12 @@ def header(report: Report) -> None:
     report.say("|---|---|---|---|---|---|---|---|---|---|")
 
 
-async def loop_scenarios(report: Report, server_url: str, builds: int) -> None:
+async def loop_scenarios(
+    report: Report, server_url: str, builds: int, database: str = "bench_loops"
+) -> None:
     report.say("## Loop sessions: small accounts, several builds of their own index")
     report.say()
-    url, accounts = await load_scenarios(server_url)
+    url, accounts = await load_scenarios(server_url, database)
     engine = make_engine(url, pool_size=2, statement_timeout_ms=120_000)
     try:
         figures = {

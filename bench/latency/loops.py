@@ -127,9 +127,11 @@ async def _copy(url: str, sessions: list[Row], chunks: list[Row]) -> None:
         await raw.close()
 
 
-async def load_scenarios(server_url: str) -> tuple[str, dict[str, uuid.UUID]]:
+async def load_scenarios(
+    server_url: str, database: str = LOOPS_DATABASE
+) -> tuple[str, dict[str, uuid.UUID]]:
     """A fresh database with one account per scenario; (its URL, account id by scenario)."""
-    url = await recreate(server_url, LOOPS_DATABASE)
+    url = await recreate(server_url, database)
     engine = make_engine(url, statement_timeout_ms=0)
     accounts: dict[str, uuid.UUID] = {}
     try:

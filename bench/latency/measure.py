@@ -14,6 +14,7 @@ from bench.latency.corpus import IDENTITY
 from data import comparison
 from data.lookups import Ask, Hit
 from data.model_catalog import ModelCatalog
+from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
@@ -26,23 +27,29 @@ from resolvers.tuning import Tuning
 PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
 FLOOR = ranking.MIN_SIMILAR_SIMILARITY
 
+
 # The one-pass exact scan, written independently of the product's SQL: every probe's
 # distance to every comparable chunk of the account in one statement, ranked per probe.
-EXACT_SCAN = f"""
+def exact_scan_sql(identity: ModelIdentity = IDENTITY) -> str:
+    d = identity.dimensions
+    return f"""
 WITH p AS MATERIALIZED (
-  SELECT u.ord AS probe, c.runtime_session_id AS sid, (c.embedding::vector(384)) AS v
+  SELECT u.ord AS probe, c.runtime_session_id AS sid, (c.embedding::vector({d})) AS v
   FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS u(id, ord)
   JOIN session_chunks c ON c.account_id = :account AND c.id = u.id)
 SELECT probe - 1, id, sid, 1 - d FROM (
   SELECT probe, id, sid, d, row_number() OVER (PARTITION BY probe ORDER BY d, id) AS rn
   FROM (SELECT p.probe, c.id, c.runtime_session_id AS sid,
-               (c.embedding::vector(384)) <=> p.v AS d
+               (c.embedding::vector({d})) <=> p.v AS d
         FROM p JOIN session_chunks c ON c.account_id = :account
-         AND {comparable_predicate(IDENTITY, "c")} AND c.runtime_session_id <> p.sid
+         AND {comparable_predicate(identity, "c")} AND c.runtime_session_id <> p.sid
         OFFSET 0) AS scored
   WHERE 1 - d >= {FLOOR}) AS ranked
 WHERE rn <= {PER_PROBE}
 """
+
+
+EXACT_SCAN = exact_scan_sql()
 
 
 @dataclass
@@ -67,12 +74,14 @@ class Figures:
     exact_ms: list[float] = field(default_factory=list)
 
 
-async def probes_of(engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID) -> Probe:
+async def probes_of(
+    engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID, identity: ModelIdentity = IDENTITY
+) -> Probe:
     async with engine.connect() as conn:
         rows = await conn.execute(
             sa.text(
                 "SELECT id FROM session_chunks WHERE account_id = :a AND runtime_session_id = :s "
-                f"AND {comparable_predicate(IDENTITY)} ORDER BY occurred_at, chunk_index, id"
+                f"AND {comparable_predicate(identity)} ORDER BY occurred_at, chunk_index, id"
             ),
             {"a": account, "s": session},
         )
@@ -104,10 +113,10 @@ async def served(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tu
     return [h for c in batch.comparisons for h in c.hits()]
 
 
-async def exact(engine: AsyncEngine, probe: Probe) -> list[Hit]:
+async def exact(engine: AsyncEngine, probe: Probe, identity: ModelIdentity = IDENTITY) -> list[Hit]:
     async with engine.begin() as conn:
         rows = await conn.execute(
-            sa.text(EXACT_SCAN), {"ids": probe.chunks, "account": probe.account}
+            sa.text(exact_scan_sql(identity)), {"ids": probe.chunks, "account": probe.account}
         )
         return [Hit(int(r[0]), r[1], r[2], float(r[3])) for r in rows]
 
@@ -139,7 +148,7 @@ async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> Lo
         ).scalar_one()
     batch = plan(account, [(session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
-        await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
+        batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(str(IDENTITY))
     assert path is not None
     return path

@@ -35,6 +35,7 @@ class PageTimes:
     pages: list[float] = field(default_factory=list)
     rests: list[float] = field(default_factory=list)
     ones: list[float] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # the page's sessions
 
     @property
     def ratio(self) -> float:
@@ -89,13 +90,15 @@ async def page_against_requests(
     account: Account,
     rounds: int,
     one_by_one_graphql: bool = False,
+    size: int = 50,
 ) -> PageTimes:
-    """Rounds of the page in one GraphQL request against its sessions as 50 REST requests
-    (and as 50 one-session GraphQL requests), after one untimed page that names them.
+    """Rounds of the page of `size` sessions in one GraphQL request against its sessions as
+    many REST requests (and one-session GraphQL requests), after one untimed page that
+    names them.
     Which side goes first alternates, so that neither is always the one to meet the
     buffers cold: the page always went first before."""
     headers = {"authorization": f"Bearer {account.key}"}
-    page_body = {"query": PAGE_QUERY, "variables": {"first": 50}}
+    page_body = {"query": PAGE_QUERY, "variables": {"first": size}}
 
     async def page() -> list[str]:
         body = (await http.post("/graphql", json=page_body, headers=headers)).json()
@@ -118,7 +121,7 @@ async def page_against_requests(
             assert "errors" not in r.json(), r.text
 
     ids = await page()
-    times = PageTimes()
+    times = PageTimes(ids=ids)
     sides: list[tuple[Callable[[], Awaitable[Any]], list[float]]] = [
         (page, times.pages),
         (rests, times.rests),

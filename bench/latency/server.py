@@ -104,6 +104,7 @@ def start_server(url: str, tuning: Tuning, log_path: Path) -> tuple[subprocess.P
         "SIMILAR_SESSIONS_HNSW_EF_SEARCH": str(tuning.ef_search),
         "SIMILAR_SESSIONS_HNSW_OVERFETCH": str(tuning.overfetch),
         "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS": str(tuning.verify_timeout_ms),
+        "SIMILAR_SESSIONS_PAGE_CONNECTIONS": str(tuning.page_connections),
         "SIMILAR_SESSIONS_STATEMENT_TIMEOUT_MS": "60000",
         "SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS": "60000",
         "SIMILAR_SESSIONS_RATE_LIMIT": "off",  # one key times the route back to back

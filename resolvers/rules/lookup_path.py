@@ -8,14 +8,19 @@ from data.lookups import LookupPath, ScanWindow
 __all__ = ["LookupPath", "choose_path", "reached_floor", "vouches_for"]
 
 
-def choose_path(own_index: bool, count: int, exact_scan_max_chunks: int) -> LookupPath:
+def choose_path(
+    own_index: bool, count: int, exact_scan_max_chunks: int, registered: bool = False
+) -> LookupPath:
     """Exact for an account of at most exact_scan_max_chunks comparable chunks (one pass is
-    then as fast as an index, and exact); else its own index, or until that is built the
-    model's shared index."""
+    then as fast as an index, and exact); else its own index; exact while an own index
+    `registered` for it is not ready (its newer rows are not in the shared index); else,
+    until it has one, the model's shared index."""
     if count <= exact_scan_max_chunks:
         return LookupPath.EXACT
     if own_index:
         return LookupPath.ACCOUNT_INDEX
+    if registered:
+        return LookupPath.EXACT
     return LookupPath.INDEX
 
 

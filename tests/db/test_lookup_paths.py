@@ -28,18 +28,19 @@ from tests.support.crowded import IDENTITY, crowded_world, served_per_probe
 
 
 @pytest.mark.parametrize(
-    ("own_index", "count", "expected"),
+    ("own_index", "count", "registered", "expected"),
     [
-        (False, 0, LookupPath.EXACT),
-        (True, 100, LookupPath.EXACT),
-        (True, 101, LookupPath.ACCOUNT_INDEX),
-        (False, 101, LookupPath.INDEX),
+        (False, 0, False, LookupPath.EXACT),
+        (True, 100, True, LookupPath.EXACT),
+        (True, 101, True, LookupPath.ACCOUNT_INDEX),
+        (False, 101, True, LookupPath.EXACT),  # registered, not ready: out of the shared index
+        (False, 101, False, LookupPath.INDEX),
     ],
 )
 def test_the_path_follows_the_size_then_the_own_index(
-    own_index: bool, count: int, expected: LookupPath
+    own_index: bool, count: int, registered: bool, expected: LookupPath
 ) -> None:
-    assert choose_path(own_index, count, 100) is expected
+    assert choose_path(own_index, count, 100, registered) is expected
 
 
 async def test_import_builds_own_indexes_only_past_the_size(engine: AsyncEngine) -> None:

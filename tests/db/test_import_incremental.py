@@ -1,0 +1,200 @@
+"""Files into an account that has (or with the file gets) its own index: its rows stay out
+of the model's shared index, a file bringing many rows rebuilds the own index in one pass
+after its transaction, a failed file leaves the index as it was, and an own index registered
+but not ready sends the account to the exact path (never timed)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from data import import_rows
+from data.account_indexes import account_index_name, ensure_large_account_indexes
+from data.model_identity import ModelIdentity
+from data.model_indexes import shared_predicate
+from data.own_index_rebuilds import REBUILD_SHARE
+from resolvers.tuning import Tuning
+from tests.support.comparisons import compare
+from tests.support.transfer_files import write_file
+from tests.support.world import MODEL, World, blend, direction
+from transfer.importing import import_file
+
+IDENTITY = ModelIdentity.parse(MODEL)
+MIN_CHUNKS = 100  # the exact-scan size these tests import with
+SERVED = Tuning(exact_scan_max_chunks=MIN_CHUNKS)
+EXACT = Tuning(exact_scan_max_chunks=10**8)
+
+
+def sessions(world: World, account: str, count: int, first: int, per_session: int = 10) -> None:
+    """`count` sessions of `per_session` chunks, on topics in turn (four of them)."""
+    for s in range(first, first + count):
+        session = world.session(account, f"session {s}")
+        for i in range(per_session):
+            vector = blend(direction(s % 4), direction(10_000 + s * 100 + i), 0.35)
+            world.chunk(session, vector, index=i)
+
+
+async def imported_in_files(
+    engine: AsyncEngine, tmp_path: Path, files: list[int]
+) -> tuple[str, list[list[str]]]:
+    """One account whose sessions come in files of these many sessions (10 chunks each), each
+    imported with the exact-scan size MIN_CHUNKS; the account and each file's index lines."""
+    world = World()
+    account, _ = world.account()
+    indexes, first = [], 0
+    for n, count in enumerate(files):
+        sessions(world, account, count, first)
+        first += count
+        path = write_file(tmp_path, world.jsonl(), f"part{n}.jsonl")
+        world.lines.clear()
+        indexes.append((await import_file(engine, path, MIN_CHUNKS)).indexes)
+    return account, indexes
+
+
+async def scalar(engine: AsyncEngine, sql: str, **params: object) -> object:
+    async with engine.connect() as conn:
+        return (await conn.execute(sa.text(sql), params)).scalar()
+
+
+async def own_index_valid(engine: AsyncEngine, account: str) -> bool:
+    valid = await scalar(
+        engine,
+        "SELECT x.indisvalid FROM pg_class i JOIN pg_index x ON x.indexrelid = i.oid "
+        "WHERE i.relname = :n",
+        n=account_index_name(uuid.UUID(account), IDENTITY),
+    )
+    return valid is True
+
+
+async def first_session(engine: AsyncEngine, account: str) -> str:
+    return str(
+        await scalar(
+            engine,
+            "SELECT id FROM runtime_sessions WHERE account_id = :a AND title = 'session 0'",
+            a=account,
+        )
+    )
+
+
+async def served_equals_exact(engine: AsyncEngine, account: str) -> str:
+    """The served comparison of the account's first session equals the exact path's; its path."""
+    session = await first_session(engine, account)
+    served = await compare(engine, account, session, SERVED, limit=20)
+    exact = await compare(engine, account, session, EXACT, limit=20)
+    assert [(n.session.id, n.score) for n in served.results] == [
+        (n.session.id, n.score) for n in exact.results
+    ]
+    return str(served.lookup_path)
+
+
+async def test_an_account_past_the_size_keeps_its_rows_out_of_the_shared_index(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    world = World()
+    large, _ = world.account("large")
+    small, _ = world.account("small")
+    sessions(world, large, 15, 0)  # 150 chunks: past MIN_CHUNKS with this file
+    sessions(world, small, 3, 100)
+    imported = await import_file(engine, write_file(tmp_path, world.jsonl()), MIN_CHUNKS)
+    assert imported.indexes == [str(IDENTITY), f"{large} {IDENTITY}"]
+    shared = await scalar(
+        engine,
+        f"SELECT array_agg(DISTINCT account_id::text) FROM session_chunks "
+        f"WHERE {shared_predicate(IDENTITY)}",
+    )
+    assert shared == [small]
+    assert await own_index_valid(engine, large)
+    assert await served_equals_exact(engine, large) == "account_index"
+
+
+async def test_a_file_bringing_many_rows_rebuilds_the_own_index_after_it(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, indexes = await imported_in_files(engine, tmp_path, [15, 10])  # 100 of 250 new
+    assert REBUILD_SHARE <= 100 / 250
+    assert indexes == [
+        [str(IDENTITY), f"{account} {IDENTITY}"],
+        [f"{account} {IDENTITY} (rebuilt)"],
+    ]
+    assert await own_index_valid(engine, account)
+    in_shared = await scalar(
+        engine,
+        "SELECT count(*) FROM session_chunks WHERE account_id = :a AND in_shared_index",
+        a=account,
+    )
+    assert in_shared == 0
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_file_bringing_few_rows_goes_into_the_own_index_as_it_is(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, indexes = await imported_in_files(engine, tmp_path, [20, 2])  # 20 of 220 new
+    assert REBUILD_SHARE > 20 / 220 and indexes[1] == []
+    assert await own_index_valid(engine, account)
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_failed_file_leaves_the_own_index_as_it_was(
+    engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account, _ = await imported_in_files(engine, tmp_path, [15])
+    upsert = import_rows.upsert_staged
+    name = account_index_name(uuid.UUID(account), IDENTITY)
+    dropped = []
+
+    async def failing(conn: AsyncConnection, kind: str) -> int:
+        if kind == "chunk":  # the own index is dropped for its rebuild by now
+            found = await conn.execute(sa.text("SELECT to_regclass(:n)"), {"n": name})
+            dropped.append(found.scalar() is None)
+            raise RuntimeError("the disk went away")
+        return await upsert(conn, kind)
+
+    monkeypatch.setattr(import_rows, "upsert_staged", failing)
+    world = World()
+    sessions(world, account, 10, 15)
+    with pytest.raises(RuntimeError, match="disk"):
+        await import_file(engine, write_file(tmp_path, world.jsonl()), MIN_CHUNKS)
+    assert dropped == [True]
+    chunks = await scalar(
+        engine, "SELECT count(*) FROM session_chunks WHERE account_id = :a", a=account
+    )
+    assert chunks == 150
+    assert await own_index_valid(engine, account)
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_an_own_index_registered_but_not_built_is_the_exact_path_until_rebuilt(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, _ = await imported_in_files(engine, tmp_path, [15])
+    async with engine.begin() as conn:  # as after a concurrent rebuild that never finished
+        await conn.execute(
+            sa.text(f"DROP INDEX {account_index_name(uuid.UUID(account), IDENTITY)}")
+        )
+    assert await served_equals_exact(engine, account) == "exact"
+    async with engine.begin() as conn:
+        built = await ensure_large_account_indexes(conn, MIN_CHUNKS)
+    assert [b.account_id for b in built] == [uuid.UUID(account)]
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_drop_that_cannot_have_the_table_leaves_the_rows_to_the_index_as_it_is(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, _ = await imported_in_files(engine, tmp_path, [15])
+    world = World()
+    sessions(world, account, 10, 15)
+    path = write_file(tmp_path, world.jsonl(), "many.jsonl")
+    async with engine.connect() as reader:  # a long read of the table holds up the drop
+        await reader.execute(sa.text("SELECT count(*) FROM session_chunks"))
+        imported = await asyncio.wait_for(import_file(engine, path, MIN_CHUNKS), 60)
+        await reader.rollback()
+    assert imported.indexes == []  # no rebuild: the rows went into the index one by one
+    assert await own_index_valid(engine, account)
+    assert await served_equals_exact(engine, account) == "account_index"
