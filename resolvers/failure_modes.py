@@ -24,7 +24,7 @@ from data.failures import InWindow, sessions_in_window
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
 from resolvers.comparison.results import SimilarResult
-from resolvers.context import MAX_SIMILAR_PER_REQUEST, Context
+from resolvers.context import Context
 from resolvers.failure_members import group_terms
 from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.rules import failure_groups as rules
@@ -32,8 +32,12 @@ from resolvers.rules.calibration import BandCuts
 from resolvers.rules.degraded import Degraded, degraded
 
 TIMED_OUT = "similar_comparison_timed_out"
-# Sessions compared in one batch of the loader: what one request may compare otherwise.
-FAILURE_MODES_BATCH = MAX_SIMILAR_PER_REQUEST
+# Sessions compared in one batch of the loader. Each batch's lookup statement must finish
+# within the comparison budget (SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS, 3 s): at 100k chunks
+# under load one session's lookups took 116 ms p50 and 400 ms p90 here, so a batch of 50
+# (two parts of 25) ran past it and the whole answer came back empty; 16 (two parts of 8)
+# keeps each statement near a second (bench/results/failure-modes.md).
+FAILURE_MODES_BATCH = 16
 UNVERIFIED = "similar_approximate_unverified"
 
 
