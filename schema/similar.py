@@ -259,8 +259,9 @@ class RankedAnswer:
     degraded: Degraded
     bands: BandCutPoints
     floor: float = strawberry.field(
-        description="The similarity a passage had to reach (the model's floor for this kind "
-        "of probe); of a search, its dense leg's (the contract's when none ran)."
+        description="The similarity a passage had to reach: the floor of the answer's model "
+        "(modelIdentity) for this kind of probe. A search's lexical leg has none (BM25 finds "
+        "what shares a word); its dense leg uses this one."
     )
     elapsed_ms: float
     end_cursor: str | None
