@@ -34,6 +34,14 @@ class IndexerSettings(BaseSettings):
         "points)",
         "indexer",
     )
+    import_rebuilds_own_index: bool = setting(
+        False,
+        "`import`: a file bringing an account a fifth of its rows or more drops the account's "
+        "own index in the file's transaction and builds it again after the commit, in one pass "
+        "(no row-by-row graph inserts); the drop locks `session_chunks` against every read of "
+        "every account until the commit, so only for a maintenance window",
+        "indexer",
+    )
     chunk_system_prompts: bool = setting(
         False, "system prompts are identical across sessions: never chunked", "indexer"
     )

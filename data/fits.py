@@ -115,7 +115,7 @@ async def use_model(
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks SET embedding_state = 'pending', embedding = NULL, "
-            "embedding_model = NULL, embedded_at = NULL "
+            "embedding_model = NULL, embedded_at = NULL, in_shared_index = true "
             "WHERE account_id = :a AND ((:retry AND embedding_state = 'skipped') "
             "  OR (embedding_state = 'embedded' AND embedding_model LIKE :family "
             "      AND embedding_model <> :model))"

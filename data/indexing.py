@@ -129,6 +129,7 @@ async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks SET embedding = NULL, embedding_model = NULL, "
+            "in_shared_index = true, "
             "embedded_at = NULL, embedding_state = 'pending', dense_embedding = NULL, "
             "dense_model = NULL, dense_embedded_at = NULL, dense_state = 'pending' "
             "WHERE account_id = :account_id AND redaction_state <> 'clear' "
@@ -272,7 +273,7 @@ async def skip_repeated(
         sa.text(
             "WITH total AS (SELECT count(*) AS n FROM runtime_sessions WHERE account_id = :a) "
             "UPDATE session_chunks c SET embedding_state = 'skipped', embedding = NULL, "
-            "embedding_model = NULL, embedded_at = NULL "
+            "embedding_model = NULL, embedded_at = NULL, in_shared_index = true "
             "FROM (SELECT content_hash FROM session_chunks "
             "  WHERE account_id = :a AND content_hash IS NOT NULL "
             "  GROUP BY content_hash "

@@ -6,8 +6,11 @@ of the whole graph. So before a file's chunks are written, the accounts it takes
 exact-scan size have their own index registered (their rows then stay out of the shared
 index, and the index is built after them in one pass, in the file's transaction), and an
 account whose existing own index the file adds at least REBUILD_SHARE of its rows to has
-that index dropped, to be built again after the transaction commits, concurrently (reads
-and writes go on; the account's comparisons take the exact path until it is valid)."""
+that index dropped, to be built again after the transaction commits, concurrently (the
+account's comparisons take the exact path until it is valid). The drop holds an ACCESS
+EXCLUSIVE lock on session_chunks until the file's commit, so every read of every account
+waits meanwhile: it is asked for only by SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX, for a
+maintenance window."""
 
 from __future__ import annotations
 
@@ -110,11 +113,11 @@ async def rebuild_concurrently(
     async with engine.connect() as pooled:
         conn = await pooled.execution_options(isolation_level="AUTOCOMMIT")
         key = {"k": rebuild_lock_key(name)}
+        await conn.execute(text("SET statement_timeout = 0"))  # the lock may wait for a build
         await conn.execute(text("SELECT pg_advisory_lock(hashtext(:k))"), key)
         try:
             if await valid_account_index(conn, account_id, identity) is not None:
                 return None
-            await conn.execute(text("SET statement_timeout = 0"))
             chunks = await comparable_count(conn, predicate)
             await conn.execute(
                 text(

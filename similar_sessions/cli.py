@@ -68,6 +68,7 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
                 engine,
                 Path(path),
                 account_index_min_chunks=settings.exact_scan_max_chunks,
+                rebuild=settings.import_rebuilds_own_index,
                 file_format=args.format,
                 account_id=args.account,
             )

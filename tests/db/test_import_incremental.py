@@ -40,10 +40,11 @@ def sessions(world: World, account: str, count: int, first: int, per_session: in
 
 
 async def imported_in_files(
-    engine: AsyncEngine, tmp_path: Path, files: list[int]
+    engine: AsyncEngine, tmp_path: Path, files: list[int], rebuild: bool = True
 ) -> tuple[str, list[list[str]]]:
     """One account whose sessions come in files of these many sessions (10 chunks each), each
-    imported with the exact-scan size MIN_CHUNKS; the account and each file's index lines."""
+    imported with the exact-scan size MIN_CHUNKS (and `rebuild`, the setting
+    SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX); the account and each file's index lines."""
     world = World()
     account, _ = world.account()
     indexes, first = [], 0
@@ -52,7 +53,7 @@ async def imported_in_files(
         first += count
         path = write_file(tmp_path, world.jsonl(), f"part{n}.jsonl")
         world.lines.clear()
-        indexes.append((await import_file(engine, path, MIN_CHUNKS)).indexes)
+        indexes.append((await import_file(engine, path, MIN_CHUNKS, rebuild=rebuild)).indexes)
     return account, indexes
 
 
@@ -131,6 +132,23 @@ async def test_a_file_bringing_many_rows_rebuilds_the_own_index_after_it(
     assert await served_equals_exact(engine, account) == "account_index"
 
 
+async def test_without_the_setting_many_rows_go_into_the_own_index_as_it_is(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """The default: no drop (it would lock the table against every account's reads until the
+    file commits); the rows go into the account's own graph only, not the shared one."""
+    account, indexes = await imported_in_files(engine, tmp_path, [15, 10], rebuild=False)
+    assert indexes[1] == []
+    assert await own_index_valid(engine, account)
+    in_shared = await scalar(
+        engine,
+        "SELECT count(*) FROM session_chunks WHERE account_id = :a AND in_shared_index",
+        a=account,
+    )
+    assert in_shared == 0
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
 async def test_a_file_bringing_few_rows_goes_into_the_own_index_as_it_is(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
@@ -159,7 +177,7 @@ async def test_a_failed_file_leaves_the_own_index_as_it_was(
     world = World()
     sessions(world, account, 10, 15)
     with pytest.raises(RuntimeError, match="disk"):
-        await import_file(engine, write_file(tmp_path, world.jsonl()), MIN_CHUNKS)
+        await import_file(engine, write_file(tmp_path, world.jsonl()), MIN_CHUNKS, rebuild=True)
     assert dropped == [True]
     chunks = await scalar(
         engine, "SELECT count(*) FROM session_chunks WHERE account_id = :a", a=account
@@ -193,7 +211,7 @@ async def test_a_drop_that_cannot_have_the_table_leaves_the_rows_to_the_index_as
     path = write_file(tmp_path, world.jsonl(), "many.jsonl")
     async with engine.connect() as reader:  # a long read of the table holds up the drop
         await reader.execute(sa.text("SELECT count(*) FROM session_chunks"))
-        imported = await asyncio.wait_for(import_file(engine, path, MIN_CHUNKS), 60)
+        imported = await asyncio.wait_for(import_file(engine, path, MIN_CHUNKS, rebuild=True), 60)
         await reader.rollback()
     assert imported.indexes == []  # no rebuild: the rows went into the index one by one
     assert await own_index_valid(engine, account)
