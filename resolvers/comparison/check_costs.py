@@ -7,7 +7,14 @@ budget and ends with the approximate answer anyway: a check predicted to reach i
 not started, and the answer says `similar_approximate_unverified` at once. A check that ran
 out of budget teaches a lower bound (budget / lookups); one that finished, its cost. What was
 learned is forgotten after `ttl_s`, so an account that shrank, or a faster server, is tried
-again."""
+again.
+
+The same memory routes an account: when an exact pass costs a lookup no more than a lookup
+on the account's approximate path cost (its scan, wider retry and checks together, as its
+last approximate comparison took them), its comparisons take the exact path at once. On a
+small or sparse account (real sessions under the lexical model, issue #29) the approximate
+lookups cannot vouch and are checked anyway, so the scan before the check is time spent for
+nothing. Once the approximate cost is forgotten, the approximate path is tried again."""
 
 from __future__ import annotations
 
@@ -23,6 +30,8 @@ log = structlog.get_logger(__name__)
 CHECK_COSTS_TTL_S = 300.0
 CHECK_COSTS_ACCOUNTS = 10_000  # accounts kept, least recently used first out
 
+Learned = OrderedDict[UUID, tuple[float, float]]  # per account: (when, what was learned)
+
 
 class CheckCosts:
     """Per account, the last check's cost per lookup and when it was learned (process-wide,
@@ -30,16 +39,26 @@ class CheckCosts:
 
     def __init__(self, ttl_s: float = CHECK_COSTS_TTL_S) -> None:
         self.ttl_s = ttl_s
-        self._per_lookup_ms: OrderedDict[UUID, tuple[float, float]] = OrderedDict()
+        self._per_lookup_ms: Learned = OrderedDict()
+        self._approximate_ms: Learned = OrderedDict()
+        self._exact_ms: Learned = OrderedDict()  # from passes that finished: not a lower bound
+
+    def routes_exact(self, account_id: UUID) -> bool:
+        """Whether the account's comparisons take the exact path at once: both costs are
+        known, and an exact lookup costs no more than an approximate one."""
+        exact = _recent(self._exact_ms, account_id, self.ttl_s)
+        approximate = _recent(self._approximate_ms, account_id, self.ttl_s)
+        return exact is not None and approximate is not None and exact <= approximate
+
+    def learn_approximate(self, account_id: UUID, lookups: int, cost_ms: float) -> None:
+        """An approximate comparison of `lookups` lookups cost `cost_ms`, checks included."""
+        if lookups > 0:
+            _blend(self._approximate_ms, account_id, cost_ms / lookups, self.ttl_s)
 
     def per_lookup_ms(self, account_id: UUID) -> float | None:
         """What a lookup of the account's last check cost, or None when nothing recent is
         known."""
-        known = self._per_lookup_ms.get(account_id)
-        if known is None or time.monotonic() - known[0] >= self.ttl_s:
-            return None
-        self._per_lookup_ms.move_to_end(account_id)
-        return known[1]
+        return _recent(self._per_lookup_ms, account_id, self.ttl_s)
 
     def affordable(self, account_id: UUID, lookups: int, budget_ms: int) -> bool:
         """Whether a check of `lookups` lookups is expected to finish within `budget_ms`
@@ -47,15 +66,43 @@ class CheckCosts:
         cost = self.per_lookup_ms(account_id)
         return cost is None or lookups * cost < budget_ms
 
-    def learn(self, account_id: UUID, lookups: int, cost_ms: float) -> None:
-        """A check of `lookups` lookups cost `cost_ms` (its whole budget when it could not
-        finish)."""
-        if lookups <= 0:
-            return
-        self._per_lookup_ms[account_id] = (time.monotonic(), cost_ms / lookups)
-        self._per_lookup_ms.move_to_end(account_id)
-        while len(self._per_lookup_ms) > CHECK_COSTS_ACCOUNTS:
-            self._per_lookup_ms.popitem(last=False)
+    def learn(self, account_id: UUID, lookups: int, cost_ms: float, finished: bool = True) -> None:
+        """A check (or an exact pass) of `lookups` lookups cost `cost_ms` (its whole budget
+        when it could not finish: then only a lower bound, which never routes exact)."""
+        if lookups > 0:
+            _keep(self._per_lookup_ms, account_id, cost_ms / lookups)
+            if finished:
+                _blend(self._exact_ms, account_id, cost_ms / lookups, self.ttl_s)
+
+
+def _recent(known: Learned, account: UUID, ttl_s: float) -> float | None:
+    """The account's value, when learned within ttl_s."""
+    value = known.get(account)
+    if value is None or time.monotonic() - value[0] >= ttl_s:
+        return None
+    known.move_to_end(account)
+    return value[1]
+
+
+# The routing's costs are averaged (an exponential moving average with this weight on the
+# newest), so that one session's many or few lookups do not flip the account's path.
+ROUTE_COST_WEIGHT = 0.25
+
+
+def _blend(known: Learned, account: UUID, value: float, ttl_s: float) -> None:
+    """The account's cost, averaged with what was learned before (when still recent)."""
+    before = _recent(known, account, ttl_s)
+    _keep(
+        known, account, value if before is None else before + ROUTE_COST_WEIGHT * (value - before)
+    )
+
+
+def _keep(known: Learned, account: UUID, value: float) -> None:
+    """The account's value, learned now; the least recently used accounts go first."""
+    known[account] = (time.monotonic(), value)
+    known.move_to_end(account)
+    while len(known) > CHECK_COSTS_ACCOUNTS:
+        known.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +119,7 @@ class Clock:
         """The check finished within its budget, or ran past it (it then cost the budget)."""
         elapsed_ms = (time.perf_counter() - self.started) * 1000
         cost_ms = elapsed_ms if finished else self.budget_ms
-        self.checks.learn(self.account_id, self.lookups, cost_ms)
+        self.checks.learn(self.account_id, self.lookups, cost_ms, finished)
         log.info("exact_check", lookups=self.lookups, started=True, finished=finished)
 
 

@@ -19,14 +19,26 @@ from resolvers.tuning import Tuning
 # The probes of a comparison to look up again (none: the comparison is not asked again).
 Pick = Callable[[Comparison], frozenset[int]]
 
+# An account routed to the exact path (resolvers/comparison/check_costs.py) is compared as if
+# the exact scan's size were this: every account the routing can choose is within it.
+ROUTED_EXACT_MAX_CHUNKS = 1_000_000_000
+
 
 async def first_look(
-    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], tuning: Tuning
+    conn: AsyncConnection,
+    batch: Batch,
+    models: Sequence[ModelIdentity],
+    tuning: Tuning,
+    exact: bool = False,
 ) -> Batch:
     """Every comparison of the batch in one statement: its session, inventory, probes and
-    their lookups, the account's setting and each model's path."""
+    their lookups, the account's setting and each model's path (`exact`: an account routed
+    to the exact path, as if its size were within the exact scan's)."""
     asks = [c.ask for c in batch.comparisons]
-    looked = await sql.look_up(conn, batch.account_id, asks, models, tuning.limits_for(models))
+    limits = tuning.limits_for(models)
+    if exact:  # the plan of an exact scan by size: measured faster than forcing the path
+        limits = replace(limits, exact_scan_max_chunks=ROUTED_EXACT_MAX_CHUNKS)
+    looked = await sql.look_up(conn, batch.account_id, asks, models, limits)
     found = zip(batch.comparisons, looked.inventories, strict=True)
     comparisons = tuple(replace(c, found=inventory) for c, inventory in found)
     return replace(batch, comparisons=comparisons, setting=looked.setting, paths=looked.paths)

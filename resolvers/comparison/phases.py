@@ -82,11 +82,13 @@ async def look_up(
     """The first statement, within the comparison's time budget; the probes an approximate
     lookup answered short are asked again, once, with a wider search, and those whose lookup
     still cannot vouch for its answer are checked by an exact pass."""
+    started = time.perf_counter()
     try:
         with sql.within_budget():
             await sql.ensure_configured(conn, tuning.comparison_settings)
             models = await catalog.models(conn, batch.account_id)
-            batch = await first_look(conn, batch, models, tuning)
+            routed_exact = checks.routes_exact(batch.account_id)
+            batch = await first_look(conn, batch, models, tuning, routed_exact)
             if any(p.path is LookupPath.UNSERVED for p in batch.paths.values()):
                 catalog.forget(batch.account_id)  # a model appeared since it was read
                 models = await catalog.models(conn, batch.account_id)
@@ -99,11 +101,27 @@ async def look_up(
                 log.info("similar_sessions_widened", probes=short)
             if any(doubtful(c, batch, tuning) for c in batch.comparisons):
                 batch = await verify(conn, batch, models, tuning, checks)
+            _learn_route(checks, batch, routed_exact, (time.perf_counter() - started) * 1000)
             batch = await look_nearest(conn, batch, models, tuning)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         return await after_timeout(conn, batch)
     return batch
+
+
+def _learn_route(checks: CheckCosts, batch: Batch, routed_exact: bool, cost_ms: float) -> None:
+    """What the batch's lookups cost a lookup, on the path they took: the approximate one's
+    whole cost (scan, retry and checks), or an exact pass's (it keeps that cost known while
+    the account is routed exact)."""
+    lookups = sum(
+        c.lookups(frozenset(p.number for p in c.probes))
+        for c in batch.found
+        if (path := batch.path(c.model)) is not None and (path.approximate or routed_exact)
+    )
+    if routed_exact:
+        checks.learn(batch.account_id, lookups, cost_ms)
+    else:
+        checks.learn_approximate(batch.account_id, lookups, cost_ms)
 
 
 def _unserved(batch: Batch) -> Callable[[Comparison], frozenset[int]]:

@@ -226,6 +226,8 @@ async def test_a_check_its_account_cannot_afford_is_not_started(
 async def test_checks_that_finish_keep_being_started(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """(While the account is not routed to the exact path: see the test after the next.)"""
+    monkeypatch.setattr(CheckCosts, "routes_exact", lambda self, account_id: False)
     account, sessions = await loop_world(engine, copies=1500)
     real = comparison.look_up
     passes: list[int] = []
@@ -333,9 +335,11 @@ class _RecordedChecks(CheckCosts):
         super().__init__()
         self.checked: list[int] = []
 
-    def learn(self, account_id: uuid.UUID, lookups: int, cost_ms: float) -> None:
+    def learn(
+        self, account_id: uuid.UUID, lookups: int, cost_ms: float, finished: bool = True
+    ) -> None:
         self.checked.append(lookups)
-        super().learn(account_id, lookups, cost_ms)
+        super().learn(account_id, lookups, cost_ms, finished)
 
 
 async def test_a_loops_identical_probes_are_looked_up_once(engine: AsyncEngine) -> None:
@@ -379,3 +383,30 @@ async def test_probes_with_different_vectors_keep_their_own_lookups(engine: Asyn
 def _shared(inventory: Inventory) -> dict[int, int]:
     """Each probe whose lookup another probe of the comparison (same vector) answers."""
     return {p.number: p.lookup for p in inventory.probes if p.lookup != p.number}
+
+
+async def test_an_account_whose_exact_lookups_cost_no_more_is_then_looked_up_exactly(
+    engine: AsyncEngine,
+) -> None:
+    """The loop's copies leave the approximate lookups of the session beside them unable to
+    vouch, so they are checked; an exact pass of this small account costs a lookup less than
+    the scan and the check together did, so its next comparison takes the exact path at once
+    (the same list, no HNSW scan and no check before it)."""
+    account, sessions = await loop_world(engine, copies=1500)
+    checks = CheckCosts()
+    answers = []
+    for _ in range(2):
+        async with comparison.reading(engine) as conn:
+            [answer] = await compare_sessions(
+                conn,
+                uuid.UUID(account),
+                [(uuid.UUID(sessions[0]), SimilarArgs(limit=20))],
+                APPROXIMATE,
+                checks=checks,
+            )
+        assert answer is not None
+        answers.append(answer)
+    first, then = answers
+    assert (first.lookup_path, then.lookup_path) == ("account_index", "exact")
+    exact = await compare(engine, account, sessions[0], EXACT, limit=20)
+    assert _listed(first) == _listed(then) == _listed(exact)
