@@ -23,6 +23,13 @@ MAX_FILTER_VALUES = 20
 MAX_FILTER_CHARS = 200
 
 
+def filters_binding(
+    statuses: Sequence[str] | None, source_types: Sequence[str] | None
+) -> list[list[str] | None]:
+    """The filters as a cursor is bound to them (None: no filter)."""
+    return [None if f is None else list(f) for f in (statuses, source_types)]
+
+
 @dataclass(frozen=True, slots=True)
 class Argument:
     """One argument of a ranked list: the field it fills (`SimilarArgs.checked`), its name as
@@ -96,8 +103,7 @@ class SimilarArgs:
             *ranked,
             self.window_days,
             self.max_matches_per_session,
-            None if self.statuses is None else list(self.statuses),
-            None if self.source_types is None else list(self.source_types),
+            *filters_binding(self.statuses, self.source_types),
         ]
 
     @classmethod
@@ -220,8 +226,7 @@ class FailureArgs:
             "failure_modes",
             str(account_id),
             self.window_days,
-            None if self.statuses is None else list(self.statuses),
-            None if self.source_types is None else list(self.source_types),
+            *filters_binding(self.statuses, self.source_types),
         ]
 
     @classmethod
