@@ -121,7 +121,7 @@ async def test_short_approximate_probes_are_asked_again_with_a_wider_search(
 
     monkeypatch.setattr(comparison, "look_up", first_comes_up_short)
     # an over-fetch the small account can fill, so that only the retry is at stake here (a
-    # window short of the over-fetch is checked by an exact pass: tests/db/test_loop_sessions)
+    # window short of the over-fetch is checked by an exact pass: tests/db/test_loop_checks)
     tuning = Tuning(exact_scan_max_chunks=0, ef_search=40, ef_search_retry=800, overfetch=25)
     result = await compare(engine, account, viewed, tuning, max_matches_per_session=5)
     assert calls == [(None, "40"), ([(0, 3)], "800")], "only the short probe is asked again, wider"
