@@ -1,0 +1,148 @@
+"""One probe's lookup in the comparison's first statement, as SQL text: the probes with their
+vectors, their candidate chunks, and their nearest chunks on the exact path (over a pool read
+once, or by a scan of the account) or on an approximate one (an HNSW index, over-fetched and
+re-ranked, with what its window looked like). data/comparison_sql.py assembles them."""
+
+from __future__ import annotations
+
+from data.lookups import LookupPath
+from data.model_identity import ModelIdentity
+from data.model_indexes import comparable_predicate, vector_expression
+from data.vector_slots import VectorSlot
+
+
+def path_literal(path: LookupPath) -> str:
+    """The path as the statement's SQL writes it."""
+    return f"'{path.value}'"
+
+
+EXACT = path_literal(LookupPath.EXACT)
+
+
+def probe_vectors(n: int, identity: ModelIdentity) -> str:
+    """The probes of the model with their vectors; `lookup` is the first probe of the same
+    comparison with the same vector (a session repeating one turn has eight identical probes)
+    and `sharers` all of them: only that one is looked up, and its rows are given to each."""
+    return (
+        f"probe_{n} AS MATERIALIZED (SELECT q.*, "
+        "min(q.probe) OVER (PARTITION BY q.key, q.v) AS lookup, "
+        "array_agg(q.probe) OVER (PARTITION BY q.key, q.v) AS sharers FROM ("
+        "SELECT p.key, p.probe, f.session_id, f.cutoff, "
+        "f.statuses, f.source_types, f.started_before, pa.path, "
+        f"{vector_expression(identity, 'c')} AS v "
+        "FROM retried p JOIN found f ON f.key = p.key JOIN paths pa ON pa.model = p.model "
+        "JOIN session_chunks c ON c.account_id = :account_id AND c.id = p.chunk_id "
+        f"WHERE p.model = {identity.sql_literal()}) AS q)"
+    )
+
+
+def candidates(scope: str, filtered: bool) -> str:
+    """The candidate chunks `c` of probe `p` within scope; with filters, joined to their
+    session `s` for its status, source type and start."""
+    where = (
+        f"WHERE {scope} AND c.runtime_session_id IS DISTINCT FROM p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+    )
+    if not filtered:
+        return f"session_chunks c {where}"
+    return (
+        "session_chunks c JOIN runtime_sessions s "
+        f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id {where} "
+        "AND (p.statuses IS NULL OR s.status = ANY(p.statuses)) "
+        "AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types)) "
+        "AND (p.started_before IS NULL OR s.started_at < p.started_before)"
+    )
+
+
+def exact_pool(n: int, identity: ModelIdentity, filtered: bool) -> str:
+    """The account's comparable chunks of the model, read once for every probe on the exact
+    path (read only when one takes it): narrow rows, the vector in the lookup's type."""
+    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+    columns = (
+        "c.id, c.runtime_session_id AS session_id, c.occurred_at, "
+        f"{vector_expression(identity, 'c')} AS v"
+    )
+    if not filtered:
+        return f"pool_{n} AS MATERIALIZED (SELECT {columns} FROM session_chunks c WHERE {scope})"
+    return (
+        f"pool_{n} AS MATERIALIZED (SELECT {columns}, s.status, s.source_type, s.started_at "
+        "FROM session_chunks c JOIN runtime_sessions s "
+        f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id WHERE {scope})"
+    )
+
+
+def exact_in_pool(n: int, filtered: bool) -> str:
+    """Per probe on the exact path, its nearest chunks among the pool read once: a top-N
+    pass over rows in memory, where a scan of the table per probe would read every chunk as
+    many times as there are probes."""
+    where = (
+        "c.session_id IS DISTINCT FROM p.session_id "
+        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+    )
+    if filtered:
+        where += (
+            " AND (p.statuses IS NULL OR c.status = ANY(p.statuses)) "
+            "AND (p.source_types IS NULL OR c.source_type = ANY(p.source_types)) "
+            "AND (p.started_before IS NULL OR c.started_at < p.started_before)"
+        )
+    return (
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
+        f"(c.v <=> p.v) AS distance FROM pool_{n} c WHERE {where} "
+        "ORDER BY distance, c.id LIMIT :per_probe) AS a "
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup "
+        f"AND {finite_and_close('a.distance', floor_of(n))}"
+    )
+
+
+def floor_of(n: int) -> str:
+    """The floor of the statement's model branch n (each model has its own)."""
+    return f"CAST(:floor_{n} AS float8)"
+
+
+def exact_scan(
+    n: int, identity: ModelIdentity, filtered: bool, slot: VectorSlot = VectorSlot.PRIMARY
+) -> str:
+    """Per probe on the exact path, its nearest chunks by a scan of the account's chunks:
+    for the exact check of a few probes on an account of any size, where reading the whole
+    account into a pool first would write it all to temporary files. `+ 0` keeps the HNSW
+    index from serving the ORDER BY: this path must not be approximate."""
+    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c', slot)}"
+    distance = f"({vector_expression(identity, 'c', slot)} <=> p.v)"
+    return (
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
+        f"c.runtime_session_id AS session_id, {distance} AS distance "
+        f"FROM {candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
+        "LIMIT :per_probe) AS a "
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup "
+        f"AND {finite_and_close('a.distance', floor_of(n))}"
+    )
+
+
+def approximate_lookup(
+    n: int, identity: ModelIdentity, path: LookupPath, scope: str, filtered: bool
+) -> str:
+    """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
+    re-ranked exactly to per_probe, each with what the window it was cut from looked like
+    (how many candidates, the farthest, how many at its distance) and its model's floor
+    (not applied here)."""
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance, "
+        f"a.scanned, a.farthest, a.tied, {floor_of(n)} "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance, "
+        "count(*) OVER () AS scanned, "
+        "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
+        "count(*) OVER (PARTITION BY distance) AS tied FROM ("
+        f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
+        f"FROM {candidates(scope, filtered)} ORDER BY {distance} LIMIT :overfetch) AS near "
+        "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
+        f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup"
+    )
+
+
+def finite_and_close(distance: str, floor: str = "floor") -> str:
+    """A zero vector's cosine distance is NaN, and NaN compares above every number in
+    PostgreSQL (`1 - NaN >= 0.35` is true): such a distance is never a hit."""
+    return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= {floor}"
