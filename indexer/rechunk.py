@@ -9,7 +9,7 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data import indexing as sql
+from data import chunk_writes as sql
 from data.import_rows import content_hash
 from data.model_identity import ModelIdentity
 from data.sessions import activity_by_session

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
 from config.settings import default_of
+from data import chunk_writes
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
@@ -182,7 +183,7 @@ async def chunk_account(
     beside it embeds the same passages (reading as much of each as it can), so that the
     configured model's comparisons are the same with or without one."""
     async with engine.connect() as conn:
-        stale = await sql.stale_sessions(
+        stale = await chunk_writes.stale_sessions(
             conn, work.account_id, fingerprint(config.policy, embedder)
         )
     bar = tqdm(stale, desc="chunking", unit="session", disable=_quiet(config), leave=False)

@@ -1,0 +1,137 @@
+"""The indexer's chunk writes: the sessions whose activity changed since they were chunked,
+their stored chunks, the chunks written and deleted, and what was chunked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import tables as t
+from data.indexing import DENSE_RESET
+
+
+@dataclass(frozen=True, slots=True)
+class StaleSession:
+    id: UUID
+    activity_count: int
+    last_ordinal: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    id: UUID
+    chunk_index: int
+    content_hash: bytes | None
+    embedding_model: str | None
+
+
+async def stale_sessions(
+    conn: AsyncConnection, account_id: UUID, policy: str
+) -> list[StaleSession]:
+    """Sessions never chunked, or whose activity or chunking policy changed since."""
+    rows = await conn.execute(
+        sa.text(
+            "SELECT s.id, act.n, act.last FROM runtime_sessions s "
+            "CROSS JOIN LATERAL (SELECT count(*)::int AS n, max(a.ordinal) AS last "
+            "  FROM runtime_session_activity a "
+            "  WHERE a.account_id = s.account_id AND a.runtime_session_id = s.id) AS act "
+            "LEFT JOIN session_chunking k "
+            "  ON k.account_id = s.account_id AND k.runtime_session_id = s.id "
+            "WHERE s.account_id = :account_id AND (k.runtime_session_id IS NULL "
+            "  OR k.policy <> :policy OR k.activity_count <> act.n "
+            "  OR k.last_ordinal IS DISTINCT FROM act.last) "
+            "ORDER BY s.started_at, s.id"
+        ),
+        {"account_id": account_id, "policy": policy},
+    )
+    return [StaleSession(*row) for row in rows]
+
+
+async def lock_session(conn: AsyncConnection, account_id: UUID, session_id: UUID) -> bool:
+    """Lock the session row for this transaction; False when another worker holds it."""
+    row = await conn.execute(
+        sa.text(
+            "SELECT 1 FROM runtime_sessions WHERE account_id = :account_id AND id = :id "
+            "FOR NO KEY UPDATE SKIP LOCKED"
+        ),
+        {"account_id": account_id, "id": session_id},
+    )
+    return row.first() is not None
+
+
+async def stored_chunks(
+    conn: AsyncConnection, account_id: UUID, session_id: UUID
+) -> list[StoredChunk]:
+    c = t.session_chunks.c
+    rows = await conn.execute(
+        sa.select(c.id, c.chunk_index, c.content_hash, c.embedding_model).where(
+            c.account_id == account_id, c.runtime_session_id == session_id
+        )
+    )
+    return [StoredChunk(*row) for row in rows]
+
+
+async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Write new or changed chunks: their text changed, so any vector of theirs goes (the
+    dense model's too)."""
+    if not rows:
+        return
+    reset = {
+        "embedding_state": "pending",
+        "embedding": None,
+        "embedding_model": None,
+        "embedded_at": None,
+        "embed_attempts": 0,
+        "embed_error": None,
+        **DENSE_RESET,
+    }
+    for start in range(0, len(rows), 200):
+        stmt = insert(t.session_chunks).values(
+            [{**row, **reset} for row in rows[start : start + 200]]
+        )
+        kept = ("account_id", "id", "redaction_state")
+        updated = {
+            c.name: stmt.excluded[c.name]
+            for c in t.session_chunks.columns
+            if c.name not in kept and not c.computed
+        }
+        await conn.execute(
+            stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated)
+        )
+
+
+async def delete_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID]) -> None:
+    if ids:
+        c = t.session_chunks.c
+        await conn.execute(
+            sa.delete(t.session_chunks).where(c.account_id == account_id, c.id.in_(list(ids)))
+        )
+
+
+async def record_chunking(
+    conn: AsyncConnection, account_id: UUID, session: StaleSession, policy: str, chunk_count: int
+) -> None:
+    stmt = insert(t.session_chunking).values(
+        account_id=account_id,
+        runtime_session_id=session.id,
+        policy=policy,
+        activity_count=session.activity_count,
+        last_ordinal=session.last_ordinal,
+        chunk_count=chunk_count,
+        chunked_at=sa.func.now(),
+    )
+    await conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["account_id", "runtime_session_id"],
+            set_={
+                k: stmt.excluded[k]
+                for k in ("policy", "activity_count", "last_ordinal", "chunk_count", "chunked_at")
+            },
+        )
+    )
