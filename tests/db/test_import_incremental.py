@@ -57,6 +57,15 @@ async def imported_in_files(
     return account, indexes
 
 
+async def in_shared_index(engine: AsyncEngine, account: str) -> object:
+    """How many of the account's chunks the model's shared index holds."""
+    return await scalar(
+        engine,
+        "SELECT count(*) FROM session_chunks WHERE account_id = :a AND in_shared_index",
+        a=account,
+    )
+
+
 async def scalar(engine: AsyncEngine, sql: str, **params: object) -> object:
     async with engine.connect() as conn:
         return (await conn.execute(sa.text(sql), params)).scalar()
@@ -123,12 +132,7 @@ async def test_a_file_bringing_many_rows_rebuilds_the_own_index_after_it(
         [f"{account} {IDENTITY} (rebuilt)"],
     ]
     assert await own_index_valid(engine, account)
-    in_shared = await scalar(
-        engine,
-        "SELECT count(*) FROM session_chunks WHERE account_id = :a AND in_shared_index",
-        a=account,
-    )
-    assert in_shared == 0
+    assert await in_shared_index(engine, account) == 0
     assert await served_equals_exact(engine, account) == "account_index"
 
 
@@ -140,12 +144,7 @@ async def test_without_the_setting_many_rows_go_into_the_own_index_as_it_is(
     account, indexes = await imported_in_files(engine, tmp_path, [15, 10], rebuild=False)
     assert indexes[1] == []
     assert await own_index_valid(engine, account)
-    in_shared = await scalar(
-        engine,
-        "SELECT count(*) FROM session_chunks WHERE account_id = :a AND in_shared_index",
-        a=account,
-    )
-    assert in_shared == 0
+    assert await in_shared_index(engine, account) == 0
     assert await served_equals_exact(engine, account) == "account_index"
 
 
