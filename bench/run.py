@@ -31,6 +31,7 @@ from bench.latency.real_vectors import SAMPLED
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
 from bench.latency.storage import partitions, storage
+from bench.latency.tail import at_scale
 from bench.latency.vector_worlds import vector_worlds
 from config.logs import configure_logging
 from config.settings import Settings
@@ -85,6 +86,16 @@ async def run(args: argparse.Namespace) -> None:
     in_process = InProcess(comparisons, ModelCatalog())
     loaded = await survey(corpus, url, meta, engine)
     built = await index_options(engine, account_index_name(loaded.largest.id, IDENTITY))
+    if args.tail:
+        header(report, loaded, built)
+        try:
+            await at_scale(report, url, loaded.largest, args.size)
+        finally:
+            await engine.dispose()
+            await comparisons.dispose()
+        report.say_targets()
+        report.write(RESULTS / f"perf-{args.size}-tail.md")
+        return
     log_path = RESULTS / f"server-{args.size}.log"
     proc, base = start_server(url, report.tuning, log_path)
     header(report, loaded, built)
@@ -248,6 +259,12 @@ def main() -> None:
     parser.add_argument("--builds", type=int, default=3, help="index builds per loop account")
     parser.add_argument(
         "--loops", action="store_true", help="only the recall table and the loop sessions"
+    )
+    parser.add_argument(
+        "--tail",
+        action="store_true",
+        help="only the largest account by ef_search 100/200/400: p95 and its cause, lists "
+        "against the exact path, a page of 50 (bench/results/perf-<size>-tail.md)",
     )
     parser.add_argument(
         "--clustered",
