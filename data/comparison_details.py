@@ -84,7 +84,7 @@ WHERE s.account_id = :account_id AND s.id = ANY(CAST(:session_ids AS uuid[]))
 UNION ALL
 SELECT 'comparable', l.key, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL
-FROM lonely l WHERE EXISTS (
+FROM lonely l CROSS JOIN LATERAL (
   SELECT 1 FROM session_chunks c
   JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id
   WHERE c.account_id = :account_id AND c.embedding_model = l.model
@@ -92,7 +92,8 @@ FROM lonely l WHERE EXISTS (
     AND c.runtime_session_id <> l.session_id
     AND (l.cutoff IS NULL OR c.occurred_at >= l.cutoff)
     AND (l.statuses IS NULL OR s.status = ANY(l.statuses))
-    AND (l.source_types IS NULL OR s.source_type = ANY(l.source_types)))"""
+    AND (l.source_types IS NULL OR s.source_type = ANY(l.source_types))
+  ORDER BY c.runtime_session_id LIMIT 1) AS one"""
 
 
 def _matched_words(preview: str) -> str:
