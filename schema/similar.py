@@ -13,6 +13,7 @@ from uuid import UUID
 
 import strawberry
 
+from data.lookups import LookupPath
 from data.sessions import SessionRow
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Leg, LegAnswer
@@ -55,6 +56,41 @@ class Degraded:
     @classmethod
     def of(cls, d: resolved.Degraded) -> Degraded:
         return from_result(cls, d, reasons=[ReasonCode(code) for code in d.reasons])
+
+
+strawberry.enum(
+    LookupPath,
+    description="How an answer's nearest passages were found: EXACT one pass over the "
+    "account's passages; ACCOUNT_INDEX the account's own HNSW index; INDEX the model's HNSW "
+    "index shared by all accounts; UNSERVED a model that appeared while the comparison ran.",
+)
+
+
+@strawberry.type(
+    description="How the comparison's lookups ran: the path, and the probes looked up again "
+    "because the index's first answer would not do. An exact check is what makes a slow "
+    "answer slow on a large account: it is named here."
+)
+class Lookup:
+    path: LookupPath | None = strawberry.field(
+        description="The path the comparison model's lookups took; null when nothing was compared."
+    )
+    widened_probes: int = strawberry.field(
+        description="Probes whose approximate lookup found fewer passages than it keeps, "
+        "asked again at SIMILAR_SESSIONS_HNSW_EF_SEARCH_RETRY."
+    )
+    checked_probes: int = strawberry.field(
+        description="Probes whose approximate lookup the index could not vouch for, answered "
+        "by an exact pass over the account's passages (within "
+        "SIMILAR_SESSIONS_VERIFY_TIMEOUT_MS; past it, none are, and the answer says "
+        "similar_approximate_unverified)."
+    )
+
+    @classmethod
+    def of(cls, r: SimilarResult) -> Lookup:
+        return cls(
+            path=r.lookup_path, widened_probes=r.widened_probes, checked_probes=r.checked_probes
+        )
 
 
 @strawberry.type(
@@ -292,6 +328,9 @@ class SimilarSessions(RankedAnswer):
     pending_chunks: int
     results: list[Neighbour]
     nearest: list[Neighbour] = strawberry.field(description=_NEAREST)
+    lookup: Lookup = strawberry.field(
+        description="How its lookups ran: the path, and the probes widened or checked exactly."
+    )
     args: strawberry.Private[SimilarArgs]
 
     @strawberry.field(
@@ -307,7 +346,8 @@ class SimilarSessions(RankedAnswer):
 
     @classmethod
     def of(cls, r: SimilarResult, session_of: SessionOf) -> SimilarSessions:
-        return from_result(cls, r, **answer_fields(r, lambda n: Neighbour.of(n, session_of)))
+        fields = answer_fields(r, lambda n: Neighbour.of(n, session_of))
+        return from_result(cls, r, lookup=Lookup.of(r), **fields)
 
 
 @strawberry.type(description="The account's sessions with passages like a described text.")

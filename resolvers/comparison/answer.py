@@ -101,6 +101,8 @@ def result_of(
         results=tuple(neighbour_of(n, shown, c.args, probes, cuts) for n in c.page),
         next_after=c.page[-1].sort_key if c.more and c.page else None,
         lookup_path=batch.path(c.model),
+        widened_probes=c.widened,
+        checked_probes=c.checked,
         bands=cuts,
         ranked=c.ranked,
         probes=tuple(probes),

@@ -61,7 +61,7 @@ async def look_again(
     limits = tuning.limits_for(models)
     looked = await sql.look_up(conn, batch.account_id, asks, models, limits, exact=exact)
     again = iter(looked.inventories)
-    comparisons = (c.answered(n, next(again)) if n else c for c, n in picked)
+    comparisons = (c.answered(n, next(again), exact) if n else c for c, n in picked)
     batch = batch.with_comparisons(comparisons)
     return batch if exact else replace(batch, paths=batch.paths | looked.paths)
 

@@ -127,6 +127,8 @@ class SimilarResult(RankedAnswer):
     embedded_chunks: int
     probe_chunks: int
     pending_chunks: int
+    widened_probes: int = 0  # probes whose short lookups were asked again, wider
+    checked_probes: int = 0  # probes the index could not vouch for, answered exactly
     # Every neighbour in order (`results` is a page of them), and the probes' chunk ids by
     # probe number: what the failure modes are grouped from (resolvers/failure_modes.py).
     ranked: tuple[ranking.Neighbour, ...] = ()

@@ -24,6 +24,8 @@ class Comparison:
     args: SimilarArgs
     found: Inventory | None = None
     unverified: bool = False  # a lookup could not vouch, and its exact check did not run
+    widened: int = 0  # probes asked again at the wider ef_search (their lookups came up short)
+    checked: int = 0  # probes answered by the exact check (their lookups could not vouch)
     page: tuple[ranking.Neighbour, ...] = ()
     more: bool = False  # neighbours follow the page
     ranked: tuple[ranking.Neighbour, ...] = ()  # every neighbour, in order (the page's list)
@@ -53,9 +55,10 @@ class Comparison:
         """The lookups that answer these probes: probes with one vector share one."""
         return len({p.lookup for p in self.probes if p.number in numbers})
 
-    def answered(self, numbers: frozenset[int], again: Inventory | None) -> Comparison:
+    def answered(self, numbers: frozenset[int], again: Inventory | None, exact: bool) -> Comparison:
         """This comparison with these probes answered as `again` (the same session looked
-        up again) answers them."""
+        up again, by the exact check when `exact`, else at the wider ef_search) answers
+        them, and counted as checked or widened."""
         if self.found is None or again is None:
             return self
         answers = {p.number: p.answer for p in again.probes if p.number in numbers}
@@ -63,7 +66,10 @@ class Comparison:
             replace(p, answer=answers.get(p.number, Lookup())) if p.number in numbers else p
             for p in self.probes
         )
-        return replace(self, found=replace(self.found, probes=probes))
+        found = replace(self.found, probes=probes)
+        if exact:
+            return replace(self, found=found, checked=self.checked + len(numbers))
+        return replace(self, found=found, widened=self.widened + len(numbers))
 
 
 @dataclass(frozen=True, slots=True)

@@ -87,7 +87,7 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
             assert steps == ["checked"]
             assert sent == ["BEGIN", "ROLLBACK"]
             steps.clear()
-            await compared(comparisons, account, loop, never_checked)
+            widened = await compared(comparisons, account, loop, never_checked)
             assert steps == [f"widened to {APPROXIMATE.ef_search_retry}"]
             sent.clear()
             await compared(comparisons, account, sessions[0], never_checked)
@@ -96,6 +96,15 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
         await comparisons.dispose()
     assert "similar_approximate_unverified" not in checked.degraded.reasons
     assert listed(checked) == listed(exact)
+    # each answer names the work it took: the probes checked exactly, or asked again wider
+    probes = len(checked.probes)
+    assert (checked.lookup_path, checked.checked_probes, checked.widened_probes) == (
+        "account_index",
+        probes,
+        0,
+    )
+    assert (widened.checked_probes, widened.widened_probes) == (0, probes)
+    assert (exact.lookup_path, exact.checked_probes, exact.widened_probes) == ("exact", 0, 0)
 
 
 async def test_a_loops_identical_probes_are_looked_up_once(engine: AsyncEngine) -> None:

@@ -138,6 +138,8 @@ async def test_a_comparison_sends_two_statements_on_its_own_pool(
                 )
             assert rest.status_code == 200
             assert (len(statements), sent) == (2, [])
+            lookup = {"path": "exact", "widened_probes": 0, "checked_probes": 0}
+            assert rest.json()["lookup"] == lookup
     finally:
         await comparisons.dispose()
 
@@ -159,7 +161,8 @@ async def test_an_approximate_comparison_that_vouches_for_its_lookups_is_two_sta
     path = await compare(engine, account, sessions[1], Tuning.of(settings))
     assert path.lookup_path == "account_index"
     query = "query($id: UUID!) { runtimeSession(id: $id) { similarSessions {"
-    query += " results { similarity } degraded { reasons } } } }"
+    query += " results { similarity } degraded { reasons }"
+    query += " lookup { path widenedProbes checkedProbes } } } }"
     try:
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://t"
@@ -171,6 +174,11 @@ async def test_an_approximate_comparison_that_vouches_for_its_lookups_is_two_sta
                 similar = body["data"]["runtimeSession"]["similarSessions"]
                 assert similar["results"]
                 assert similar["degraded"]["reasons"] == []
+                assert similar["lookup"] == {
+                    "path": "ACCOUNT_INDEX",
+                    "widenedProbes": 0,
+                    "checkedProbes": 0,
+                }
                 assert len(statements) == 2, statements
     finally:
         await comparisons.dispose()
