@@ -39,6 +39,8 @@ def main() -> None:
     args = parser.parse_args()
     floor_db, product_db = args.db_prefix + FLOOR_DB, args.db_prefix + PRODUCT_DB
     settings = Settings.from_env()
+    # the product's imports read the setting from this environment: the report names it
+    args.rebuilds = settings.import_rebuilds_own_index
     server_url = resolve_url(settings.database_url, settings.data_dir)
     cpu = ServerCpu(settings)
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +76,7 @@ def main() -> None:
             asyncio.run(drop(server_url, product_db))
             shutil.rmtree(args.dir, ignore_errors=True)
     text = report(args, size, base, runs)
-    out = RESULTS / f"import-{args.chunks}.md"
+    out = RESULTS / f"import-{args.chunks}{'-rebuilds' if args.rebuilds else ''}.md"
     out.write_text(text, encoding="utf-8")
     print(text)
     print(f"written to {out}")

@@ -25,7 +25,7 @@ def report(args: argparse.Namespace, size: int, base: Floor, runs: list[Run]) ->
         [
             f"# Import of {args.chunks:,} chunks ({size / 1024**2:,.0f} MB, one account)",
             "",
-            f"`python -m bench.importing --chunks {args.chunks}`: one run on this 2-core "
+            f"`{_command(args)}`: one run on this 2-core "
             "machine, shared with other work, so wall times carry the neighbours' load; CPU "
             "seconds (the import process and every server process) carry only the work. Each "
             "side in a fresh database on the same server.",
@@ -57,6 +57,13 @@ def report(args: argparse.Namespace, size: int, base: Floor, runs: list[Run]) ->
             *_parts(args, base, parts),
         ]
     )
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that measured the report, the rebuild setting named when on."""
+    files = f" --files {args.files}" if args.files > 1 else ""
+    setting = "SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX=true " if args.rebuilds else ""
+    return f"{setting}python -m bench.importing --chunks {args.chunks}{files}"
 
 
 def _transaction_s(run: Run) -> float:
