@@ -229,3 +229,35 @@ async def tallied(work: Awaitable[Any]) -> tuple[Tally, Any]:
         _current.reset(token)
     tally.ms["other"] = max(0.0, tally.total_ms - sum(tally.ms.values()))
     return tally, out
+
+
+def mean_ms(tallies: list[Tally], phase: str) -> float:
+    """The phase's mean ms over the tallies (nan without any)."""
+    if not tallies:
+        return float("nan")
+    return sum(t.ms.get(phase, 0.0) for t in tallies) / len(tallies)
+
+
+@dataclass(frozen=True, slots=True)
+class Doubts:
+    """Over some tallies: the first lookups that could vouch, and why the others could not."""
+
+    vouched: int
+    why: Counter[str]
+
+    @classmethod
+    def of(cls, tallies: list[Tally]) -> Doubts:
+        counted: Counter[str] = Counter()
+        for t in tallies:
+            counted.update(t.doubts)
+        vouched = counted.pop("vouched", 0)
+        return cls(vouched, counted)
+
+    @property
+    def could_not(self) -> int:
+        return sum(self.why.values())
+
+    def said(self) -> str:
+        """`n (reason k, reason k)`: the lookups that could not vouch, by reason."""
+        reasons = ", ".join(f"{k} {v}" for k, v in self.why.most_common()) or "-"
+        return f"{self.could_not} ({reasons})"

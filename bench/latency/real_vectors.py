@@ -26,7 +26,7 @@ from bench.common.timing import clocked, p50, pct
 from bench.latency.accounts import InProcess
 from bench.latency.corpus import Account
 from bench.latency.pages import PageTimes, page_against_requests
-from bench.latency.phase_times import PHASES, Tally, tallied, wrapped
+from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, wrapped
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, Reply, start_server
 from data import comparison
@@ -287,10 +287,6 @@ def batch_elapsed(log: Path, offset: int, account: uuid.UUID, sessions: int) -> 
     return out
 
 
-def _mean(tallies: list[Tally], phase: str) -> float:
-    return statistics.fmean(t.ms.get(phase, 0.0) for t in tallies) if tallies else float("nan")
-
-
 def say_world(report: Report, title: str, figures: list[Measured], note: str) -> None:
     """The world's three tables: the routes, where the time went, the pages."""
     report.say(f"## {title}")
@@ -331,19 +327,15 @@ def say_phases(report: Report, figures: list[Measured]) -> None:
     report.say("|---|---|---|---|" + "---|" * len(PHASES) + "---|---|---|---|")
     for f in figures:
         totals = [t.total_ms for t in f.tallies]
-        doubts: Counter[str] = Counter()
-        for t in f.tallies:
-            doubts.update(t.doubts)
-        vouched = doubts.pop("vouched", 0)
-        why = ", ".join(f"{k} {v}" for k, v in doubts.most_common()) or "-"
+        doubts = Doubts.of(f.tallies)
         widened = sum(1 for t in f.tallies if t.count("similar_sessions_widened"))
         checked = sum(1 for t in f.tallies if t.count("similar_sessions_verified"))
         log = f.logged
         report.say(
             f"| {f.label} | {f.path} | {p50(totals):.1f} | {statistics.fmean(totals):.1f} "
-            + "".join(f"| {_mean(f.tallies, p):.1f} " for p in PHASES)
+            + "".join(f"| {mean_ms(f.tallies, p):.1f} " for p in PHASES)
             + f"| {widened} of {len(f.tallies)} | {checked} of {len(f.tallies)} "
-            f"| {vouched} / {sum(doubts.values())} ({why}) "
+            f"| {doubts.vouched} / {doubts.said()} "
             f"| {log['similar_sessions_widened']} of {log['similar_sessions']} "
             f"({log['similar_sessions_widened.probes']} probes), "
             f"{log['exact_check.started']} ({log['exact_check.lookups']}) |"
@@ -379,6 +371,8 @@ def say_pages(report: Report, figures: list[Measured]) -> None:
         report.say(
             f"| {f.label} | {p50(f.page.pages):.0f} | {p50(f.page.rests):.0f} "
             f"| {f.page.ratio:.2f} | {single} | {server:.0f} | {p50(f.page.pages) - server:.0f} "
-            f"| {batch:.0f} " + "".join(f"| {_mean(f.page_tallies, p):.0f} " for p in PHASES) + "|"
+            f"| {batch:.0f} "
+            + "".join(f"| {mean_ms(f.page_tallies, p):.0f} " for p in PHASES)
+            + "|"
         )
     report.say()

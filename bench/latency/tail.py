@@ -21,7 +21,7 @@ from bench.latency.accounts import InProcess
 from bench.latency.corpus import Account
 from bench.latency.measure import exact, probes_of
 from bench.latency.pages import PageTimes, page_against_requests
-from bench.latency.phase_times import PHASES, Tally, tallied, wrapped
+from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, wrapped
 from bench.latency.plans import lookups
 from bench.latency.real_vectors import EXACT_FORCED, comparable_sessions, compare
 from bench.latency.report import Report
@@ -177,10 +177,6 @@ def _ids(body: dict[str, object]) -> list[str]:
     return [r["runtime_session_id"] for r in results]
 
 
-def _mean(tallies: list[Tally], phase: str) -> float:
-    return statistics.fmean(t.ms.get(phase, 0.0) for t in tallies) if tallies else float("nan")
-
-
 def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
     report.say(f"## The largest account by ef_search, with the vouching retry ({account.name})")
     report.say()
@@ -230,17 +226,12 @@ def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
     report.say("|---|---|---|" + "---|" * len(PHASES) + "---|---|---|---|")
     for f in figures:
         tail = f.tail()
-        doubts: Counter[str] = Counter()
-        for t in tail:
-            doubts.update(t.doubts)
-        doubts.pop("vouched", None)
-        why = ", ".join(f"{k} {v}" for k, v in doubts.most_common()) or "-"
         report.say(
             f"| {f.ef} | {len(tail)} | {statistics.fmean(t.total_ms for t in tail):.1f} "
-            + "".join(f"| {_mean(tail, p):.1f} " for p in PHASES)
+            + "".join(f"| {mean_ms(tail, p):.1f} " for p in PHASES)
             + f"| {sum(1 for t in tail if t.count('similar_sessions_widened'))} "
             f"| {sum(1 for t in tail if t.count('similar_sessions_verified'))} "
-            f"| {sum(doubts.values())} ({why}) | {len(f.slow_sessions)} |"
+            f"| {Doubts.of(tail).said()} | {len(f.slow_sessions)} |"
         )
     report.say()
     _targets(report, figures)
