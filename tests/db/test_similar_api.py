@@ -26,6 +26,7 @@ runtimeSessionId modelIdentity embeddedChunks probeChunks pendingChunks windowDa
 maxMatchesPerSession elapsedMs endCursor hasNextPage floor sharedTermsModel
 degraded { semantic reasons detail }
 bands { close related }
+lookup { path widenedProbes checkedProbes }
 results """
     + RANKED_FIELDS
     + " nearest "
@@ -49,6 +50,8 @@ def as_rest(graphql_value: Any) -> Any:
             out["band"] = out["band"].lower()
         if "reasons" in out:  # the DegradedReason enum's names: REST answers its values
             out["reasons"] = [reason.lower() for reason in out["reasons"]]
+        if "widened_probes" in out and out["path"] is not None:  # the LookupPath enum's too
+            out["path"] = out["path"].lower()
         return out
     if isinstance(graphql_value, list):
         return [as_rest(v) for v in graphql_value]
@@ -123,9 +126,11 @@ async def test_rest_shape_is_exactly_the_contracts(
         "results",
         "shared_terms_model",
         "nearest",  # issue #26: offered (loose) when nothing passed the floor
+        "lookup",  # issue #29: the lookups' path, and the probes widened or checked exactly
         "next_cursor",
     }
     assert set(body["degraded"]) == {"semantic", "reasons", "detail"}
+    assert body["lookup"] == {"path": "exact", "widened_probes": 0, "checked_probes": 0}
     [result] = body["results"]
     assert set(result) == {
         "runtime_session_id",
