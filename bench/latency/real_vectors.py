@@ -210,7 +210,7 @@ async def _routes(
     for got, want in last.values():
         fig.compared += 1
         body = got.json()
-        fig.equal += _ids(body) == _ids(want.json())
+        fig.equal += result_ids(body) == result_ids(want.json())
         fig.unverified += UNVERIFIED in body["degraded"]["reasons"]
         fig.reasons.update(body["degraded"]["reasons"])
 
@@ -226,7 +226,8 @@ async def served_path(
     return "none" if path is None else path.value
 
 
-def _ids(body: dict[str, Any]) -> list[str]:
+def result_ids(body: dict[str, Any]) -> list[str]:
+    """The sessions a similar route's body lists, in order."""
     return [r["runtime_session_id"] for r in body["results"]]
 
 

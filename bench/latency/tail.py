@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import statistics
 import uuid
-from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -23,7 +22,7 @@ from bench.latency.measure import exact, probes_of
 from bench.latency.pages import PageTimes, page_against_requests
 from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, wrapped
 from bench.latency.plans import lookups
-from bench.latency.real_vectors import EXACT_FORCED, comparable_sessions, compare
+from bench.latency.real_vectors import EXACT_FORCED, comparable_sessions, compare, result_ids
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
 from data.engine import make_engine
@@ -45,7 +44,7 @@ class AtEf:
     ef: int
     route_ms: list[float] = field(default_factory=list)
     tallies: list[Tally] = field(default_factory=list)
-    slow_sessions: Counter[uuid.UUID] = field(default_factory=Counter)
+    asked: list[uuid.UUID] = field(default_factory=list)  # the session of each tally
     equal: int = 0
     compared: int = 0
     session_recall: list[float] = field(default_factory=list)
@@ -60,6 +59,11 @@ class AtEf:
         """The slowest TAIL_SHARE of the comparisons in process."""
         ranked = sorted(self.tallies, key=lambda t: t.total_ms, reverse=True)
         return ranked[: max(1, round(len(ranked) * TAIL_SHARE))]
+
+    def slow_sessions(self) -> set[uuid.UUID]:
+        """The distinct sessions of the tail's comparisons."""
+        slow = {id(t) for t in self.tail()}
+        return {s for s, t in zip(self.asked, self.tallies, strict=True) if id(t) in slow}
 
 
 async def at_scale(report: Report, url: str, account: Account, size_name: str) -> None:
@@ -125,13 +129,8 @@ async def _routes(
                     tally, _ = await tallied(compare(in_process[ef], account.id, keys, tunings[ef]))
                     if r:
                         figures[ef].route_ms.append(ms)
-                        tally.events.append({"event": "session", "id": str(s)})
                         figures[ef].tallies.append(tally)
-    for fig in figures.values():
-        for t in fig.tail():
-            fig.slow_sessions.update(
-                uuid.UUID(e["id"]) for e in t.events if e["event"] == "session"
-            )
+                        figures[ef].asked.append(s)
 
 
 async def _against_exact(
@@ -145,9 +144,13 @@ async def _against_exact(
     headers = {"authorization": f"Bearer {account.key}"}
     for s in tqdm(sessions, desc="against the exact path", leave=False):
         route = f"/api/v1/runtime-sessions/{s}/similar"
-        want = _ids((await exact_server.get(route, params={"limit": 10}, headers=headers)).json())
+        want = result_ids(
+            (await exact_server.get(route, params={"limit": 10}, headers=headers)).json()
+        )
         for ef, fig in figures.items():
-            got = _ids((await servers[ef].get(route, params={"limit": 10}, headers=headers)).json())
+            got = result_ids(
+                (await servers[ef].get(route, params={"limit": 10}, headers=headers)).json()
+            )
             fig.compared += 1
             fig.equal += got == want
             fig.session_recall.append(len(set(got) & set(want)) / len(want) if want else 1.0)
@@ -169,12 +172,6 @@ async def _chunk_recall(
         fig.chunk_recall, _, _ = await lookups(
             engine, probes, truths, LookupPath.ACCOUNT_INDEX, tuning
         )
-
-
-def _ids(body: dict[str, object]) -> list[str]:
-    results = body["results"]
-    assert isinstance(results, list)
-    return [r["runtime_session_id"] for r in results]
 
 
 def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
@@ -231,7 +228,7 @@ def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
             + "".join(f"| {mean_ms(tail, p):.1f} " for p in PHASES)
             + f"| {sum(1 for t in tail if t.count('similar_sessions_widened'))} "
             f"| {sum(1 for t in tail if t.count('similar_sessions_verified'))} "
-            f"| {Doubts.of(tail).said()} | {len(f.slow_sessions)} |"
+            f"| {Doubts.of(tail).said()} | {len(f.slow_sessions())} |"
         )
     report.say()
     _targets(report, figures)
