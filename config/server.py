@@ -72,6 +72,12 @@ class ServerSettings(BaseSettings):
     hnsw_ef_search: int = setting(
         400, "`hnsw.ef_search` for the approximate paths (set per transaction)", ge=10, le=1000
     )
+    hnsw_ef_search_fitted: bool = setting(
+        True,
+        "comparisons on an account's own index run at the `hnsw.ef_search` fitted on its "
+        "vectors when it builds (the lowest of 100 and 200 whose recall@25 held against an exact "
+        "scan), when below `SIMILAR_SESSIONS_HNSW_EF_SEARCH`; `false`: always that one",
+    )
     hnsw_ef_search_retry: int = setting(
         1000,
         "probes an approximate lookup answered with fewer than 25 rows are asked once more with "

@@ -14,6 +14,7 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data import ef_fits
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import (
@@ -31,6 +32,7 @@ class BuiltIndex:
     index_name: str
     chunks: int
     seconds: float
+    ef_search: int | None = None  # fitted on it (data/ef_fits.py); None: the configured one
 
 
 def account_index_name(account_id: UUID, identity: ModelIdentity) -> str:
@@ -99,21 +101,25 @@ async def ensure_account_index(
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
     seconds = time.perf_counter() - started
     await register(conn, account_id, identity, chunks)
-    return BuiltIndex(account_id, identity, name, chunks, seconds)
+    fitted = await ef_fits.fit(
+        conn, account_id, identity, account_predicate(account_id, identity, "c")
+    )
+    return BuiltIndex(account_id, identity, name, chunks, seconds, fitted.ef_search)
 
 
 async def register(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, chunks: int
 ) -> None:
     """Register the account's index of the model (its rows are then written out of the
-    shared index), before or after it is built."""
+    shared index), before or after it is built; a fit of an earlier build is dropped."""
     await conn.execute(
         text(
             "INSERT INTO account_model_indexes "
             "(account_id, model_identity, index_name, chunks_at_build) "
             "VALUES (:account_id, :identity, :name, :chunks) "
             "ON CONFLICT (account_id, model_identity) DO UPDATE "
-            "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = now()"
+            "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = now(), "
+            "ef_search = NULL, ef_fit = NULL"
         ),
         {
             "account_id": account_id,

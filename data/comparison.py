@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
@@ -266,9 +266,22 @@ async def own_budget(conn: AsyncConnection, budget_ms: int) -> AsyncIterator[Non
 
 
 async def ensure_configured(conn: AsyncConnection, settings: ComparisonSettings) -> None:
-    """A connection opened for comparisons already has their settings: no statement then."""
-    if conn.info.get("comparison") != settings:
-        await configure_comparison(conn, settings)
+    """A connection opened for comparisons already has their settings: no statement then.
+    One of them at another ef_search (its last comparison was of an account with another
+    fit, data/ef_fits.py) has this one set for its session, in one statement outside any
+    transaction, and remembers it: a comparison sends it only when the fit changes."""
+    opened = conn.info.get("comparison")
+    if opened == settings:
+        return
+    other_width = opened is not None and replace(opened, ef_search=settings.ef_search) == settings
+    if other_width and _autocommit(conn):
+        await conn.execute(
+            sa.text("SELECT set_config('hnsw.ef_search', :ef, false)"),
+            {"ef": str(settings.ef_search)},
+        )
+        conn.info["comparison"] = settings
+        return
+    await configure_comparison(conn, settings)
 
 
 async def configure_comparison(conn: AsyncConnection, settings: ComparisonSettings) -> None:
@@ -291,12 +304,17 @@ async def reading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
         yield await conn.execution_options(isolation_level="AUTOCOMMIT")
 
 
+def _autocommit(conn: AsyncConnection) -> bool:
+    """Whether the connection's statements run in autocommit (`reading`)."""
+    options = conn.sync_connection.get_execution_options() if conn.sync_connection else {}
+    return options.get("isolation_level") == "AUTOCOMMIT"
+
+
 async def in_transaction(conn: AsyncConnection) -> None:
     """Make the connection's next statement begin a transaction if it runs in autocommit
     (`reading`): for a setting that must last into the statement after it, or a savepoint.
     Nothing was begun at the server, so ending SQLAlchemy's own transaction sends nothing."""
-    options = conn.sync_connection.get_execution_options() if conn.sync_connection else {}
-    if options.get("isolation_level") == "AUTOCOMMIT":
+    if _autocommit(conn):
         await conn.commit()
         await conn.execution_options(isolation_level="READ COMMITTED")
 

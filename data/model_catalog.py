@@ -1,12 +1,15 @@
 """The model identities an account compares in (its configured one and those its comparable
 chunks carry), cached for a while: the comparison's first statement has a lookup branch for
 each. A model the catalog has not seen yet is answered 'unserved', and the catalog is read
-again (`forget`)."""
+again (`forget`). Beside them, the ef_search fitted on each of the account's own indexes
+(data/ef_fits.py)."""
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -35,25 +38,54 @@ UNION SELECT model_identity FROM embedding_settings WHERE account_id = :account_
 """
 
 
+ACCOUNT_FITS = (
+    "SELECT model_identity, ef_search FROM account_model_indexes WHERE account_id = :account_id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    read_at: float
+    models: list[ModelIdentity]
+    fitted: dict[str, int | None]  # per model with an own index: its fitted ef_search
+
+
 class ModelCatalog:
     """Process-wide, per account."""
 
     def __init__(self, ttl_s: float = CATALOG_TTL_S) -> None:
         self.ttl_s = ttl_s
-        self._accounts: OrderedDict[UUID, tuple[float, list[ModelIdentity]]] = OrderedDict()
+        self._accounts: OrderedDict[UUID, _Known] = OrderedDict()
 
     async def models(self, conn: AsyncConnection, account_id: UUID) -> list[ModelIdentity]:
+        return (await self._known(conn, account_id)).models
+
+    async def ef_search(
+        self, conn: AsyncConnection, account_id: UUID, models: Sequence[ModelIdentity]
+    ) -> int | None:
+        """The ef_search fitted for the account's own indexes of these models: the widest of
+        their fits; None when one of them has an own index fitted to nothing (the configured
+        ef_search then) or none has an own index."""
+        fitted = (await self._known(conn, account_id)).fitted
+        values = [fitted[str(m)] for m in models if str(m) in fitted]
+        if not values or any(v is None for v in values):
+            return None
+        return max(v for v in values if v is not None)
+
+    async def _known(self, conn: AsyncConnection, account_id: UUID) -> _Known:
         known = self._accounts.get(account_id)
-        if known is not None and time.monotonic() - known[0] < self.ttl_s:
+        if known is not None and time.monotonic() - known.read_at < self.ttl_s:
             self._accounts.move_to_end(account_id)
-            return known[1]
+            return known
         rows = await conn.execute(sa.text(ACCOUNT_MODELS), {"account_id": account_id})
         models = sorted((ModelIdentity.parse(row[0]) for row in rows), key=str)
-        self._accounts[account_id] = (time.monotonic(), models)
+        fits = await conn.execute(sa.text(ACCOUNT_FITS), {"account_id": account_id})
+        known = _Known(time.monotonic(), models, {model: ef for model, ef in fits.all()})
+        self._accounts[account_id] = known
         self._accounts.move_to_end(account_id)
         while len(self._accounts) > CATALOG_ACCOUNTS:
             self._accounts.popitem(last=False)
-        return models
+        return known
 
     def forget(self, account_id: UUID) -> None:
         self._accounts.pop(account_id, None)

@@ -22,6 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from data import ef_fits
 from data.account_indexes import (
     BuiltIndex,
     account_index_name,
@@ -48,6 +49,9 @@ class OwnIndexPlan:
     """The own indexes a file's transaction dropped, to build again after it commits."""
 
     rebuilt: tuple[tuple[UUID, ModelIdentity], ...] = ()
+    # own indexes the file brings REBUILD_SHARE of their rows or more to, inserted into: their
+    # ef_search is fitted again after the commit (data/ef_fits.py)
+    grown: tuple[tuple[UUID, ModelIdentity], ...] = ()
 
     @property
     def deferred(self) -> frozenset[tuple[UUID, str]]:
@@ -65,20 +69,19 @@ async def plan_own_indexes(
     are written: register the own index of each the file takes past min_chunks (its rows
     stay out of the shared index; ensure_large_account_indexes builds it after them); with
     `rebuild`, drop the own index each gets REBUILD_SHARE of its rows or more from the file."""
-    rebuilt = []
+    rebuilt, grown = [], []
     for account_id, model, new, existing in incoming:
         if existing + new <= min_chunks:
             continue  # the exact path's: no own index to keep
         identity = ModelIdentity.parse(model)
         if await valid_account_index(conn, account_id, identity) is None:
             await register(conn, account_id, identity, existing + new)
-        elif (
-            rebuild
-            and new >= REBUILD_SHARE * (existing + new)
-            and await _dropped(conn, account_index_name(account_id, identity))
-        ):
-            rebuilt.append((account_id, identity))
-    return OwnIndexPlan(tuple(rebuilt))
+        elif new >= REBUILD_SHARE * (existing + new):
+            if rebuild and await _dropped(conn, account_index_name(account_id, identity)):
+                rebuilt.append((account_id, identity))
+            else:
+                grown.append((account_id, identity))
+    return OwnIndexPlan(tuple(rebuilt), tuple(grown))
 
 
 async def _dropped(conn: AsyncConnection, name: str) -> bool:
@@ -135,4 +138,43 @@ async def rebuild_concurrently(
             await conn.execute(text("RESET statement_timeout"))
             await conn.execute(text("RESET maintenance_work_mem"))
             await conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), key)
-    return BuiltIndex(account_id, identity, name, chunks, seconds)
+    fitted = await fit_again(engine, account_id, identity)
+    ef_search = None if fitted is None else fitted.ef_search
+    return BuiltIndex(account_id, identity, name, chunks, seconds, ef_search)
+
+
+async def fit_again(
+    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity
+) -> ef_fits.EfFit | None:
+    """Fit the ef_search of the account's own index of the model again, in a transaction of
+    its own (after a build concurrently, or a file that grew it); None without a valid one."""
+    async with engine.begin() as conn:
+        if await valid_account_index(conn, account_id, identity) is None:
+            return None
+        return await ef_fits.fit(
+            conn, account_id, identity, account_predicate(account_id, identity, "c")
+        )
+
+
+async def fit_all(
+    engine: AsyncEngine, unfitted_only: bool = True
+) -> list[tuple[UUID, ModelIdentity, ef_fits.EfFit]]:
+    """Fit every registered own index (only those without a fit unless told otherwise): for
+    indexes built before fits existed (`similar-sessions fit-indexes`)."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            text(
+                "SELECT account_id, model_identity FROM account_model_indexes "
+                "WHERE NOT CAST(:unfitted AS boolean) OR ef_fit IS NULL "
+                "ORDER BY account_id, model_identity"
+            ),
+            {"unfitted": unfitted_only},
+        )
+        registered = rows.all()
+    fitted = []
+    for account_id, model in registered:
+        identity = ModelIdentity.parse(model)
+        made = await fit_again(engine, account_id, identity)
+        if made is not None:
+            fitted.append((account_id, identity, made))
+    return fitted

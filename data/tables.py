@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 
 metadata = sa.MetaData(
     naming_convention={
@@ -307,6 +307,11 @@ account_model_indexes = sa.Table(
     sa.Column("index_name", sa.Text, nullable=False),
     sa.Column("chunks_at_build", sa.Integer, nullable=False),
     sa.Column("built_at", TZ, nullable=False, server_default=sa.func.now()),
+    # the hnsw.ef_search fitted on the index (data/ef_fits.py; NULL: the configured one) and
+    # what its fit measured
+    sa.Column("ef_search", sa.Integer, nullable=True),
+    sa.Column("ef_fit", JSONB, nullable=True),
+    sa.CheckConstraint("ef_search BETWEEN 10 AND 1000", name="ef_search"),
 )
 
 # Secrets of the whole deployment, shared by all its processes, generated on first use

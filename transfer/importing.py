@@ -25,7 +25,12 @@ from data.account_indexes import ensure_large_account_indexes
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
-from data.own_index_rebuilds import OwnIndexPlan, plan_own_indexes, rebuild_concurrently
+from data.own_index_rebuilds import (
+    OwnIndexPlan,
+    fit_again,
+    plan_own_indexes,
+    rebuild_concurrently,
+)
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
 from transfer.import_format import AccountRecord, ChunkRecord, Record
@@ -47,6 +52,8 @@ class Imported:
     seconds: dict[str, float] = field(default_factory=dict)
     # own indexes dropped in the file's transaction, built again after it commits
     rebuilds: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
+    # own indexes the file grew by a fifth or more: their ef_search is fitted again after it
+    grown: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -113,6 +120,7 @@ async def import_file(
                 rebuild=rebuild,
             )
     await _rebuild(engine, imported)
+    await _fit_grown(engine, imported)
     log.info("imported", path=label, **imported.counts, seconds=imported.seconds)
     return imported
 
@@ -177,6 +185,7 @@ async def _import(
         )
         run.imported.indexes += [f"{b.account_id} {b.identity}" for b in built]
     run.imported.rebuilds = list(plan.rebuilt)
+    run.imported.grown = list(plan.grown)
     run.phase("index", "done")
     return run.imported
 
@@ -195,6 +204,19 @@ async def _rebuild(engine: AsyncEngine, imported: Imported) -> None:
             imported.indexes.append(f"{account_id} {identity} (rebuilt)")
     if imported.rebuilds:
         imported.seconds["rebuild"] = round(time.perf_counter() - started, 3)
+
+
+async def _fit_grown(engine: AsyncEngine, imported: Imported) -> None:
+    """The ef_search of each own index the file grew by a fifth or more, fitted again on its
+    rows now (data/ef_fits.py); the index's earlier fit stands if this one fails."""
+    started = time.perf_counter()
+    for account_id, identity in imported.grown:
+        try:
+            await fit_again(engine, account_id, identity)
+        except DBAPIError as exc:
+            log.warning("ef_search_fit_failed", account_id=str(account_id), error=str(exc))
+    if imported.grown:
+        imported.seconds["fit"] = round(time.perf_counter() - started, 3)
 
 
 class _Run:

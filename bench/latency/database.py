@@ -30,6 +30,7 @@ from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
 from data.migrate import migrate
 from data.model_indexes import ensure_model_index
+from data.own_index_rebuilds import fit_all
 
 
 async def stored_meta(url: str, key: str = "corpus") -> dict[str, Any] | None:
@@ -56,6 +57,9 @@ async def migrated(url: str) -> None:
     engine = make_engine(url, statement_timeout_ms=0)
     try:
         await migrate(engine)
+        fitted = await fit_all(engine)  # `similar-sessions fit-indexes`, as an upgrade runs it
+        if fitted:
+            print(f"fitted the ef_search of {len(fitted)} own indexes built before fits")
     finally:
         await engine.dispose()
 

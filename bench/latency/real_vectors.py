@@ -54,6 +54,7 @@ class Measured:
     account: Account
     sessions: int
     path: str = ""
+    ef_search: str = ""  # what the account's own index is searched at: fitted, or configured
     route_ms: list[float] = field(default_factory=list)
     elapsed_ms: list[float] = field(default_factory=list)  # the served answers' own figure
     exact_ms: list[float] = field(default_factory=list)  # the route, exact path forced
@@ -142,6 +143,16 @@ async def comparable_sessions(engine: AsyncEngine, account: uuid.UUID) -> list[u
         return [r[0] for r in rows]
 
 
+async def fitted_ef_search(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> str:
+    """The ef_search the account's comparisons search its own index at (data/ef_fits.py)."""
+    catalog = ModelCatalog()
+    async with engine.connect() as conn:
+        fitted = await catalog.ef_search(conn, account, await catalog.models(conn, account))
+    if tuning.ef_search_fitted and fitted is not None and fitted < tuning.ef_search:
+        return f"{fitted} (fitted)"
+    return str(tuning.ef_search)
+
+
 async def measure_account(
     report: Report,
     engine: AsyncEngine,
@@ -153,6 +164,7 @@ async def measure_account(
     sessions = await comparable_sessions(engine, account.id)
     fig = Measured(label, account, len(sessions))
     fig.path = await served_path(engine, account.id, sessions[0], report.tuning)
+    fig.ef_search = await fitted_ef_search(engine, account.id, report.tuning)
     picked = report.sample(sessions, SAMPLED)
     await _routes(report, in_process, servers, fig, picked)
     offset = servers.log.stat().st_size
@@ -295,14 +307,14 @@ def say_world(report: Report, title: str, figures: list[Measured], note: str) ->
     report.say(note)
     report.say()
     report.say(
-        "| account | chunks | sessions | path | route p50 / p95 | elapsed_ms p50 "
+        "| account | chunks | sessions | path | ef_search | route p50 / p95 | elapsed_ms p50 "
         "| route p50, exact path forced | route / exact | lists equal to the exact path's "
         "| unverified |"
     )
-    report.say("|---|---|---|---|---|---|---|---|---|---|")
+    report.say("|---|---|---|---|---|---|---|---|---|---|---|")
     for f in figures:
         report.say(
-            f"| {f.label} | {f.account.size:,} | {f.sessions:,} | {f.path} "
+            f"| {f.label} | {f.account.size:,} | {f.sessions:,} | {f.path} | {f.ef_search} "
             f"| {p50(f.route_ms):.1f} / {pct(f.route_ms, 95):.1f} | {p50(f.elapsed_ms):.1f} "
             f"| {p50(f.exact_ms):.1f} | {f.ratio:.2f} | {f.equal} of {f.compared} "
             f"| {f.unverified} |"

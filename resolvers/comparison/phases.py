@@ -17,9 +17,11 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
+from data.engine import ComparisonSettings
 from data.errors import ComparisonTimedOut
 from data.lookups import Ask, LookupPath
 from data.model_catalog import ModelCatalog
+from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms
 from resolvers.comparison.check_costs import CheckCosts
@@ -76,6 +78,24 @@ def plan(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
     return Batch(account_id, comparisons)
 
 
+async def account_settings(
+    conn: AsyncConnection,
+    catalog: ModelCatalog,
+    account_id: UUID,
+    models: Sequence[ModelIdentity],
+    tuning: Tuning,
+) -> ComparisonSettings:
+    """What the account's comparisons run under: the ef_search fitted on its own indexes
+    (data/ef_fits.py) when it is below the configured one. The wider retry and the exact
+    check stay as they are, so a lookup the narrower search cannot vouch for is still asked
+    again, and checked."""
+    settings = tuning.comparison_settings
+    fitted = await catalog.ef_search(conn, account_id, models) if tuning.ef_search_fitted else None
+    if fitted is not None and fitted < settings.ef_search:
+        return replace(settings, ef_search=fitted)
+    return settings
+
+
 async def look_up(
     conn: AsyncConnection, batch: Batch, tuning: Tuning, catalog: ModelCatalog, checks: CheckCosts
 ) -> Batch:
@@ -85,8 +105,9 @@ async def look_up(
     started = time.perf_counter()
     try:
         with sql.within_budget():
-            await sql.ensure_configured(conn, tuning.comparison_settings)
             models = await catalog.models(conn, batch.account_id)
+            settings = await account_settings(conn, catalog, batch.account_id, models, tuning)
+            await sql.ensure_configured(conn, settings)
             routed_exact = checks.routes_exact(batch.account_id)
             batch = await first_look(conn, batch, models, tuning, routed_exact)
             if any(p.path is LookupPath.UNSERVED for p in batch.paths.values()):

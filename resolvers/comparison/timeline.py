@@ -23,7 +23,7 @@ from data.lookups import Ask, Counted, Limits, LookupPath
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
-from resolvers.comparison.phases import ask_of
+from resolvers.comparison.phases import account_settings, ask_of
 from resolvers.rules import ranking
 from resolvers.rules.degraded import Degraded, degraded
 from resolvers.tuning import Tuning
@@ -102,9 +102,11 @@ async def _count(
     )
     try:
         with sql.within_budget():
-            await sql.ensure_configured(conn, tuning.comparison_settings)
             for attempt in range(2):
                 models = await catalog.models(conn, account_id)
+                if not attempt:
+                    settings = await account_settings(conn, catalog, account_id, models, tuning)
+                    await sql.ensure_configured(conn, settings)
                 related = {str(m): bands_of(str(m)).related for m in models}
                 counted = await sql.count_matches(
                     conn, account_id, asks, models, limits, bucket.value, related

@@ -148,6 +148,41 @@ async def test_without_the_setting_many_rows_go_into_the_own_index_as_it_is(
     assert await served_equals_exact(engine, account) == "account_index"
 
 
+async def fitted_at(engine: AsyncEngine, account: str) -> object:
+    """When the account's own index had its ef_search fitted (data/ef_fits.py)."""
+    return await scalar(
+        engine,
+        "SELECT ef_fit ->> 'fitted_at' FROM account_model_indexes WHERE account_id = :a",
+        a=account,
+    )
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+async def test_a_file_bringing_many_rows_fits_the_ef_search_again(
+    engine: AsyncEngine, tmp_path: Path, rebuild: bool
+) -> None:
+    """Inserted into or rebuilt, an index a file grows by a fifth is measured again on its
+    rows; a file bringing fewer leaves its fit as it was."""
+    account, _ = await imported_in_files(engine, tmp_path, [15], rebuild=rebuild)
+    first = await fitted_at(engine, account)
+    assert first is not None
+    world = World()
+    sessions(world, account, 2, 15)  # 20 of 170 new: under a fifth
+    few = await import_file(
+        engine, write_file(tmp_path, world.jsonl()), MIN_CHUNKS, rebuild=rebuild
+    )
+    assert await fitted_at(engine, account) == first and "fit" not in few.seconds
+    world = World()
+    sessions(world, account, 10, 17)  # 100 of 270 new
+    many = await import_file(
+        engine, write_file(tmp_path, world.jsonl()), MIN_CHUNKS, rebuild=rebuild
+    )
+    again = await fitted_at(engine, account)
+    assert again is not None and str(again) > str(first)
+    assert ("rebuild" in many.seconds) is rebuild and ("fit" in many.seconds) is not rebuild
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
 async def test_a_file_bringing_few_rows_goes_into_the_own_index_as_it_is(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:

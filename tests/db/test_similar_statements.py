@@ -282,8 +282,11 @@ async def test_a_comparison_on_a_pool_opened_with_other_settings_sets_them_for_i
     database_url: str,
 ) -> None:
     """A comparison runs in autocommit (`reading`), where a transaction-local setting would
-    last one statement: setting the comparison's own begins the transaction that keeps them."""
-    opened_with, asked = Tuning(ef_search=40), Tuning(ef_search=123)
+    last one statement: setting the comparison's own begins the transaction that keeps them.
+    (Asked only another ef_search, an account's fit, the connection keeps it for its session
+    and says so: tests/db/test_ef_fits.py.)"""
+    opened_with = Tuning(ef_search=40)
+    asked = Tuning(ef_search=123, comparison_timeout_ms=opened_with.comparison_timeout_ms + 1)
     comparisons = make_engine(database_url, pool_size=1, comparison=opened_with.comparison_settings)
     try:
         async with comparison.reading(comparisons) as conn:
