@@ -41,7 +41,8 @@ ACCOUNT_INDEX, INDEX, UNSERVED = (
 
 # The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
 # resolvers.rules.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
-# :exact forces the exact path (the check of lookups an index could not vouch for). An
+# :exact forces the exact path (the check of lookups an index could not vouch for); `d` is
+# kept from being flattened into it (OFFSET 0), which would count the chunks twice. An
 # account whose own index is registered but not ready (rebuilt after an import) is exact:
 # the rows written since it had one are not in the shared index.
 PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXACT}
@@ -113,7 +114,7 @@ paths AS MATERIALIZED (
               {path_choice} END AS path
   FROM (SELECT m.model,
                {comparable_count} AS comparable
-        FROM (SELECT DISTINCT model FROM chosen) m) d)"""
+        FROM (SELECT DISTINCT model FROM chosen) m OFFSET 0) d)"""
 
 
 # One row per lookup: its hits above the floor as three aligned arrays (the aggregates of one
@@ -288,7 +289,8 @@ def search_statement(
     choice = PATH_CHOICE if slot is VectorSlot.PRIMARY else f"WHEN true THEN {EXACT}"
     paths = (
         f"paths AS MATERIALIZED (SELECT d.model, d.comparable, CASE {choice} END AS path "
-        f"FROM (SELECT {model}::text AS model, {comparable_count(model, slot)} AS comparable) d)"
+        f"FROM (SELECT {model}::text AS model, {comparable_count(model, slot)} AS comparable "
+        "OFFSET 0) d)"
     )
     probe = (
         "probe_0 AS MATERIALIZED (SELECT 0 AS key, 0 AS probe, NULL::uuid AS session_id, "
