@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.engine import lift_statement_budget
@@ -49,6 +50,7 @@ class EfFit:
     samples: int
     recalls: Mapping[int, Sequence[float]]
     ef_search: int | None
+    error: str | None = None  # why the measurement failed (the index stands without a fit)
 
     @property
     def measured(self) -> dict[int, tuple[float, float]]:
@@ -66,6 +68,7 @@ class EfFit:
             "recall": {str(ef): list(m) for ef, m in self.measured.items()},
             "ef_search": self.ef_search,
             "fitted_at": datetime.now(UTC).isoformat(),
+            **({"error": self.error} if self.error else {}),
         }
 
 
@@ -147,8 +150,12 @@ async def fit(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, predicate: str
 ) -> EfFit:
     """Measure the account's own index (its predicate on alias `c`) and register what it
-    chose beside it."""
-    made = await measure(conn, predicate, identity)
+    chose beside it. A measurement that fails (out of memory, say) fits nothing and says why:
+    the fit is an optimisation, and the build or the import it follows stands without it."""
+    try:
+        made = await measure(conn, predicate, identity)
+    except DBAPIError as exc:
+        made = EfFit(0, {}, None, getattr(exc.orig, "sqlstate", None) or type(exc.orig).__name__)
     await conn.execute(
         text(
             "UPDATE account_model_indexes SET ef_search = :ef, ef_fit = CAST(:fit AS jsonb) "

@@ -15,6 +15,7 @@ maintenance window."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -156,11 +157,17 @@ async def fit_again(
         )
 
 
+Fitted = tuple[UUID, ModelIdentity, ef_fits.EfFit]
+
+
 async def fit_all(
-    engine: AsyncEngine, unfitted_only: bool = True
-) -> list[tuple[UUID, ModelIdentity, ef_fits.EfFit]]:
+    engine: AsyncEngine,
+    unfitted_only: bool = True,
+    on_fit: Callable[[Fitted], None] | None = None,
+) -> list[Fitted]:
     """Fit every registered own index (only those without a fit unless told otherwise): for
-    indexes built before fits existed (`similar-sessions fit-indexes`)."""
+    indexes built before fits existed (`similar-sessions fit-indexes`); `on_fit` hears of
+    each as it is fitted."""
     async with engine.connect() as conn:
         rows = await conn.execute(
             text(
@@ -177,4 +184,6 @@ async def fit_all(
         made = await fit_again(engine, account_id, identity)
         if made is not None:
             fitted.append((account_id, identity, made))
+            if on_fit is not None:
+                on_fit(fitted[-1])
     return fitted

@@ -18,7 +18,7 @@ from config.settings import Settings, SettingsError
 from data.accounts import revoke_key
 from data.engine import make_engine
 from data.migrate import migrate
-from data.own_index_rebuilds import fit_all
+from data.own_index_rebuilds import Fitted, fit_all
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from similar_sessions.serve import PortTaken, serve
@@ -130,15 +130,18 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_fit_indexes(settings: Settings, args: argparse.Namespace) -> int:
+    def say(fitted: Fitted) -> None:
+        account_id, identity, made = fitted
+        recall = ", ".join(
+            f"ef {ef}: {mean:.3f} (worst {worst:.3f})"
+            for ef, (mean, worst) in made.measured.items()
+        )
+        chosen = made.ef_search or f"configured {settings.hnsw_ef_search}"
+        failed = f" (measurement failed: {made.error})" if made.error else ""
+        print(f"{account_id} {identity}: ef_search {chosen}{failed}; {recall}", file=sys.stderr)
+
     async def work(engine: AsyncEngine) -> int:
-        fitted = await fit_all(engine, unfitted_only=not args.all)
-        for account_id, identity, made in fitted:
-            recall = ", ".join(
-                f"ef {ef}: {mean:.3f} (worst {worst:.3f})"
-                for ef, (mean, worst) in made.measured.items()
-            )
-            chosen = made.ef_search or f"configured {settings.hnsw_ef_search}"
-            print(f"{account_id} {identity}: ef_search {chosen}; {recall}", file=sys.stderr)
+        fitted = await fit_all(engine, unfitted_only=not args.all, on_fit=say)
         print(f"fitted {len(fitted)} own indexes", file=sys.stderr)
         return 0
 

@@ -4,12 +4,16 @@ it, and answer as they do at the configured one."""
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 import uuid
 from dataclasses import replace
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison, ef_fits
@@ -145,3 +149,45 @@ async def test_indexes_built_before_fits_are_fitted_by_fit_all(engine: AsyncEngi
     assert (await registered_fit(engine, account))[0] == 100
     assert await fit_all(engine) == []  # all fitted: nothing again unless asked
     assert len(await fit_all(engine, unfitted_only=False)) == 1
+
+
+async def test_a_failed_measurement_leaves_the_index_built_and_unfitted(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fit is an optimisation: a measurement the server cannot finish fits nothing, says
+    why, and the build it follows (here in the caller's transaction) stands."""
+
+    async def out_of_memory(*_: object) -> None:
+        raise DBAPIError("SELECT ...", {}, MemoryError("no memory for the exact scan"))
+
+    monkeypatch.setattr(ef_fits, "_nearest", out_of_memory)
+    account, sessions = await fitted_world(engine)
+    ef_search, fit = await registered_fit(engine, account)
+    assert ef_search is None and fit["samples"] == 0 and fit["error"] == "MemoryError"
+    assert (await compared(engine, account, sessions[0], APPROXIMATE)).lookup_path == (
+        "account_index"
+    )
+
+
+def test_the_fit_command_names_each_index_as_it_is_fitted(database_url: str) -> None:
+    """`similar-sessions fit-indexes --all` on a database with one fitted account index."""
+    asyncio.run(_one_fitted_index(database_url))
+    done = subprocess.run(
+        [sys.executable, "-m", "similar_sessions.cli", "fit-indexes", "--all"],
+        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "fitted 1 own indexes"
+    assert f"{IDENTITY}: ef_search 100; ef 100: 1.000 (worst 1.000)" in lines[0]
+
+
+async def _one_fitted_index(database_url: str) -> None:
+    engine = make_engine(database_url)
+    try:
+        await fitted_world(engine)
+    finally:
+        await engine.dispose()
