@@ -85,11 +85,13 @@ async def valid_account_index(
 
 
 async def ensure_account_index(
-    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, fit: bool = True
 ) -> BuiltIndex | None:
     """Build and register the account's index for the model unless a valid one exists (None
     then); one registered but missing, or left invalid by a concurrent build that failed, is
-    built again. The build runs outside the request budget (prepare_build), at any size."""
+    built again. The build runs outside the request budget (prepare_build), at any size.
+    With `fit`, its ef_search is fitted in the same transaction (data/ef_fits.py); a caller
+    whose transaction holds the table for others (an import) fits after its commit instead."""
     name = account_index_name(account_id, identity)
     if await valid_account_index(conn, account_id, identity) is not None:
         return None
@@ -101,6 +103,8 @@ async def ensure_account_index(
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
     seconds = time.perf_counter() - started
     await register(conn, account_id, identity, chunks)
+    if not fit:
+        return BuiltIndex(account_id, identity, name, chunks, seconds)
     fitted = await ef_fits.fit(
         conn, account_id, identity, account_predicate(account_id, identity, "c")
     )
@@ -135,11 +139,12 @@ async def ensure_large_account_indexes(
     min_chunks: int,
     account_ids: list[UUID] | None = None,
     deferred: frozenset[tuple[UUID, str]] = frozenset(),
+    fit: bool = True,
 ) -> list[BuiltIndex]:
     """Build an index for every (account, model) with more than min_chunks comparable chunks
     that has no valid one (none registered, or registered and not built); limited to
     account_ids when given, and leaving out the `deferred` ones (account, model identity),
-    whose index is rebuilt concurrently after the transaction."""
+    whose index is rebuilt concurrently after the transaction; `fit` as ensure_account_index."""
     await lift_statement_budget(conn)
     rows = await conn.execute(
         text(
@@ -159,7 +164,7 @@ async def ensure_large_account_indexes(
     for account_id, model in rows.all():
         if (account_id, model) in deferred or await _rebuilding(conn, account_id, model):
             continue
-        made = await ensure_account_index(conn, account_id, ModelIdentity.parse(model))
+        made = await ensure_account_index(conn, account_id, ModelIdentity.parse(model), fit)
         if made is not None:
             built.append(made)
     return built

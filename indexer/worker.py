@@ -20,6 +20,7 @@ from data import chunk_writes
 from data import indexing as sql
 from data.account_indexes import ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
+from data.own_index_rebuilds import fit_again
 from data.vector_slots import VectorSlot
 from indexer import billing, lexical, spend_cap
 from indexer.batches import BatchOutcome, observe_batch
@@ -139,13 +140,14 @@ async def index_account(
 async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
     """The account's own index of each model it now has more than min_chunks chunks of."""
     async with engine.begin() as conn:
-        built = await ensure_large_account_indexes(conn, min_chunks, [account_id])
-    for index in built:
+        built = await ensure_large_account_indexes(conn, min_chunks, [account_id], fit=False)
+    for index in built:  # fitted once the build's lock on the table is released
+        fitted = await fit_again(engine, index.account_id, index.identity)
         log.info(
             "account_index_built",
             index=index.index_name,
             chunks=index.chunks,
-            ef_search=index.ef_search,
+            ef_search=None if fitted is None else fitted.ef_search,
         )
 
 

@@ -52,8 +52,9 @@ class Imported:
     seconds: dict[str, float] = field(default_factory=dict)
     # own indexes dropped in the file's transaction, built again after it commits
     rebuilds: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
-    # own indexes the file grew by a fifth or more: their ef_search is fitted again after it
-    grown: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
+    # own indexes whose ef_search is fitted after the commit (data/ef_fits.py): those the file
+    # built, and those it grew by a fifth or more (its transaction holds the table meanwhile)
+    unfitted: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -120,7 +121,7 @@ async def import_file(
                 rebuild=rebuild,
             )
     await _rebuild(engine, imported)
-    await _fit_grown(engine, imported)
+    await _fit_after_commit(engine, imported)
     log.info("imported", path=label, **imported.counts, seconds=imported.seconds)
     return imported
 
@@ -181,11 +182,12 @@ async def _import(
     if account_index_min_chunks is not None and run.imported.lines["chunk"]:
         touched = await staging.staged_chunk_accounts(conn)
         built = await ensure_large_account_indexes(
-            conn, account_index_min_chunks, touched, plan.deferred
+            conn, account_index_min_chunks, touched, plan.deferred, fit=False
         )
         run.imported.indexes += [f"{b.account_id} {b.identity}" for b in built]
+        run.imported.unfitted += [(b.account_id, b.identity) for b in built]
     run.imported.rebuilds = list(plan.rebuilt)
-    run.imported.grown = list(plan.grown)
+    run.imported.unfitted += plan.grown
     run.phase("index", "done")
     return run.imported
 
@@ -206,16 +208,18 @@ async def _rebuild(engine: AsyncEngine, imported: Imported) -> None:
         imported.seconds["rebuild"] = round(time.perf_counter() - started, 3)
 
 
-async def _fit_grown(engine: AsyncEngine, imported: Imported) -> None:
-    """The ef_search of each own index the file grew by a fifth or more, fitted again on its
-    rows now (data/ef_fits.py); the index's earlier fit stands if this one fails."""
+async def _fit_after_commit(engine: AsyncEngine, imported: Imported) -> None:
+    """The ef_search of each own index the file built, or grew by a fifth or more, fitted on
+    its rows now that the file has committed (data/ef_fits.py; 32 exact scans of the account,
+    which would otherwise hold the file's lock on the table for everyone meanwhile). Until
+    then, and if it fails, the index is searched at its earlier fit or the configured value."""
     started = time.perf_counter()
-    for account_id, identity in imported.grown:
+    for account_id, identity in imported.unfitted:
         try:
             await fit_again(engine, account_id, identity)
         except DBAPIError as exc:
             log.warning("ef_search_fit_failed", account_id=str(account_id), error=str(exc))
-    if imported.grown:
+    if imported.unfitted:
         imported.seconds["fit"] = round(time.perf_counter() - started, 3)
 
 

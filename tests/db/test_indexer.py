@@ -235,7 +235,9 @@ async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
     grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
     await index_once(engine, Registry(WORDS_ONLY), grown)
     [index] = await rows(
-        engine, "SELECT account_id, model_identity, index_name FROM account_model_indexes"
+        engine,
+        "SELECT account_id, model_identity, index_name, ef_fit FROM account_model_indexes",
     )
     assert (index.account_id, index.model_identity) == (account, str(WORDS))
+    assert index.ef_fit["samples"] == 9  # its ef_search fitted after the build's commit
     assert await rows(engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=index.index_name)
