@@ -105,10 +105,18 @@ async def ensure_account_index(
     await register(conn, account_id, identity, chunks)
     if not fit:
         return BuiltIndex(account_id, identity, name, chunks, seconds)
-    fitted = await ef_fits.fit(
+    fitted = await fit_own_index(conn, account_id, identity)
+    return BuiltIndex(account_id, identity, name, chunks, seconds, fitted.ef_search)
+
+
+async def fit_own_index(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
+) -> ef_fits.EfFit:
+    """Fit the ef_search of the account's own index of the model (valid), in the caller's
+    transaction, and register it (data/ef_fits.py)."""
+    return await ef_fits.fit(
         conn, account_id, identity, account_predicate(account_id, identity, "c")
     )
-    return BuiltIndex(account_id, identity, name, chunks, seconds, fitted.ef_search)
 
 
 async def register(

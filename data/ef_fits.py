@@ -85,10 +85,18 @@ def chosen(recalls: Mapping[int, Sequence[float]]) -> int | None:
     return None
 
 
+def _sample_sql(predicate: str) -> str:
+    """FIT_SAMPLES of the index's chunks, by a hash of their ids (the same ones every time)."""
+    return (
+        f"SELECT c.id FROM session_chunks c WHERE {predicate} "
+        f"ORDER BY md5(c.id::text) LIMIT {FIT_SAMPLES}"
+    )
+
+
 def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool) -> str:
-    """Per sampled chunk, its FIT_NEIGHBOURS nearest chunks of other sessions: from the
-    account's own index as a comparison's lookup reads it (over-fetched, re-ranked), or by an
-    exact scan (`+ 0` keeps the index out). `predicate` is the index's, on alias `c`."""
+    """Per sampled chunk (:ids), its FIT_NEIGHBOURS nearest chunks of other sessions: from
+    the account's own index as a comparison's lookup reads it (over-fetched, re-ranked), or
+    by an exact scan (`+ 0` keeps the index out). `predicate` is the index's, on alias `c`."""
     distance = f"({vector_expression(identity, 'c')} <=> s.v)"
     near = (
         f"SELECT c.id, {distance} AS d FROM session_chunks c WHERE {predicate} "
@@ -101,8 +109,7 @@ def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool) -> str:
     )
     sample = (
         f"SELECT c.id, c.runtime_session_id AS session_id, {vector_expression(identity, 'c')} "
-        f"AS v FROM session_chunks c WHERE {predicate} "
-        f"ORDER BY md5(c.id::text) LIMIT {FIT_SAMPLES}"
+        f"AS v FROM session_chunks c WHERE {predicate} AND c.id = ANY(CAST(:ids AS uuid[]))"
     )
     return (
         f"WITH s AS MATERIALIZED ({sample}) "
@@ -112,7 +119,11 @@ def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool) -> str:
 
 
 async def _nearest(
-    conn: AsyncConnection, predicate: str, identity: ModelIdentity, ef: int | None
+    conn: AsyncConnection,
+    predicate: str,
+    identity: ModelIdentity,
+    ids: list[UUID],
+    ef: int | None,
 ) -> dict[UUID, set[UUID]]:
     if ef is not None:
         await conn.execute(
@@ -122,8 +133,9 @@ async def _nearest(
             ),
             {"ef": str(ef)},
         )
-    rows = await conn.execute(text(_nearest_sql(predicate, identity, exact=ef is None)))
-    return {sample: set(ids or ()) for sample, ids in rows.all()}
+    sql = text(_nearest_sql(predicate, identity, exact=ef is None))
+    rows = await conn.execute(sql, {"ids": ids})
+    return {sample: set(found or ()) for sample, found in rows.all()}
 
 
 async def measure(conn: AsyncConnection, predicate: str, identity: ModelIdentity) -> EfFit:
@@ -133,13 +145,14 @@ async def measure(conn: AsyncConnection, predicate: str, identity: ModelIdentity
     savepoint = await conn.begin_nested()
     try:
         await lift_statement_budget(conn)
-        truth = await _nearest(conn, predicate, identity, None)
-        truth = {sample: ids for sample, ids in truth.items() if ids}
+        ids = list((await conn.execute(text(_sample_sql(predicate)))).scalars())
+        truth = await _nearest(conn, predicate, identity, ids, None)
+        truth = {sample: near for sample, near in truth.items() if near}
         recalls: dict[int, list[float]] = {}
         for ef in FIT_CANDIDATES:
-            found = await _nearest(conn, predicate, identity, ef)
+            found = await _nearest(conn, predicate, identity, ids, ef)
             recalls[ef] = [
-                len(found.get(sample, set()) & ids) / len(ids) for sample, ids in truth.items()
+                len(found.get(sample, set()) & near) / len(near) for sample, near in truth.items()
             ]
     finally:
         await savepoint.rollback()

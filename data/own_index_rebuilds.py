@@ -28,6 +28,7 @@ from data.account_indexes import (
     BuiltIndex,
     account_index_name,
     account_predicate,
+    fit_own_index,
     rebuild_lock_key,
     register,
     valid_account_index,
@@ -152,9 +153,7 @@ async def fit_again(
     async with engine.begin() as conn:
         if await valid_account_index(conn, account_id, identity) is None:
             return None
-        return await ef_fits.fit(
-            conn, account_id, identity, account_predicate(account_id, identity, "c")
-        )
+        return await fit_own_index(conn, account_id, identity)
 
 
 Fitted = tuple[UUID, ModelIdentity, ef_fits.EfFit]

@@ -34,7 +34,7 @@ from data.engine import make_engine
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
-from resolvers.comparison.phases import compare_sessions, look_up, plan
+from resolvers.comparison.phases import account_settings, compare_sessions, look_up, plan
 from resolvers.tuning import Tuning
 
 EXACT_FORCED = (
@@ -147,10 +147,9 @@ async def fitted_ef_search(engine: AsyncEngine, account: uuid.UUID, tuning: Tuni
     """The ef_search the account's comparisons search its own index at (data/ef_fits.py)."""
     catalog = ModelCatalog()
     async with engine.connect() as conn:
-        fitted = await catalog.ef_search(conn, account, await catalog.models(conn, account))
-    if tuning.ef_search_fitted and fitted is not None and fitted < tuning.ef_search:
-        return f"{fitted} (fitted)"
-    return str(tuning.ef_search)
+        models = await catalog.models(conn, account)
+        served = (await account_settings(conn, catalog, account, models, tuning)).ef_search
+    return f"{served} (fitted)" if served != tuning.ef_search else str(served)
 
 
 async def measure_account(
