@@ -2,12 +2,20 @@
 
 A shared per-model index filtered by account loses rows (or time) when the account is a
 small share of the table; an index whose predicate names the account holds only the
-rows a lookup may return, so an iterative scan finds them at once."""
+rows a lookup may return, so an iterative scan finds them at once.
+
+An index holds the account's rows written up to its watermark (`written_seq`, migration
+0012; the predicate names it): the rows written after its build, its tail, are not
+inserted into its graph one by one (about 5 ms a row at m = 16, ef_construction 200), but
+looked up exactly beside it, until a merge (data/own_index_rebuilds.py) builds the index
+again in one pass over all of them, under the other of its two names, and drops the old.
+An index registered before migration 0012 has no watermark and holds every row."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -36,22 +44,93 @@ class BuiltIndex:
 
 
 def account_index_name(account_id: UUID, identity: ModelIdentity) -> str:
+    """The index's first name (a merge builds it again under the other, `merged_name`)."""
     digest = hashlib.sha1(f"{account_id}|{identity}".encode()).hexdigest()[:16]  # noqa: S324
     return "session_chunks_hnsw_a_" + digest
 
 
-def account_predicate(account_id: UUID, identity: ModelIdentity, alias: str = "") -> str:
-    """The index's WHERE clause, the account inlined as a literal: a query repeats it verbatim,
-    so even a generic plan of a prepared statement can prove it and use the index."""
+def merged_name(current: str, account_id: UUID, identity: ModelIdentity) -> str:
+    """The name a merge builds the index under: the other of its two."""
+    first = account_index_name(account_id, identity)
+    return first + "_m" if current == first else first
+
+
+def account_predicate(
+    account_id: UUID, identity: ModelIdentity, alias: str = "", watermark: int | None = None
+) -> str:
+    """The index's WHERE clause, the account (and the watermark) inlined as literals: a query
+    repeats it verbatim, so even a generic plan of a prepared statement can prove it and use
+    the index. A row without a number (written before migration 0012) is below every mark."""
     p = f"{alias}." if alias else ""
     literal = f"'{UUID(str(account_id))}'::uuid"
-    return f"{p}account_id = {literal} AND {comparable_predicate(identity, alias)}"
+    own = f"{p}account_id = {literal} AND {comparable_predicate(identity, alias)}"
+    if watermark is None:
+        return own
+    return f"{own} AND coalesce({p}written_seq, 0) <= {int(watermark)}::bigint"
+
+
+def tail_predicate(identity: ModelIdentity, watermark: int, alias: str = "c") -> str:
+    """The account's (:account_id) comparable rows written after the watermark: the index's
+    tail, looked up exactly (session_chunks_written_idx finds them)."""
+    p = f"{alias}." if alias else ""
+    return (
+        f"{p}account_id = :account_id AND {p}written_seq > {int(watermark)}::bigint "
+        f"AND {comparable_predicate(identity, alias)}"
+    )
+
+
+# The number the last written row took: an index built now (the table held against writers)
+# holds every row up to it.
+WRITTEN_SO_FAR = "SELECT coalesce(pg_sequence_last_value('session_chunks_written_seq'), 0)"
+
+
+async def written_so_far(conn: AsyncConnection) -> int:
+    return int((await conn.execute(text(WRITTEN_SO_FAR))).scalar_one())
+
+
+# The watermark of each of the account's own indexes, by model identity.
+ACCOUNT_MARKS = (
+    "SELECT model_identity, watermark FROM account_model_indexes "
+    "WHERE account_id = :account_id AND watermark IS NOT NULL"
+)
+
+
+class OwnIndexMarks:
+    """Process-wide, per account: the watermark of each own index (model identity -> mark),
+    which a statement's text inlines. Read again after ttl_s, or when the model catalog
+    reads the account's fits (data/model_catalog.py puts them). A stale mark still answers
+    right: a newer index's predicate is implied by an older mark's, and the rows between the
+    two are looked up with the tail."""
+
+    def __init__(self, ttl_s: float = 60.0, accounts: int = 10_000) -> None:
+        self.ttl_s, self.accounts = ttl_s, accounts
+        self._marks: dict[UUID, tuple[float, Mapping[str, int]]] = {}
+
+    async def of(self, conn: AsyncConnection, account_id: UUID) -> Mapping[str, int]:
+        known = self._marks.get(account_id)
+        if known is not None and time.monotonic() - known[0] < self.ttl_s:
+            return known[1]
+        rows = await conn.execute(text(ACCOUNT_MARKS), {"account_id": account_id})
+        return self.put(account_id, {model: int(mark) for model, mark in rows.all()})
+
+    def put(self, account_id: UUID, marks: Mapping[str, int]) -> Mapping[str, int]:
+        self._marks.pop(account_id, None)
+        self._marks[account_id] = (time.monotonic(), marks)
+        while len(self._marks) > self.accounts:
+            del self._marks[next(iter(self._marks))]
+        return marks
+
+    def forget(self, account_id: UUID) -> None:
+        self._marks.pop(account_id, None)
+
+
+MARKS = OwnIndexMarks()
 
 
 # The registered index of (:account_id, :identity), joined to the catalog so that only an
 # index PostgreSQL has finished building (indisvalid) counts.
 VALID_ACCOUNT_INDEX = (
-    "SELECT r.index_name FROM account_model_indexes r "
+    "SELECT r.index_name, r.watermark FROM account_model_indexes r "
     "JOIN pg_class i ON i.relname = r.index_name "
     "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
     "WHERE r.account_id = :account_id AND r.model_identity = :identity"
@@ -73,15 +152,35 @@ async def _rebuilding(conn: AsyncConnection, account_id: UUID, model: str) -> bo
     return not taken.scalar_one()
 
 
+@dataclass(frozen=True, slots=True)
+class OwnIndex:
+    """A registered own index PostgreSQL has finished building."""
+
+    name: str
+    watermark: int | None  # None: built before migration 0012, it holds every row
+
+    def predicate(self, account_id: UUID, identity: ModelIdentity, alias: str = "") -> str:
+        return account_predicate(account_id, identity, alias, self.watermark)
+
+
+async def valid_own_index(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
+) -> OwnIndex | None:
+    """The account's index for the model when it exists and is ready to use."""
+    row = (
+        await conn.execute(
+            text(VALID_ACCOUNT_INDEX), {"account_id": account_id, "identity": str(identity)}
+        )
+    ).first()
+    return None if row is None else OwnIndex(row[0], None if row[1] is None else int(row[1]))
+
+
 async def valid_account_index(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
 ) -> str | None:
     """The name of the account's index for the model when it exists and is ready to use."""
-    return (
-        await conn.execute(
-            text(VALID_ACCOUNT_INDEX), {"account_id": account_id, "identity": str(identity)}
-        )
-    ).scalar()
+    own = await valid_own_index(conn, account_id, identity)
+    return None if own is None else own.name
 
 
 async def ensure_account_index(
@@ -95,14 +194,19 @@ async def ensure_account_index(
     name = account_index_name(account_id, identity)
     if await valid_account_index(conn, account_id, identity) is not None:
         return None
-    await conn.execute(text(f"DROP INDEX IF EXISTS {name}"))  # a failed concurrent build's
-    predicate = account_predicate(account_id, identity)
+    for stale in (name, merged_name(name, account_id, identity)):  # a failed build's
+        await conn.execute(text(f"DROP INDEX IF EXISTS {stale}"))
+    # writers held off until the commit (the build takes this lock anyway): every row
+    # numbered up to the mark is written, every later one will be numbered past it
+    await conn.execute(text("LOCK TABLE session_chunks IN SHARE MODE"))
+    watermark = await written_so_far(conn)
+    predicate = account_predicate(account_id, identity, watermark=watermark)
     chunks = await comparable_count(conn, predicate)
     await prepare_build(conn, chunks, identity.dimensions)
     started = time.perf_counter()
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
     seconds = time.perf_counter() - started
-    await register(conn, account_id, identity, chunks)
+    await register(conn, account_id, identity, chunks, watermark)
     if not fit:
         return BuiltIndex(account_id, identity, name, chunks, seconds)
     fitted = await fit_own_index(conn, account_id, identity)
@@ -114,32 +218,44 @@ async def fit_own_index(
 ) -> ef_fits.EfFit:
     """Fit the ef_search of the account's own index of the model (valid), in the caller's
     transaction, and register it (data/ef_fits.py)."""
+    own = await valid_own_index(conn, account_id, identity)
+    watermark = None if own is None else own.watermark
     return await ef_fits.fit(
-        conn, account_id, identity, account_predicate(account_id, identity, "c")
+        conn, account_id, identity, account_predicate(account_id, identity, "c", watermark)
     )
 
 
 async def register(
-    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, chunks: int
+    conn: AsyncConnection,
+    account_id: UUID,
+    identity: ModelIdentity,
+    chunks: int,
+    watermark: int | None = None,
+    name: str | None = None,
 ) -> None:
     """Register the account's index of the model (its rows are then written out of the
-    shared index), before or after it is built; a fit of an earlier build is dropped."""
+    shared index), before or after it is built, with its watermark (None: not built yet, or
+    built holding every row) and name (its first one unless given); a fit of an earlier
+    build is dropped."""
     await conn.execute(
         text(
             "INSERT INTO account_model_indexes "
-            "(account_id, model_identity, index_name, chunks_at_build) "
-            "VALUES (:account_id, :identity, :name, :chunks) "
+            "(account_id, model_identity, index_name, chunks_at_build, watermark) "
+            "VALUES (:account_id, :identity, :name, :chunks, :watermark) "
             "ON CONFLICT (account_id, model_identity) DO UPDATE "
             "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = now(), "
+            "index_name = EXCLUDED.index_name, watermark = EXCLUDED.watermark, "
             "ef_search = NULL, ef_fit = NULL"
         ),
         {
             "account_id": account_id,
             "identity": str(identity),
-            "name": account_index_name(account_id, identity),
+            "name": name or account_index_name(account_id, identity),
             "chunks": chunks,
+            "watermark": watermark,
         },
     )
+    MARKS.forget(account_id)
 
 
 async def ensure_large_account_indexes(

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from data.account_indexes import MARKS
 from data.accounts import EmbeddingSetting, setting_of
 from data.comparison_sql import (
     ANSWER,
@@ -100,7 +101,8 @@ async def _first(
     extra: dict[str, Any] | None = None,
 ) -> Sequence[Row[Any]]:
     filtered = any(a.filtered for a in asks)
-    statement = first_statement(models, account_id, filtered, answer, pooled=not exact)
+    marks = await MARKS.of(conn, account_id)
+    statement = first_statement(models, account_id, filtered, answer, not exact, marks)
     rows = await conn.execute(
         json_statement(statement, "payload"),
         {
@@ -128,7 +130,8 @@ async def look_up_text(
     """A search text's vector as the one probe (probe 0) of the account's chunks of the
     model (in the slot): same paths and candidates as a comparison's probes, no own
     session; with `exact`, on the exact path."""
-    statement = search_statement(identity, account_id, ask.filtered, slot)
+    marks = await MARKS.of(conn, account_id)
+    statement = search_statement(identity, account_id, ask.filtered, slot, marks)
     rows = await conn.execute(
         json_statement(statement, "payload"),
         {

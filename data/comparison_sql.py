@@ -11,11 +11,11 @@ data/probe_lookups_sql.py."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 from uuid import UUID
 
-from data.account_indexes import account_predicate
+from data.account_indexes import account_predicate, tail_predicate
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import shared_predicate
@@ -28,6 +28,7 @@ from data.probe_lookups_sql import (
     finite_and_close,
     path_literal,
     probe_vectors,
+    tail_scan,
 )
 from data.vector_slots import VectorSlot
 
@@ -172,10 +173,12 @@ LEFT JOIN (SELECT r.key, jsonb_agg(jsonb_build_array(r.probe, r.chunk_id,
 ANSWER = HEAD + ASKS + PATHS + LOOKUPS
 
 
-def _lookups(exact: list[str], approximate: list[str]) -> str:
+def _lookups(exact: list[str], approximate: list[str], tails: Sequence[str] = ()) -> str:
     """The CTEs `nearest` (the approximate lookups' rows, below the floor too, with their
     windows and their model's floor) and `hits` (every lookup's rows at or above its
-    model's floor)."""
+    model's floor). With `tails` (own indexes' tails, looked up exactly), a probe's hits are
+    the nearest per_probe of its index's and its tail's; its window stays the index's, so
+    whether the index vouches for its part is judged as without a tail."""
     nearest = approximate or [
         "SELECT NULL::int, NULL::int, NULL::uuid, NULL::uuid, NULL::float8, NULL::bigint, "
         "NULL::float8, NULL::bigint, NULL::float8 WHERE false"
@@ -184,13 +187,17 @@ def _lookups(exact: list[str], approximate: list[str]) -> str:
         "SELECT key, probe, chunk_id, session_id, distance FROM nearest "
         f"WHERE {finite_and_close('distance')}"
     )
+    found = " UNION ALL ".join([*exact, close, *tails])
+    if tails:
+        found = (
+            "SELECT key, probe, chunk_id, session_id, distance FROM (SELECT u.*, row_number() "
+            "OVER (PARTITION BY key, probe ORDER BY distance, chunk_id) AS place "
+            f"FROM ({found}) AS u) AS ranked WHERE place <= :per_probe"
+        )
     return (
         "nearest (key, probe, chunk_id, session_id, distance, scanned, farthest, tied, floor) "
-        "AS ("
-        + " UNION ALL ".join(nearest)
-        + "),\nhits (key, probe, chunk_id, session_id, distance) AS ("
-        + " UNION ALL ".join([*exact, close])
-        + ")"
+        f"AS ({' UNION ALL '.join(nearest)}),\n"
+        f"hits (key, probe, chunk_id, session_id, distance) AS ({found})"
     )
 
 
@@ -236,18 +243,21 @@ def first_statement(
     filtered: bool,
     answer: str = ANSWER,
     pooled: bool = True,
+    marks: Mapping[str, int] | None = None,
 ) -> str:
     """The comparison's first statement, with lookup branches for these models (a probe of
     another model is answered with the path 'unserved'). The account's own index is named by
-    its literal predicate, so the text is per account. `pooled`: exact lookups rank a pool
-    of the account's chunks read once (a page of probes on a small account); otherwise each
-    scans the account (the exact check of a few probes, on an account of any size)."""
+    its literal predicate (with its watermark, from `marks` by model), so the text is per
+    account; the rows past the mark are looked up exactly beside it. `pooled`: exact lookups
+    rank a pool of the account's chunks read once (a page of probes on a small account);
+    otherwise each scans the account (the exact check of a few probes, on an account of any
+    size)."""
     ctes = [
         PLAN.strip().format(
             path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"), unserved=UNSERVED
         )
     ]
-    exact, approximate = [], []
+    exact, approximate, tails = [], [], []
     for n, identity in enumerate(models):
         ctes.append(probe_vectors(n, identity))
         if pooled:
@@ -255,13 +265,38 @@ def first_statement(
             exact.append(exact_in_pool(n, filtered))
         else:
             exact.append(exact_scan(n, identity, filtered))
-        shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
-        approximate.append(approximate_lookup(n, identity, LookupPath.INDEX, shared, filtered))
-        own = account_predicate(account_id, identity, "c")
-        approximate.append(approximate_lookup(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered))
-    ctes.append(_lookups(exact, approximate))
+        approximate += _approximate(n, identity, account_id, filtered, marks)
+        tails += _tail(n, identity, filtered, marks)
+    ctes.append(_lookups(exact, approximate, tails))
     ctes.append(_looked(len(models)))
     return "WITH " + ",\n".join(ctes) + answer
+
+
+def _approximate(
+    n: int,
+    identity: ModelIdentity,
+    account_id: UUID,
+    filtered: bool,
+    marks: Mapping[str, int] | None,
+) -> list[str]:
+    """The model's lookups on the shared index and on the account's own (up to its mark)."""
+    mark = (marks or {}).get(str(identity))
+    shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
+    own = account_predicate(account_id, identity, "c", mark)
+    return [
+        approximate_lookup(n, identity, LookupPath.INDEX, shared, filtered),
+        approximate_lookup(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered),
+    ]
+
+
+def _tail(
+    n: int, identity: ModelIdentity, filtered: bool, marks: Mapping[str, int] | None
+) -> list[str]:
+    """The model's lookup of the own index's tail, when the index has a mark."""
+    mark = (marks or {}).get(str(identity))
+    return (
+        [] if mark is None else [tail_scan(n, identity, filtered, tail_predicate(identity, mark))]
+    )
 
 
 # A search text's answer: its path and its lookup.
@@ -280,11 +315,12 @@ def search_statement(
     account_id: UUID,
     filtered: bool,
     slot: VectorSlot = VectorSlot.PRIMARY,
+    marks: Mapping[str, int] | None = None,
 ) -> str:
     """One probe, a vector given by the caller (an embedded search text), looked up as the
-    comparison looks up its probes: same paths, same candidates, no own session. One probe
-    gains nothing from a pool: its exact lookup scans the account. The dense slot has no
-    HNSW index: its lookups take the exact path."""
+    comparison looks up its probes: same paths, same candidates (an own index's tail too),
+    no own session. One probe gains nothing from a pool: its exact lookup scans the account.
+    The dense slot has no HNSW index: its lookups take the exact path."""
     model = identity.sql_literal()
     choice = PATH_CHOICE if slot is VectorSlot.PRIMARY else f"WHEN true THEN {EXACT}"
     paths = (
@@ -300,13 +336,9 @@ def search_statement(
         f"CAST(:vector AS vector({identity.dimensions})) AS v, "
         "0 AS lookup, ARRAY[0] AS sharers FROM paths pa)"
     )
-    approximate = []
+    approximate, tails = [], []
     if slot is VectorSlot.PRIMARY:
-        shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
-        own = account_predicate(account_id, identity, "c")
-        approximate = [
-            approximate_lookup(0, identity, LookupPath.INDEX, shared, filtered),
-            approximate_lookup(0, identity, LookupPath.ACCOUNT_INDEX, own, filtered),
-        ]
-    lookups = _lookups([exact_scan(0, identity, filtered, slot)], approximate)
+        approximate = _approximate(0, identity, account_id, filtered, marks)
+        tails = _tail(0, identity, filtered, marks)
+    lookups = _lookups([exact_scan(0, identity, filtered, slot)], approximate, tails)
     return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER

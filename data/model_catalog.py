@@ -2,7 +2,7 @@
 chunks carry), cached for a while: the comparison's first statement has a lookup branch for
 each. A model the catalog has not seen yet is answered 'unserved', and the catalog is read
 again (`forget`). Beside them, the ef_search fitted on each of the account's own indexes
-(data/ef_fits.py)."""
+(data/ef_fits.py), and their watermarks (given to data.account_indexes.MARKS)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.account_indexes import MARKS
 from data.model_identity import ModelIdentity
 
 CATALOG_TTL_S = 60.0
@@ -39,7 +40,8 @@ UNION SELECT model_identity FROM embedding_settings WHERE account_id = :account_
 
 
 ACCOUNT_FITS = (
-    "SELECT model_identity, ef_search FROM account_model_indexes WHERE account_id = :account_id"
+    "SELECT model_identity, ef_search, watermark FROM account_model_indexes "
+    "WHERE account_id = :account_id"
 )
 
 
@@ -79,8 +81,10 @@ class ModelCatalog:
             return known
         rows = await conn.execute(sa.text(ACCOUNT_MODELS), {"account_id": account_id})
         models = sorted((ModelIdentity.parse(row[0]) for row in rows), key=str)
-        fits = await conn.execute(sa.text(ACCOUNT_FITS), {"account_id": account_id})
-        known = _Known(time.monotonic(), models, {model: ef for model, ef in fits.all()})
+        fits = (await conn.execute(sa.text(ACCOUNT_FITS), {"account_id": account_id})).all()
+        known = _Known(time.monotonic(), models, {model: ef for model, ef, _ in fits})
+        # the own indexes' watermarks, read with the fits: the statements' texts inline them
+        MARKS.put(account_id, {model: int(mark) for model, _, mark in fits if mark is not None})
         self._accounts[account_id] = known
         self._accounts.move_to_end(account_id)
         while len(self._accounts) > CATALOG_ACCOUNTS:
@@ -89,3 +93,4 @@ class ModelCatalog:
 
     def forget(self, account_id: UUID) -> None:
         self._accounts.pop(account_id, None)
+        MARKS.forget(account_id)

@@ -15,7 +15,8 @@ maintenance window."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -29,10 +30,15 @@ from data.account_indexes import (
     account_index_name,
     account_predicate,
     fit_own_index,
+    merged_name,
     rebuild_lock_key,
     register,
+    tail_predicate,
     valid_account_index,
+    valid_own_index,
+    written_so_far,
 )
+from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import build_memory, comparable_count, hnsw_index_ddl
 
@@ -43,6 +49,9 @@ REBUILD_SHARE = 0.2
 # How long the drop may wait for the table (it waits for every statement reading it, and
 # holds up those after it): past this the file's rows go into the index one by one.
 DROP_LOCK_TIMEOUT_MS = 2000
+# An own index's tail is merged once it holds more rows than the exact-scan size and this
+# share of the index's rows.
+MERGE_SHARE = 0.05
 LOCK_NOT_AVAILABLE = "55P03"
 
 
@@ -54,6 +63,9 @@ class OwnIndexPlan:
     # own indexes the file brings REBUILD_SHARE of their rows or more to, inserted into: their
     # ef_search is fitted again after the commit (data/ef_fits.py)
     grown: tuple[tuple[UUID, ModelIdentity], ...] = ()
+    # own indexes with a watermark the file writes rows to: their tail, merged by the
+    # indexer (or by the import, with `rebuild`) when merge_due
+    tails: tuple[tuple[UUID, ModelIdentity], ...] = ()
 
     @property
     def deferred(self) -> frozenset[tuple[UUID, str]]:
@@ -70,20 +82,25 @@ async def plan_own_indexes(
     """Before the chunks of `incoming` (account, model, new comparable rows, rows it has)
     are written: register the own index of each the file takes past min_chunks (its rows
     stay out of the shared index; ensure_large_account_indexes builds it after them); with
-    `rebuild`, drop the own index each gets REBUILD_SHARE of its rows or more from the file."""
-    rebuilt, grown = [], []
+    `rebuild`, drop the own index (one built before migration 0012, without a watermark)
+    each gets REBUILD_SHARE of its rows or more from the file. The rows of an index with a
+    watermark are its tail: nothing to do before they are written."""
+    rebuilt, grown, tails = [], [], []
     for account_id, model, new, existing in incoming:
         if existing + new <= min_chunks:
             continue  # the exact path's: no own index to keep
         identity = ModelIdentity.parse(model)
-        if await valid_account_index(conn, account_id, identity) is None:
+        own = await valid_own_index(conn, account_id, identity)
+        if own is None:
             await register(conn, account_id, identity, existing + new)
+        elif own.watermark is not None:
+            tails.append((account_id, identity))
         elif new >= REBUILD_SHARE * (existing + new):
-            if rebuild and await _dropped(conn, account_index_name(account_id, identity)):
+            if rebuild and await _dropped(conn, own.name):
                 rebuilt.append((account_id, identity))
             else:
                 grown.append((account_id, identity))
-    return OwnIndexPlan(tuple(rebuilt), tuple(grown))
+    return OwnIndexPlan(tuple(rebuilt), tuple(grown), tuple(tails))
 
 
 async def _dropped(conn: AsyncConnection, name: str) -> bool:
@@ -114,32 +131,151 @@ async def rebuild_concurrently(
     """Build the account's own index again with CREATE INDEX CONCURRENTLY, outside any
     transaction; None when a valid one exists (another process built it meanwhile)."""
     name = account_index_name(account_id, identity)
-    predicate = account_predicate(account_id, identity)
+    async with _maintenance(engine, account_id, identity) as conn:
+        if await valid_account_index(conn, account_id, identity) is not None:
+            return None
+        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # invalid
+        chunks, seconds = await _build_concurrently(conn, account_id, identity, name)
+    return await _fitted(engine, account_id, identity, name, chunks, seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """An own index's tail: the account's comparable rows written after its watermark."""
+
+    account_id: UUID
+    identity: ModelIdentity
+    rows: int
+    indexed: int  # the rows the index was built over
+    min_rows: int  # the exact-scan size: an exact pass over as many is as fast as an index
+    marked: bool = True  # False: built before migration 0012, it has no tail (rows go in)
+
+    @property
+    def due(self) -> bool:
+        """Whether the tail is worth a merge: more rows than min_rows (every lookup scans
+        it), and MERGE_SHARE of the index's rows (a merge builds the whole index again)."""
+        return self.rows > max(self.min_rows, MERGE_SHARE * self.indexed)
+
+
+async def tails(
+    conn: AsyncConnection, min_rows: int, account_ids: list[UUID] | None = None
+) -> list[Tail]:
+    """The tail of every registered own index (of these accounts, when given)."""
+    rows = await conn.execute(
+        text(
+            "SELECT r.account_id, r.model_identity, r.watermark, r.chunks_at_build "
+            "FROM account_model_indexes r "
+            "WHERE CAST(:accounts AS uuid[]) IS NULL OR r.account_id = ANY(:accounts) "
+            "ORDER BY r.account_id, r.model_identity"
+        ),
+        {"accounts": account_ids},
+    )
+    found = []
+    for account_id, model, watermark, indexed in rows.all():
+        identity = ModelIdentity.parse(model)
+        if watermark is None:
+            found.append(Tail(account_id, identity, 0, int(indexed), min_rows, marked=False))
+            continue
+        count = f"SELECT count(*) FROM session_chunks c WHERE {tail_predicate(identity, watermark)}"
+        n = (await conn.execute(text(count), {"account_id": account_id})).scalar_one()
+        found.append(Tail(account_id, identity, int(n), int(indexed), min_rows))
+    return found
+
+
+async def merge_due(
+    engine: AsyncEngine,
+    min_rows: int,
+    account_ids: list[UUID] | None = None,
+    every: bool = False,
+    on_merge: Callable[[Tail, BuiltIndex], None] | None = None,
+) -> list[BuiltIndex]:
+    """Merge the tail of each own index (of these accounts) that is due, one after the
+    other; with `every`, each that has a tail, and each built before migration 0012 (built
+    again with a watermark). `on_merge` hears of each."""
+    async with engine.connect() as conn:
+        await lift_statement_budget(conn)
+        found = await tails(conn, min_rows, account_ids)
+    merged = []
+    for tail in found:
+        if not (tail.due or (every and (tail.rows or not tail.marked))):
+            continue
+        made = await merge_concurrently(engine, tail.account_id, tail.identity)
+        if made is not None:
+            merged.append(made)
+            if on_merge is not None:
+                on_merge(tail, made)
+    return merged
+
+
+async def merge_concurrently(
+    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity
+) -> BuiltIndex | None:
+    """The account's own index built again over all its rows (its tail merged in), under its
+    other name, concurrently: the old one serves the account's comparisons, with the tail
+    looked up exactly beside it, until the new one is registered; then it is dropped. None
+    when the account has no valid own index of the model."""
+    async with _maintenance(engine, account_id, identity) as conn:
+        own = await valid_own_index(conn, account_id, identity)
+        if own is None:
+            return None
+        name = merged_name(own.name, account_id, identity)
+        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed merge's
+        chunks, seconds = await _build_concurrently(conn, account_id, identity, name)
+        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {own.name}"))
+    return await _fitted(engine, account_id, identity, name, chunks, seconds)
+
+
+@asynccontextmanager
+async def _maintenance(
+    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity
+) -> AsyncIterator[AsyncConnection]:
+    """A connection outside any transaction (a concurrent build cannot run in one), without
+    a statement timeout, holding the account's index's rebuild lock (one build of it at a
+    time: a rebuild, a merge, or ensure_large_account_indexes, which leaves it alone)."""
+    key = {"k": rebuild_lock_key(account_index_name(account_id, identity))}
     async with engine.connect() as pooled:
         conn = await pooled.execution_options(isolation_level="AUTOCOMMIT")
-        key = {"k": rebuild_lock_key(name)}
         await conn.execute(text("SET statement_timeout = 0"))  # the lock may wait for a build
         await conn.execute(text("SELECT pg_advisory_lock(hashtext(:k))"), key)
         try:
-            if await valid_account_index(conn, account_id, identity) is not None:
-                return None
-            chunks = await comparable_count(conn, predicate)
-            await conn.execute(
-                text(
-                    "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes("
-                    "current_setting('maintenance_work_mem')), :memory) / 1024 || 'kB', false)"
-                ),
-                {"memory": build_memory(chunks, identity.dimensions)},
-            )
-            await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # invalid
-            started = time.perf_counter()
-            await conn.execute(text(hnsw_index_ddl(name, identity, predicate, concurrently=True)))
-            seconds = time.perf_counter() - started
-            await register(conn, account_id, identity, chunks)
+            yield conn
         finally:
             await conn.execute(text("RESET statement_timeout"))
             await conn.execute(text("RESET maintenance_work_mem"))
             await conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), key)
+
+
+async def _build_concurrently(
+    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, name: str
+) -> tuple[int, float]:
+    """Build the index `name` over the account's rows written so far, concurrently, and
+    register it (with its mark): (its chunks, the build's seconds). Rows written during the
+    build are numbered past the mark: they are the new index's tail."""
+    watermark = await written_so_far(conn)
+    predicate = account_predicate(account_id, identity, watermark=watermark)
+    chunks = await comparable_count(conn, predicate)
+    await conn.execute(
+        text(
+            "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes("
+            "current_setting('maintenance_work_mem')), :memory) / 1024 || 'kB', false)"
+        ),
+        {"memory": build_memory(chunks, identity.dimensions)},
+    )
+    started = time.perf_counter()
+    await conn.execute(text(hnsw_index_ddl(name, identity, predicate, concurrently=True)))
+    seconds = time.perf_counter() - started
+    await register(conn, account_id, identity, chunks, watermark, name)
+    return chunks, seconds
+
+
+async def _fitted(
+    engine: AsyncEngine,
+    account_id: UUID,
+    identity: ModelIdentity,
+    name: str,
+    chunks: int,
+    seconds: float,
+) -> BuiltIndex:
     fitted = await fit_again(engine, account_id, identity)
     ef_search = None if fitted is None else fitted.ef_search
     return BuiltIndex(account_id, identity, name, chunks, seconds, ef_search)

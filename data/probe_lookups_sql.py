@@ -120,6 +120,22 @@ def exact_scan(
     )
 
 
+def tail_scan(n: int, identity: ModelIdentity, filtered: bool, tail: str) -> str:
+    """Per probe on the account's own index, its nearest chunks among the index's tail (the
+    rows written after its watermark, `tail` on alias `c`: data/account_indexes.py), by an
+    exact pass over them; merged with the index's answer by `hits`."""
+    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    return (
+        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
+        f"c.runtime_session_id AS session_id, {distance} AS distance "
+        f"FROM {candidates(tail, filtered)} ORDER BY {distance} + 0, c.id "
+        "LIMIT :per_probe) AS a "
+        f"WHERE p.path = {path_literal(LookupPath.ACCOUNT_INDEX)} AND p.probe = p.lookup "
+        f"AND {finite_and_close('a.distance', floor_of(n))}"
+    )
+
+
 def approximate_lookup(
     n: int, identity: ModelIdentity, path: LookupPath, scope: str, filtered: bool
 ) -> str:

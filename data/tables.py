@@ -202,6 +202,14 @@ session_chunks = sa.Table(
     # False for a row written while its account has (or, in the same transaction, gets) its
     # own index of the row's model: the model's shared index leaves it out (migration 0010).
     sa.Column("in_shared_index", sa.Boolean, nullable=False, server_default=sa.true()),
+    # The row's place in the order rows were written (migration 0012; NULL: written before
+    # it): an own index holds its account's rows up to its watermark, the later ones are its
+    # tail (data/account_indexes.py).
+    sa.Column(
+        "written_seq",
+        sa.BigInteger,
+        server_default=sa.text("nextval('session_chunks_written_seq')"),
+    ),
     # The words of the content, stemmed (migration 0009): what a search's lexical leg ranks.
     sa.Column(
         "search_terms",
@@ -253,6 +261,12 @@ session_chunks = sa.Table(
     sa.Index("session_chunks_content_hash_idx", "account_id", "content_hash"),
     sa.Index(
         "session_chunks_search_terms_idx", "account_id", "search_terms", postgresql_using="gin"
+    ),
+    sa.Index(
+        "session_chunks_written_idx",
+        "account_id",
+        "written_seq",
+        postgresql_where=sa.text("written_seq IS NOT NULL"),
     ),
     sa.Index(
         "session_chunks_dense_work_idx",
@@ -311,6 +325,9 @@ account_model_indexes = sa.Table(
     # what its fit measured
     sa.Column("ef_search", sa.Integer, nullable=True),
     sa.Column("ef_fit", JSONB, nullable=True),
+    # the index holds the account's rows with written_seq up to this (NULL: built before
+    # migration 0012, it holds every row); the later ones are its tail, looked up exactly
+    sa.Column("watermark", sa.BigInteger, nullable=True),
     sa.CheckConstraint("ef_search BETWEEN 10 AND 1000", name="ef_search"),
 )
 

@@ -12,15 +12,16 @@ from uuid import UUID
 import numpy as np
 import structlog
 from opentelemetry import trace
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
 from config.settings import default_of
 from data import chunk_writes
 from data import indexing as sql
-from data.account_indexes import ensure_large_account_indexes
+from data.account_indexes import BuiltIndex, ensure_large_account_indexes
 from data.model_indexes import ensure_model_index
-from data.own_index_rebuilds import fit_again
+from data.own_index_rebuilds import Tail, fit_again, merge_due
 from data.vector_slots import VectorSlot
 from indexer import billing, lexical, spend_cap
 from indexer.batches import BatchOutcome, observe_batch
@@ -71,6 +72,7 @@ class PassReport:
     batches: int = 0
     batches_failed: int = 0
     chunks_failed: int = 0
+    tails_merged: int = 0
     degraded: dict[UUID, str] = field(default_factory=dict)
 
 
@@ -135,6 +137,9 @@ async def index_account(
         return
     if config.account_index_min_chunks is not None:
         await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
+        report.tails_merged += await _merge_tails(
+            engine, config.account_index_min_chunks, work.account_id
+        )
 
 
 async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
@@ -149,6 +154,27 @@ async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: U
             chunks=index.chunks,
             ef_search=None if fitted is None else fitted.ef_search,
         )
+
+
+async def _merge_tails(engine: AsyncEngine, min_rows: int, account_id: UUID) -> int:
+    """The account's own indexes whose tails are due, built again over all their rows
+    (data/own_index_rebuilds.py); a merge that fails leaves its tail, retried next pass."""
+
+    def merged(tail: Tail, made: BuiltIndex) -> None:
+        log.info(
+            "account_index_merged",
+            index=made.index_name,
+            tail=tail.rows,
+            chunks=made.chunks,
+            seconds=round(made.seconds, 3),
+            ef_search=made.ef_search,
+        )
+
+    try:
+        return len(await merge_due(engine, min_rows, [account_id], on_merge=merged))
+    except DBAPIError as exc:
+        log.warning("account_index_merge_failed", account_id=str(account_id), error=str(exc))
+        return 0
 
 
 def _dense_embedder(

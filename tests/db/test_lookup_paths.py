@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Mapping
 
 import asyncpg
 import pytest
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import (
+    OwnIndexMarks,
     account_index_name,
     ensure_account_index,
     ensure_large_account_indexes,
@@ -119,13 +121,19 @@ def _literal(value: object) -> str:
 
 
 async def _plan_after_executions(
-    database_url: str, account: str, viewed: str, cache_mode: str
+    database_url: str,
+    account: str,
+    viewed: str,
+    cache_mode: str,
+    marks: Mapping[str, int] | None = None,
 ) -> str:
-    """Prepare the comparison's first statement on an approximate path, execute it ten
-    times under cache_mode, then EXPLAIN the plan the eleventh execution would use."""
+    """Prepare the comparison's first statement on an approximate path (the account's own
+    indexes at these watermarks), execute it ten times under cache_mode, then EXPLAIN the
+    plan the eleventh execution would use."""
     conn = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
-        sql, names = _positional(first_statement([IDENTITY], uuid.UUID(account), filtered=False))
+        statement = first_statement([IDENTITY], uuid.UUID(account), False, marks=marks)
+        sql, names = _positional(statement)
         values: dict[str, object] = {
             "account_id": uuid.UUID(account),
             "asks": json.dumps([Ask(0, uuid.UUID(viewed)).as_json()]),
@@ -176,7 +184,9 @@ async def test_the_account_index_stays_in_the_plan_after_repeated_executions(
         # this small (72 chunks; own indexes are built past 1,000). Without it, the plan
         # shows whether the own index is provably usable under each cache mode.
         await conn.execute(sa.text(f"DROP INDEX {index_name(IDENTITY)}"))
-    plan = await _plan_after_executions(database_url, account, viewed, cache_mode)
+        marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
+    assert list(marks) == [str(IDENTITY)]  # the index holds the rows up to its watermark
+    plan = await _plan_after_executions(database_url, account, viewed, cache_mode, marks)
     assert account_index_name(uuid.UUID(account), IDENTITY) in plan, plan
 
 
