@@ -18,7 +18,7 @@ from bench.common.paths import RESULTS
 from bench.importing.corpus import write_files
 from bench.importing.floor import ServerCpu, floor
 from bench.importing.report import report
-from bench.importing.runs import Run, migrate_db, product, split
+from bench.importing.runs import Run, merged, migrate_db, product, split
 from config.settings import Settings
 from data.server import resolve_url
 
@@ -65,11 +65,15 @@ def main() -> None:
         if args.files > 1:
             url = asyncio.run(recreate(server_url, product_db))
             migrate_db(url)
-            for part, chunks in split(data_file, args.files):
+            for n, (part, chunks) in enumerate(split(data_file, args.files)):
                 print(f"similar-sessions import {part.name} ({chunks:,} chunks) ...")
-                runs.append(replace(product(url, part, cpu), chunks=chunks))
-                print(f"  {runs[-1].wall_s:.1f} s, {chunks / runs[-1].wall_s:,.0f} chunks/s")
-                print("  " + runs[-1].output)
+                run = replace(product(url, part, cpu), chunks=chunks)
+                print(f"  {run.wall_s:.1f} s, {chunks / run.wall_s:,.0f} chunks/s")
+                print("  " + run.output)
+                if n:  # a later file: its rows are the own index's tail
+                    run = replace(run, merge_s=merged(url))
+                    print(f"  merge-indexes after it: {run.merge_s:.1f} s")
+                runs.append(run)
     finally:
         if not args.keep:
             asyncio.run(drop(server_url, floor_db))

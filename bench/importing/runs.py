@@ -29,6 +29,18 @@ class Run:
     phases: dict[str, float]
     output: str
     chunks: int = 0  # chunk lines of the file (set for the parts)
+    merge_s: float | None = None  # `merge-indexes` after it, as the indexer's pass would
+
+
+def merged(url: str) -> float:
+    """`similar-sessions merge-indexes` in a process of its own (what the indexer does on its
+    next pass for a due tail): its wall time."""
+    env = checkout_env({**os.environ, "DATABASE_URL": url})
+    started = time.perf_counter()
+    done = subprocess.run([str(CLI), "merge-indexes"], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"merge-indexes failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started
 
 
 def product(url: str, data_file: Path, cpu: ServerCpu) -> Run:
