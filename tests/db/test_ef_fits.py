@@ -24,6 +24,7 @@ from tests.support.comparisons import transaction_queries
 from tests.support.crowded import IDENTITY
 from tests.support.loop_world import APPROXIMATE, EXACT, compared, listed
 from tests.support.loops import ordinary_sessions
+from tests.support.tails import into_tail
 from tests.support.world import World
 
 
@@ -189,5 +190,30 @@ async def _one_fitted_index(database_url: str) -> None:
     engine = make_engine(database_url)
     try:
         await fitted_world(engine)
+    finally:
+        await engine.dispose()
+
+
+def test_the_merge_command_names_each_tail_it_merges(database_url: str) -> None:
+    """`similar-sessions merge-indexes --all` on a database with one own index and a tail."""
+    asyncio.run(_one_index_with_a_tail(database_url))
+    done = subprocess.run(
+        [sys.executable, "-m", "similar_sessions.cli", "merge-indexes", "--all"],
+        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[-1] == "merged 1 own indexes' tails"
+    assert f"{IDENTITY}: " in lines[0] and " rows merged, " in lines[0], lines
+
+
+async def _one_index_with_a_tail(database_url: str) -> None:
+    engine = make_engine(database_url)
+    try:
+        account, _ = await fitted_world(engine)
+        assert await into_tail(engine, account) > 0
     finally:
         await engine.dispose()

@@ -241,3 +241,27 @@ async def test_an_account_grown_past_the_exact_scan_size_gets_its_own_index(
     assert (index.account_id, index.model_identity) == (account, str(WORDS))
     assert index.ef_fit["samples"] == 9  # its ef_search fitted after the build's commit
     assert await rows(engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=index.index_name)
+
+
+async def test_the_indexer_merges_an_own_index_tail_once_it_is_due(engine: AsyncEngine) -> None:
+    """Sessions chunked after the account's own index was built are its tail (not inserted
+    into its graph); the pass that finds the tail due builds the index again over them."""
+    account, _ = await world_with(engine, sessions=3)  # 9 chunks
+    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    first = await index_once(engine, Registry(WORDS_ONLY), grown)
+    assert first.tails_merged == 0
+    marked = "SELECT index_name, watermark, chunks_at_build FROM account_model_indexes"
+    [before] = await rows(engine, marked)
+    world = World()
+    for n in range(3, 7):
+        sid = world.session(str(account), f"session {n}", day=n)
+        add_activity(world, sid, talk(f"s{n}t"))
+    await world.write(engine)
+    later = await index_once(engine, Registry(WORDS_ONLY), grown)
+    assert later.chunks_embedded == 12 and later.tails_merged == 1  # 12 rows > 8: due
+    [after] = await rows(engine, marked)
+    assert after.index_name != before.index_name and after.watermark > before.watermark
+    assert (before.chunks_at_build, after.chunks_at_build) == (9, 21)
+    assert not await rows(
+        engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=before.index_name
+    )

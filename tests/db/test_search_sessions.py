@@ -35,6 +35,7 @@ from tests.support.search_world import (
     spend,
     topic_sessions,
 )
+from tests.support.tails import into_tail
 from tests.support.world import World
 
 
@@ -62,14 +63,18 @@ async def test_the_lexical_leg_is_bm25_within_the_account(engine: AsyncEngine) -
     assert result.model_identity == MODEL and result.degraded.semantic
 
 
-@pytest.mark.parametrize("path", ["exact", "index", "account_index"])
+@pytest.mark.parametrize("path", ["exact", "index", "account_index", "account_index+tail"])
 async def test_the_dense_leg_equals_an_exact_scan_on_every_path(
     engine: AsyncEngine, path: str
 ) -> None:
+    """On the account's own index with a third of its rows in its tail too."""
     account, _, _ = await topic_sessions(engine, model=DENSE_MODEL)
-    if path == "account_index":
+    if path.startswith("account_index"):
         async with engine.begin() as conn:
             await ensure_account_index(conn, uuid.UUID(account), DENSE)
+    if path.endswith("+tail"):
+        assert await into_tail(engine, account) > 0
+        path = "account_index"
     tuning = Tuning(exact_scan_max_chunks=1000 if path == "exact" else 0)
     result = await searched(engine, account, QUESTION, tuning, only=Leg.DENSE, limit=20)
     assert [leg.path for leg in result.legs if leg.leg is Leg.DENSE] == [path]

@@ -1,0 +1,21 @@
+"""An own index's tail made in a test: rows numbered as written after the index's build."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+
+async def into_tail(engine: AsyncEngine, account: str, every: int = 3) -> int:
+    """Number every `every`-th row of the account (by a hash of its id) as written after its
+    own index's build, as a later file's rows are: out of the graph, into the tail. Returns
+    how many."""
+    async with engine.begin() as conn:
+        moved = await conn.execute(
+            sa.text(
+                "UPDATE session_chunks SET written_seq = nextval('session_chunks_written_seq') "
+                "WHERE account_id = :a AND abs(hashtext(id::text)) % :every = 0"
+            ),
+            {"a": account, "every": every},
+        )
+    return int(moved.rowcount)
