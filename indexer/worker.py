@@ -84,13 +84,18 @@ async def index_once(
     account_ids: list[UUID] | None = None,
     now: datetime | None = None,
 ) -> PassReport:
-    """One pass over every account with an enabled setting (or the ones named)."""
+    """One pass over every account with an enabled setting (or the ones named); then the
+    own indexes' tails due for a merge, once every account's chunks are embedded (a merge
+    builds a whole index again: minutes for the largest, which no other account waits on)."""
     report = PassReport()
     async with engine.connect() as conn:
         accounts = await sql.enabled_accounts(conn, account_ids)
     for work in accounts:
         report.accounts += 1
         await index_account(engine, registry, config, work, report, now or datetime.now(UTC))
+    if config.account_index_min_chunks is not None and accounts:
+        merged = [work.account_id for work in accounts]
+        report.tails_merged += await _merge_tails(engine, config.account_index_min_chunks, merged)
     log.info("index_pass", **{k: v for k, v in vars(report).items() if k != "degraded"})
     return report
 
@@ -137,9 +142,6 @@ async def index_account(
         return
     if config.account_index_min_chunks is not None:
         await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
-        report.tails_merged += await _merge_tails(
-            engine, config.account_index_min_chunks, work.account_id
-        )
 
 
 async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
@@ -156,8 +158,8 @@ async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: U
         )
 
 
-async def _merge_tails(engine: AsyncEngine, min_rows: int, account_id: UUID) -> int:
-    """The account's own indexes whose tails are due, built again over all their rows
+async def _merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID]) -> int:
+    """The accounts' own indexes whose tails are due, built again over all their rows
     (data/own_index_rebuilds.py); a merge that fails leaves its tail, retried next pass."""
 
     def merged(tail: Tail, made: BuiltIndex) -> None:
@@ -170,11 +172,13 @@ async def _merge_tails(engine: AsyncEngine, min_rows: int, account_id: UUID) -> 
             ef_search=made.ef_search,
         )
 
-    try:
-        return len(await merge_due(engine, min_rows, [account_id], on_merge=merged))
-    except DBAPIError as exc:
-        log.warning("account_index_merge_failed", account_id=str(account_id), error=str(exc))
-        return 0
+    count = 0
+    for account_id in account_ids:  # one account's failing merge does not hold up the next
+        try:
+            count += len(await merge_due(engine, min_rows, [account_id], on_merge=merged))
+        except DBAPIError as exc:
+            log.warning("account_index_merge_failed", account_id=str(account_id), error=str(exc))
+    return count
 
 
 def _dense_embedder(

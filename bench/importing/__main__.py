@@ -18,7 +18,7 @@ from bench.common.paths import RESULTS
 from bench.importing.corpus import write_files
 from bench.importing.floor import ServerCpu, floor
 from bench.importing.report import report
-from bench.importing.runs import Run, merged, migrate_db, product, split
+from bench.importing.runs import Run, compared, merged, migrate_db, product, split
 from config.settings import Settings
 from data.server import resolve_url
 
@@ -71,8 +71,14 @@ def main() -> None:
                 print(f"  {run.wall_s:.1f} s, {chunks / run.wall_s:,.0f} chunks/s")
                 print("  " + run.output)
                 if n:  # a later file: its rows are the own index's tail
-                    run = replace(run, merge_s=merged(url))
-                    print(f"  merge-indexes after it: {run.merge_s:.1f} s")
+                    tail_ms = compared(url)
+                    run = replace(run, tail_ms=tail_ms, merge_s=merged(url))
+                    run = replace(run, merged_ms=compared(url)[0])
+                    print(
+                        f"  comparison p50 with the tail {tail_ms[0]:.1f} ms (exact path "
+                        f"{tail_ms[1]:.1f} ms); merge-indexes {run.merge_s:.1f} s; "
+                        f"after it {run.merged_ms:.1f} ms"
+                    )
                 runs.append(run)
     finally:
         if not args.keep:

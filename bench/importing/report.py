@@ -66,6 +66,15 @@ def _command(args: argparse.Namespace) -> str:
     return f"{setting}python -m bench.importing --chunks {args.chunks}{files}"
 
 
+def _waiting(run: Run) -> str:
+    """A comparison's median while the file's rows wait in the tail, the exact path's beside
+    it, and after the merge."""
+    if run.tail_ms is None or run.merged_ms is None:
+        return "-"
+    served, exact = run.tail_ms
+    return f"{served:,.1f} / {exact:,.1f} / {run.merged_ms:,.1f} ms"
+
+
 def _transaction_s(run: Run) -> float:
     """The seconds of the file's transaction (every phase but the rebuild, merge and fit after
     it)."""
@@ -83,7 +92,7 @@ def _parts(args: argparse.Namespace, base: Floor, parts: list[Run]) -> list[str]
         f"| {n + 1} | {r.chunks:,} | {_s(r.wall_s)} | {r.chunks / r.wall_s:,.0f} "
         f"| {_s(_transaction_s(r))} | {r.chunks / _transaction_s(r):,.0f} | {_s(r.cpu_s)} "
         f"| {', '.join(f'{k} {v:,.1f} s' for k, v in r.phases.items())} "
-        f"| {_s(r.merge_s) if r.merge_s is not None else '-'} |"
+        f"| {_s(r.merge_s) if r.merge_s is not None else '-'} | {_waiting(r)} |"
         for n, r in enumerate(parts)
     ]
     later = parts[1:]
@@ -97,8 +106,8 @@ def _parts(args: argparse.Namespace, base: Floor, parts: list[Run]) -> list[str]
         "in one pass; every later one imports into an account that already has its own index.",
         "",
         "| file | chunks | wall | chunks/s | the file's transaction | chunks/s in it | CPU "
-        "| phases | merge-indexes after it |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| phases | merge-indexes after it | comparison p50: tail / its exact path / merged |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         f"| all | {sum(r.chunks for r in parts):,} | {_s(sum(r.wall_s for r in parts))} "
         f"| {sum(r.chunks for r in parts) / sum(r.wall_s for r in parts):,.0f} | | "
@@ -114,6 +123,9 @@ def _parts(args: argparse.Namespace, base: Floor, parts: list[Run]) -> list[str]
         "own index's tail, looked up exactly once the file commits; `merge-indexes after it` "
         "is the merge the indexer's next pass makes of a due tail (the whole index built "
         "again, concurrently, the comparisons on the old index and the tail meanwhile). "
-        f"With those merges counted: {merged_rate:,.0f} chunks/s.",
+        f"With those merges counted: {merged_rate:,.0f} chunks/s. The comparisons: 24 of "
+        "the account's sessions compared in process as the route compares them (median of "
+        "2 rounds after a warm one), with the file's rows in the tail, on the exact path "
+        "beside them, and after the merge.",
         "",
     ]

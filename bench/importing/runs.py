@@ -7,16 +7,24 @@ import asyncio
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from bench.common.paths import checkout_env
 from bench.importing.floor import ServerCpu
+from data import comparison
 from data.engine import make_engine
 from data.migrate import migrate
+from data.model_catalog import ModelCatalog
+from resolvers.arguments import SimilarArgs
+from resolvers.comparison.phases import compare_sessions
+from resolvers.tuning import Tuning
 
 CLI = Path(sys.executable).with_name("similar-sessions")
 
@@ -30,6 +38,47 @@ class Run:
     output: str
     chunks: int = 0  # chunk lines of the file (set for the parts)
     merge_s: float | None = None  # `merge-indexes` after it, as the indexer's pass would
+    # comparisons in process, p50 ms: (served, exact path) with the tail, and served after
+    # the merge
+    tail_ms: tuple[float, float] | None = None
+    merged_ms: float | None = None
+
+
+async def _compared(url: str, sessions: int, rounds: int) -> tuple[float, float]:
+    """The median ms of comparing `sessions` of the account's sessions (chosen by md5 of
+    their ids) in process, as the route does (a comparison connection, one catalog), and of
+    the exact path on the same sessions, interleaved, after a round that warms both."""
+    engine = make_engine(url)
+    catalog, served, exact = ModelCatalog(), Tuning(), Tuning(exact_scan_max_chunks=10**9)
+    try:
+        async with engine.connect() as conn:
+            row = (await conn.execute(sa.text("SELECT account_id FROM accounts"))).first()
+            assert row is not None, "the import wrote no account"
+            ids = await conn.execute(
+                sa.text(
+                    "SELECT id FROM runtime_sessions WHERE account_id = :a "
+                    "ORDER BY md5(id::text) LIMIT :n"
+                ),
+                {"a": row[0], "n": sessions},
+            )
+            chosen = [(row[0], s) for s in ids.scalars()]
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for r in range(rounds + 1):
+            for account, session in chosen:
+                for is_exact, tuning in ((False, served), (True, exact)):
+                    async with comparison.reading(engine) as conn:
+                        started = time.perf_counter()
+                        args = [(session, SimilarArgs(limit=10))]
+                        await compare_sessions(conn, account, args, tuning, catalog)
+                        if r:
+                            times[is_exact].append((time.perf_counter() - started) * 1000)
+    finally:
+        await engine.dispose()
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
+def compared(url: str, sessions: int = 24, rounds: int = 2) -> tuple[float, float]:
+    return asyncio.run(_compared(url, sessions, rounds))
 
 
 def merged(url: str) -> float:
