@@ -36,10 +36,12 @@ class IndexerSettings(BaseSettings):
     )
     import_rebuilds_own_index: bool = setting(
         False,
-        "`import`: a file bringing an account a fifth of its rows or more drops the account's "
-        "own index in the file's transaction and builds it again after the commit, in one pass "
-        "(no row-by-row graph inserts); the drop locks `session_chunks` against every read of "
-        "every account until the commit, so only for a maintenance window",
+        "`import`: after the file commits, the accounts' own indexes whose tails it made due "
+        "are merged at once (built again concurrently; otherwise the indexer's next pass "
+        "does it); an own index built before tails existed (migration 0012) that the file "
+        "brings a fifth of its rows to is dropped in the file's transaction and built again "
+        "after the commit, and that drop locks `session_chunks` against every read until "
+        "the commit",
         "indexer",
     )
     chunk_system_prompts: bool = setting(
