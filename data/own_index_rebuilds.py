@@ -1,16 +1,21 @@
-"""An account's own index kept in one pass when a file brings it many rows (issue #29).
+"""An account's own index kept in one pass as rows come (issue #29).
 
 pgvector inserts a row into an HNSW graph on disk one at a time: at m = 16 and
-ef_construction 200, about 5 ms a row here, where a build in memory costs about 1 ms a row
+ef_construction 200, about 5-7 ms a row here, where a build in memory costs under 1 ms a row
 of the whole graph. So before a file's chunks are written, the accounts it takes past the
 exact-scan size have their own index registered (their rows then stay out of the shared
-index, and the index is built after them in one pass, in the file's transaction), and an
-account whose existing own index the file adds at least REBUILD_SHARE of its rows to has
-that index dropped, to be built again after the transaction commits, concurrently (the
-account's comparisons take the exact path until it is valid). The drop holds an ACCESS
-EXCLUSIVE lock on session_chunks until the file's commit, so every read of every account
-waits meanwhile: it is asked for only by SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX, for a
-maintenance window."""
+index, and the index is built after them in one pass, in the file's transaction). Rows
+written to an account once its index is built are the index's tail (data/account_indexes.py):
+looked up exactly beside it, until a merge (merge_concurrently) builds the index again over
+all of them under its other name, concurrently, and drops the old one; a tail is merged once
+it is `due` (by the indexer after its pass, `similar-sessions merge-indexes`, or the import
+with SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX).
+
+An index built before migration 0012 has no watermark and takes rows into its graph; with
+that setting, a file bringing it at least REBUILD_SHARE of its rows drops it, to be built
+again after the transaction commits, concurrently (the account's comparisons take the exact
+path until it is valid). The drop holds an ACCESS EXCLUSIVE lock on session_chunks until the
+file's commit, so every read of every account waits meanwhile."""
 
 from __future__ import annotations
 

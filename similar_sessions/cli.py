@@ -96,8 +96,9 @@ def _tail_line(tail: Tail) -> str:
 
 def cmd_merge_indexes(settings: Settings, args: argparse.Namespace) -> int:
     def say(tail: Tail, made: BuiltIndex) -> None:
+        what = f"{tail.rows} rows merged" if tail.marked else "built again with a watermark"
         print(
-            f"{tail.account_id} {tail.identity}: {tail.rows} rows merged, {made.chunks} in "
+            f"{tail.account_id} {tail.identity}: {what}, {made.chunks} in "
             f"{made.index_name} ({made.seconds:.1f} s), ef_search "
             f"{made.ef_search or f'configured {settings.hnsw_ef_search}'}",
             file=sys.stderr,
