@@ -10,20 +10,21 @@ learned is forgotten after `ttl_s`, so an account that shrank, or a faster serve
 again.
 
 The same memory routes an account: when an exact pass costs a lookup no more than a lookup
-on the account's approximate path cost (its scan, wider retry and checks together, as its
-last approximate comparisons took them), its comparisons take the exact path at once. The
-first approximate comparison of an account in a process (or after its costs were forgotten)
-teaches nothing: it reads the account's index from disk, which later ones do not (on a
-freshly loaded 25k-chunk account, 144 ms against 11 ms warm), and alone it routed the account
-exact for the whole of ttl_s. On a
+on the account's approximate path cost (its scan, wider retry and checks together, the
+median of its last ROUTE_SAMPLES approximate comparisons, at least ROUTE_MIN_SAMPLES of them),
+its comparisons take the exact path at once. One comparison never routes: the first of an
+account in a process reads its index from disk, which later ones do not (on a freshly loaded
+25k-chunk account, 144 ms against 11 ms warm), and one dear session (321 ms among ~30 ms
+ones on the clustered 25k account) routed it exact for the whole of ttl_s. On a
 small or sparse account (real sessions under the lexical model, issue #29) the approximate
 lookups cannot vouch and are checked anyway, so the scan before the check is time spent for
 nothing. Once the approximate cost is forgotten, the approximate path is tried again."""
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -44,26 +45,34 @@ class CheckCosts:
     def __init__(self, ttl_s: float = CHECK_COSTS_TTL_S) -> None:
         self.ttl_s = ttl_s
         self._per_lookup_ms: Learned = OrderedDict()
-        self._approximate_ms: Learned = OrderedDict()
         self._exact_ms: Learned = OrderedDict()  # from passes that finished: not a lower bound
-        self._warmed: Learned = OrderedDict()  # accounts whose first, cold comparison was seen
+        # per account, its last approximate comparisons: (when, cost per lookup)
+        self._approximate: OrderedDict[UUID, deque[tuple[float, float]]] = OrderedDict()
 
     def routes_exact(self, account_id: UUID) -> bool:
         """Whether the account's comparisons take the exact path at once: both costs are
         known, and an exact lookup costs no more than an approximate one."""
         exact = _recent(self._exact_ms, account_id, self.ttl_s)
-        approximate = _recent(self._approximate_ms, account_id, self.ttl_s)
+        approximate = self.approximate_ms(account_id)
         return exact is not None and approximate is not None and exact <= approximate
 
+    def approximate_ms(self, account_id: UUID) -> float | None:
+        """What a lookup on the account's approximate path costs: the median of its recent
+        comparisons (the lower middle one of an even count), when at least ROUTE_MIN_SAMPLES are
+        recent."""
+        now = time.monotonic()
+        recent = [v for when, v in self._approximate.get(account_id, ()) if now - when < self.ttl_s]
+        return statistics.median_low(recent) if len(recent) >= ROUTE_MIN_SAMPLES else None
+
     def learn_approximate(self, account_id: UUID, lookups: int, cost_ms: float) -> None:
-        """An approximate comparison of `lookups` lookups cost `cost_ms`, checks included
-        (the account's first, cold one teaches nothing)."""
+        """An approximate comparison of `lookups` lookups cost `cost_ms`, checks included."""
         if lookups <= 0:
             return
-        if _recent(self._warmed, account_id, self.ttl_s) is None:
-            _keep(self._warmed, account_id, 0.0)
-            return
-        _blend(self._approximate_ms, account_id, cost_ms / lookups, self.ttl_s)
+        samples = self._approximate.pop(account_id, None) or deque(maxlen=ROUTE_SAMPLES)
+        samples.append((time.monotonic(), cost_ms / lookups))
+        self._approximate[account_id] = samples
+        while len(self._approximate) > CHECK_COSTS_ACCOUNTS:
+            self._approximate.popitem(last=False)
 
     def per_lookup_ms(self, account_id: UUID) -> float | None:
         """What a lookup of the account's last check cost, or None when nothing recent is
@@ -94,9 +103,13 @@ def _recent(known: Learned, account: UUID, ttl_s: float) -> float | None:
     return value[1]
 
 
-# The routing's costs are averaged (an exponential moving average with this weight on the
-# newest), so that one session's many or few lookups do not flip the account's path.
+# The exact path's cost is averaged (an exponential moving average with this weight on the
+# newest); the approximate path's is the median of its last ROUTE_SAMPLES comparisons, known
+# once ROUTE_MIN_SAMPLES are recent: one session's many or few lookups, or one cold or dear
+# comparison, does not flip the account's path.
 ROUTE_COST_WEIGHT = 0.25
+ROUTE_SAMPLES = 5
+ROUTE_MIN_SAMPLES = 3
 
 
 def _blend(known: Learned, account: UUID, value: float, ttl_s: float) -> None:

@@ -60,8 +60,8 @@ def test_an_account_whose_exact_lookups_cost_no_more_is_looked_up_exactly(
     now = [1000.0]
     monkeypatch.setattr(check_costs.time, "monotonic", lambda: now[0])
     checks = CheckCosts(ttl_s=60)
-    for _ in range(2):  # the first, cold comparison teaches nothing; then 50 ms a lookup
-        checks.learn_approximate(ACCOUNT, 8, 400)  # (scan and checks together)
+    for _ in range(check_costs.ROUTE_MIN_SAMPLES):  # 50 ms a lookup, scan and checks together
+        checks.learn_approximate(ACCOUNT, 8, 400)
         checks.learn_approximate(OTHER, 8, 400)
     assert not checks.routes_exact(ACCOUNT)  # what an exact lookup costs is not known
     checks.learn(ACCOUNT, 2, 60)  # a check: 30 ms a lookup
@@ -71,32 +71,37 @@ def test_an_account_whose_exact_lookups_cost_no_more_is_looked_up_exactly(
     now[0] += 60  # forgotten: the approximate path is tried again
     assert not checks.routes_exact(ACCOUNT)
     checks.learn(ACCOUNT, 2, 60)
-    checks.learn_approximate(ACCOUNT, 8, 400)  # cold again: its index may have left memory
+    checks.learn_approximate(ACCOUNT, 8, 400)  # one comparison is not enough to route
     assert not checks.routes_exact(ACCOUNT)
 
 
 def test_an_approximate_path_that_pays_is_kept() -> None:
     checks = CheckCosts()
-    checks.learn_approximate(ACCOUNT, 8, 4000)  # the first, cold: 500 ms a lookup, not learned
-    checks.learn_approximate(ACCOUNT, 8, 160)  # 20 ms a lookup
+    for _ in range(3):
+        checks.learn_approximate(ACCOUNT, 8, 160)  # 20 ms a lookup
     checks.learn(ACCOUNT, 2, 60)  # exact: 30
     assert not checks.routes_exact(ACCOUNT)
 
 
-def test_the_routing_costs_are_averaged_so_one_session_does_not_flip_the_path() -> None:
+def test_one_cold_or_dear_comparison_does_not_flip_the_path() -> None:
+    """The approximate cost is the median of the last few comparisons: the first (its index
+    read from disk) or one dear session among cheap ones leaves the account approximate;
+    most of them dear routes it."""
     checks = CheckCosts()
     checks.learn(ACCOUNT, 1, 30)  # exact: 30 ms a lookup
-    checks.learn_approximate(ACCOUNT, 1, 500)  # the first, cold: not learned
-    checks.learn_approximate(ACCOUNT, 1, 20)
-    checks.learn_approximate(ACCOUNT, 1, 40)  # one dear session: 20 + 0.25 * 20 = 25
-    assert check_costs.ROUTE_COST_WEIGHT == 0.25 and not checks.routes_exact(ACCOUNT)
-    checks.learn_approximate(ACCOUNT, 1, 45)  # 25 + 0.25 * 20 = 30: as dear as exact
-    assert checks.routes_exact(ACCOUNT)
+    for cost in (500, 20, 20):  # cold first, then warm
+        checks.learn_approximate(ACCOUNT, 1, cost)
+    assert not checks.routes_exact(ACCOUNT)
+    checks.learn_approximate(ACCOUNT, 1, 320)  # one dear session: 500 20 20 320, median 20
+    assert not checks.routes_exact(ACCOUNT)
+    for _ in range(3):
+        checks.learn_approximate(ACCOUNT, 1, 45)  # the last 5: 20 320 45 45 45, median 45
+    assert check_costs.ROUTE_SAMPLES == 5 and checks.routes_exact(ACCOUNT)
 
 
 def test_a_check_past_its_budget_never_routes_exact() -> None:
     checks = CheckCosts()
     checks.learn(ACCOUNT, 1, 10, finished=False)  # a lower bound only
-    checks.learn_approximate(ACCOUNT, 8, 400)
-    checks.learn_approximate(ACCOUNT, 8, 400)
+    for _ in range(3):
+        checks.learn_approximate(ACCOUNT, 8, 400)
     assert not checks.routes_exact(ACCOUNT)
