@@ -170,18 +170,23 @@ async def test_a_failed_measurement_leaves_the_index_built_and_unfitted(
     )
 
 
-def test_the_fit_command_names_each_index_as_it_is_fitted(database_url: str) -> None:
-    """`similar-sessions fit-indexes --all` on a database with one fitted account index."""
-    asyncio.run(_one_fitted_index(database_url))
+def _command(database_url: str, *args: str) -> list[str]:
+    """`similar-sessions ARGS` as a process on the database: its stderr lines (exit 0)."""
     done = subprocess.run(
-        [sys.executable, "-m", "similar_sessions.cli", "fit-indexes", "--all"],
+        [sys.executable, "-m", "similar_sessions.cli", *args],
         env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()
+    return done.stderr.splitlines()
+
+
+def test_the_fit_command_names_each_index_as_it_is_fitted(database_url: str) -> None:
+    """`similar-sessions fit-indexes --all` on a database with one fitted account index."""
+    asyncio.run(_one_fitted_index(database_url))
+    lines = _command(database_url, "fit-indexes", "--all")
     assert lines[-1] == "fitted 1 own indexes"
     assert f"{IDENTITY}: ef_search 100; ef 100: 1.000 (worst 1.000)" in lines[0]
 
@@ -197,15 +202,7 @@ async def _one_fitted_index(database_url: str) -> None:
 def test_the_merge_command_names_each_tail_it_merges(database_url: str) -> None:
     """`similar-sessions merge-indexes --all` on a database with one own index and a tail."""
     asyncio.run(_one_index_with_a_tail(database_url))
-    done = subprocess.run(
-        [sys.executable, "-m", "similar_sessions.cli", "merge-indexes", "--all"],
-        env={"DATABASE_URL": database_url, "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()
+    lines = _command(database_url, "merge-indexes", "--all")
     assert lines[-1] == "merged 1 own indexes' tails"
     assert f"{IDENTITY}: " in lines[0] and " rows merged, " in lines[0], lines
 

@@ -50,11 +50,17 @@ def sessions(world: World, account: str, count: int, first: int, per_session: in
 
 
 async def imported_in_files(
-    engine: AsyncEngine, tmp_path: Path, files: list[int], rebuild: bool = True
+    engine: AsyncEngine,
+    tmp_path: Path,
+    files: list[int],
+    rebuild: bool = True,
+    before_tails: bool = False,
 ) -> tuple[str, list[list[str]]]:
     """One account whose sessions come in files of these many sessions (10 chunks each), each
     imported with the exact-scan size MIN_CHUNKS (and `rebuild`, the setting
-    SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX); the account and each file's index lines."""
+    SIMILAR_SESSIONS_IMPORT_REBUILDS_OWN_INDEX); with `before_tails`, the own index the
+    first file builds made one built before tails existed. The account and each file's
+    index lines."""
     world = World()
     account, _ = world.account()
     indexes, first = [], 0
@@ -64,6 +70,8 @@ async def imported_in_files(
         path = write_file(tmp_path, world.jsonl(), f"part{n}.jsonl")
         world.lines.clear()
         indexes.append((await import_file(engine, path, MIN_CHUNKS, rebuild=rebuild)).indexes)
+        if before_tails and n == 0:
+            await built_before_tails(engine, account)
     return account, indexes
 
 
@@ -118,17 +126,7 @@ async def legacy_in_files(
     engine: AsyncEngine, tmp_path: Path, files: list[int], rebuild: bool = True
 ) -> tuple[str, list[list[str]]]:
     """imported_in_files, the first file's index made one built before tails existed."""
-    account, first = await imported_in_files(engine, tmp_path, files[:1], rebuild)
-    await built_before_tails(engine, account)
-    world = World()
-    indexes, at = [first[0]], files[0]
-    for n, count in enumerate(files[1:], start=1):
-        sessions(world, account, count, at)
-        at += count
-        path = write_file(tmp_path, world.jsonl(), f"later{n}.jsonl")
-        world.lines.clear()
-        indexes.append((await import_file(engine, path, MIN_CHUNKS, rebuild=rebuild)).indexes)
-    return account, indexes
+    return await imported_in_files(engine, tmp_path, files, rebuild, before_tails=True)
 
 
 async def first_session(engine: AsyncEngine, account: str) -> str:
