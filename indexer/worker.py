@@ -86,7 +86,7 @@ async def index_once(
 ) -> PassReport:
     """One pass over every account with an enabled setting (or the ones named); then the
     own indexes' tails due for a merge, once every account's chunks are embedded (a merge
-    builds a whole index again: minutes for the largest, which no other account waits on)."""
+    builds a whole index again, which no other account's embedding waits on)."""
     report = PassReport()
     async with engine.connect() as conn:
         accounts = await sql.enabled_accounts(conn, account_ids)
