@@ -219,10 +219,12 @@ async def fit_own_index(
     """Fit the ef_search of the account's own index of the model (valid), in the caller's
     transaction, and register it (data/ef_fits.py)."""
     own = await valid_own_index(conn, account_id, identity)
-    watermark = None if own is None else own.watermark
-    return await ef_fits.fit(
-        conn, account_id, identity, account_predicate(account_id, identity, "c", watermark)
+    predicate = (
+        own.predicate(account_id, identity, "c")
+        if own is not None
+        else account_predicate(account_id, identity, "c")
     )
+    return await ef_fits.fit(conn, account_id, identity, predicate)
 
 
 async def register(

@@ -28,7 +28,6 @@ from data.probe_lookups_sql import (
     finite_and_close,
     path_literal,
     probe_vectors,
-    tail_scan,
 )
 from data.vector_slots import VectorSlot
 
@@ -265,22 +264,18 @@ def first_statement(
             exact.append(exact_in_pool(n, filtered))
         else:
             exact.append(exact_scan(n, identity, filtered))
-        approximate += _approximate(n, identity, account_id, filtered, marks)
-        tails += _tail(n, identity, filtered, marks)
+        mark = (marks or {}).get(str(identity))
+        approximate += _approximate(n, identity, account_id, filtered, mark)
+        tails += _tail(n, identity, filtered, mark)
     ctes.append(_lookups(exact, approximate, tails))
     ctes.append(_looked(len(models)))
     return "WITH " + ",\n".join(ctes) + answer
 
 
 def _approximate(
-    n: int,
-    identity: ModelIdentity,
-    account_id: UUID,
-    filtered: bool,
-    marks: Mapping[str, int] | None,
+    n: int, identity: ModelIdentity, account_id: UUID, filtered: bool, mark: int | None
 ) -> list[str]:
     """The model's lookups on the shared index and on the account's own (up to its mark)."""
-    mark = (marks or {}).get(str(identity))
     shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
     own = account_predicate(account_id, identity, "c", mark)
     return [
@@ -289,14 +284,12 @@ def _approximate(
     ]
 
 
-def _tail(
-    n: int, identity: ModelIdentity, filtered: bool, marks: Mapping[str, int] | None
-) -> list[str]:
+def _tail(n: int, identity: ModelIdentity, filtered: bool, mark: int | None) -> list[str]:
     """The model's lookup of the own index's tail, when the index has a mark."""
-    mark = (marks or {}).get(str(identity))
-    return (
-        [] if mark is None else [tail_scan(n, identity, filtered, tail_predicate(identity, mark))]
-    )
+    if mark is None:
+        return []
+    tail = tail_predicate(identity, mark)
+    return [exact_scan(n, identity, filtered, scope=tail, path=LookupPath.ACCOUNT_INDEX)]
 
 
 # A search text's answer: its path and its lookup.
@@ -338,7 +331,8 @@ def search_statement(
     )
     approximate, tails = [], []
     if slot is VectorSlot.PRIMARY:
-        approximate = _approximate(0, identity, account_id, filtered, marks)
-        tails = _tail(0, identity, filtered, marks)
+        mark = (marks or {}).get(str(identity))
+        approximate = _approximate(0, identity, account_id, filtered, mark)
+        tails = _tail(0, identity, filtered, mark)
     lookups = _lookups([exact_scan(0, identity, filtered, slot)], approximate, tails)
     return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER

@@ -76,17 +76,22 @@ def build_memory(rows: int, dimensions: int) -> int:
     return min(BUILD_MEMORY_CEILING, int(rows * per_element * 1.25))
 
 
-async def prepare_build(conn: AsyncConnection, rows: int, dimensions: int) -> None:
+async def prepare_build(
+    conn: AsyncConnection, rows: int, dimensions: int, local: bool = True
+) -> None:
     """Give an index build of the transaction its own budget: no statement timeout (a build
     is maintenance, not a request) and the memory its graph needs, never less than the
-    server's setting. Both last until the transaction ends (set_config is_local)."""
+    server's setting. Both last until the transaction ends (set_config is_local); with
+    `local` false, for the session (a concurrent build runs outside any transaction, and its
+    caller resets them)."""
     await conn.execute(
         text(
-            "SELECT set_config('statement_timeout', '0', true), "
+            "SELECT set_config('statement_timeout', '0', :local), "
             "set_config('maintenance_work_mem', greatest("
-            "pg_size_bytes(current_setting('maintenance_work_mem')), :memory) / 1024 || 'kB', true)"
+            "pg_size_bytes(current_setting('maintenance_work_mem')), :memory) / 1024 || 'kB', "
+            ":local)"
         ),
-        {"memory": build_memory(rows, dimensions)},
+        {"memory": build_memory(rows, dimensions), "local": local},
     )
 
 

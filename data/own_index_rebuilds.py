@@ -45,7 +45,7 @@ from data.account_indexes import (
 )
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
-from data.model_indexes import build_memory, comparable_count, hnsw_index_ddl
+from data.model_indexes import comparable_count, hnsw_index_ddl, prepare_build
 
 # A file adding at least this share of an account's comparable rows of a model rebuilds its
 # own index instead of inserting into it: one pass over all rows (about 1 ms a row) against
@@ -259,13 +259,7 @@ async def _build_concurrently(
     watermark = await written_so_far(conn)
     predicate = account_predicate(account_id, identity, watermark=watermark)
     chunks = await comparable_count(conn, predicate)
-    await conn.execute(
-        text(
-            "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes("
-            "current_setting('maintenance_work_mem')), :memory) / 1024 || 'kB', false)"
-        ),
-        {"memory": build_memory(chunks, identity.dimensions)},
-    )
+    await prepare_build(conn, chunks, identity.dimensions, local=False)
     started = time.perf_counter()
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate, concurrently=True)))
     seconds = time.perf_counter() - started

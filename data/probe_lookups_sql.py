@@ -101,13 +101,21 @@ def floor_of(n: int) -> str:
 
 
 def exact_scan(
-    n: int, identity: ModelIdentity, filtered: bool, slot: VectorSlot = VectorSlot.PRIMARY
+    n: int,
+    identity: ModelIdentity,
+    filtered: bool,
+    slot: VectorSlot = VectorSlot.PRIMARY,
+    scope: str | None = None,
+    path: LookupPath = LookupPath.EXACT,
 ) -> str:
-    """Per probe on the exact path, its nearest chunks by a scan of the account's chunks:
-    for the exact check of a few probes on an account of any size, where reading the whole
-    account into a pool first would write it all to temporary files. `+ 0` keeps the HNSW
-    index from serving the ORDER BY: this path must not be approximate."""
-    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c', slot)}"
+    """Per probe on `path` (the exact one), its nearest chunks by a scan of the account's
+    chunks: for the exact check of a few probes on an account of any size, where reading the
+    whole account into a pool first would write it all to temporary files. With `scope` (on
+    alias `c`), of those rows only: an own index's tail (data/account_indexes.py), scanned
+    beside the index for probes on the account_index path and merged with its answer by
+    `hits`. `+ 0` keeps the HNSW index from serving the ORDER BY: this pass must not be
+    approximate."""
+    scope = scope or f"c.account_id = :account_id AND {comparable_predicate(identity, 'c', slot)}"
     distance = f"({vector_expression(identity, 'c', slot)} <=> p.v)"
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
@@ -115,23 +123,7 @@ def exact_scan(
         f"c.runtime_session_id AS session_id, {distance} AS distance "
         f"FROM {candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
         "LIMIT :per_probe) AS a "
-        f"WHERE p.path = {EXACT} AND p.probe = p.lookup "
-        f"AND {finite_and_close('a.distance', floor_of(n))}"
-    )
-
-
-def tail_scan(n: int, identity: ModelIdentity, filtered: bool, tail: str) -> str:
-    """Per probe on the account's own index, its nearest chunks among the index's tail (the
-    rows written after its watermark, `tail` on alias `c`: data/account_indexes.py), by an
-    exact pass over them; merged with the index's answer by `hits`."""
-    distance = f"({vector_expression(identity, 'c')} <=> p.v)"
-    return (
-        "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
-        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
-        f"c.runtime_session_id AS session_id, {distance} AS distance "
-        f"FROM {candidates(tail, filtered)} ORDER BY {distance} + 0, c.id "
-        "LIMIT :per_probe) AS a "
-        f"WHERE p.path = {path_literal(LookupPath.ACCOUNT_INDEX)} AND p.probe = p.lookup "
+        f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup "
         f"AND {finite_and_close('a.distance', floor_of(n))}"
     )
 

@@ -26,6 +26,7 @@ import statistics
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import structlog
@@ -68,11 +69,9 @@ class CheckCosts:
         """An approximate comparison of `lookups` lookups cost `cost_ms`, checks included."""
         if lookups <= 0:
             return
-        samples = self._approximate.pop(account_id, None) or deque(maxlen=ROUTE_SAMPLES)
+        samples = self._approximate.setdefault(account_id, deque(maxlen=ROUTE_SAMPLES))
         samples.append((time.monotonic(), cost_ms / lookups))
-        self._approximate[account_id] = samples
-        while len(self._approximate) > CHECK_COSTS_ACCOUNTS:
-            self._approximate.popitem(last=False)
+        _newest(self._approximate, account_id)
 
     def per_lookup_ms(self, account_id: UUID) -> float | None:
         """What a lookup of the account's last check cost, or None when nothing recent is
@@ -123,6 +122,11 @@ def _blend(known: Learned, account: UUID, value: float, ttl_s: float) -> None:
 def _keep(known: Learned, account: UUID, value: float) -> None:
     """The account's value, learned now; the least recently used accounts go first."""
     known[account] = (time.monotonic(), value)
+    _newest(known, account)
+
+
+def _newest(known: OrderedDict[UUID, Any], account: UUID) -> None:
+    """The account used last; past CHECK_COSTS_ACCOUNTS, the least recently used go."""
     known.move_to_end(account)
     while len(known) > CHECK_COSTS_ACCOUNTS:
         known.popitem(last=False)
