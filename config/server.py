@@ -110,6 +110,14 @@ class ServerSettings(BaseSettings):
         ge=1,
         le=5_000,
     )
+    failure_modes_timeout_ms: int = setting(
+        20_000,
+        "bound on the failure modes' one pass comparing the window's sessions with each other "
+        "(each of its statements); past it the answer has no group and says "
+        "`similar_comparison_timed_out`",
+        ge=10,
+        le=600_000,
+    )
     page_connections: int = setting(
         2,
         "connections of the comparisons' pool one page of comparisons (a `runtimeSessions` "

@@ -53,3 +53,33 @@ async def sessions_in_window(
     if not rows:
         return InWindow((), 0)
     return InWindow(tuple(SessionRow(*row[:-1]) for row in rows), int(rows[0][-1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """What one failure-modes question is answered as of: its window's end, and the
+    account's data as it was then (`watermark`, from `account_watermark`)."""
+
+    window_end: datetime
+    watermark: str
+
+
+# Every row a grouping reads belongs to one of these, scoped to the account: its chunks
+# (passages, vectors, states), its sessions (statuses, starts) and its embedding setting.
+# A row inserted or updated gets a new xmin, a row deleted changes the count: the sum of the
+# rows' xmins and their count change with any write the answer could see, and with no
+# other (PostgreSQL's transaction ids, as optimistic concurrency control uses them).
+WATERMARK = """SELECT md5(concat_ws(':',
+  (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM session_chunks
+   WHERE account_id = :account_id),
+  (SELECT count(*) || '.' || coalesce(sum(xmin::text::bigint), 0) FROM runtime_sessions
+   WHERE account_id = :account_id),
+  (SELECT xmin::text FROM embedding_settings WHERE account_id = :account_id)))"""
+
+
+async def account_watermark(conn: AsyncConnection, account_id: UUID) -> str:
+    """A digest of the account's data that changes with every write a failure-modes answer
+    could see (passages added, embedded, withheld or removed; sessions added or their
+    status changed; the embedding setting changed), in one statement."""
+    value = (await conn.execute(sa.text(WATERMARK), {"account_id": account_id})).scalar_one()
+    return str(value)

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from data.failures import Pin
 from resolvers.cursors import Cursors, Position
 from resolvers.errors import BadArgument
 
@@ -201,6 +202,14 @@ FAILURE_ARGUMENTS: tuple[Argument, ...] = (
         None,
         "Only the group of this session (none when it is not one of the window's sessions).",
     ),
+    Argument(
+        "pin",
+        "as_of",
+        str | None,
+        None,
+        "An answer's `asOf`: this page of the same grouping (a new one, said so, if the "
+        "account's data changed since).",
+    ),
 )
 
 
@@ -213,6 +222,7 @@ class FailureArgs:
     after: tuple[int, int, UUID] | None = None  # a group's position (rules/failure_groups.py)
     containing: UUID | None = None
     include_match_text: bool = True  # GraphQL: only when a text or a term was selected
+    pin: Pin | None = None  # the question's (a cursor's or `asOf`); None: a new question
 
     def binding(self, account_id: UUID) -> list[Any]:
         """What a cursor of the groups is bound to: the account and the arguments that decide
@@ -255,11 +265,18 @@ class FailureArgs:
             limit=given["limit"],
             containing=given["containing"],
         )
-        if given["cursor"] is None:
-            return args
-        binding = args.binding(account_id)
-        after = cursors.open_failure_groups(given["cursor"], binding, names["cursor"])
-        return replace(args, after=after)
+        pins = []
+        if given["pin"] is not None:
+            binding = args.members_binding(account_id)
+            pins.append(cursors.open_failure_pin(given["pin"], binding, names["pin"]))
+        if given["cursor"] is not None:
+            binding = args.binding(account_id)
+            after, pin = cursors.open_failure_groups(given["cursor"], binding, names["cursor"])
+            args = replace(args, after=after)
+            pins.append(pin)
+        if len(set(pins)) > 1:
+            raise BadArgument(names["pin"], f"is not the pin of {names['cursor']}")
+        return replace(args, pin=pins[0] if pins else None)
 
 
 def member_page_size(first: int, name: str = "first") -> int:

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from data.failures import Pin
 from data.sessions import ReplayPosition, SessionRow
 from resolvers.errors import BadArgument
 
@@ -113,20 +114,22 @@ class Cursors:
 
     # A failure-modes list is bound to the account and the arguments that decide which
     # groups it holds (FailureArgs.binding): a group's position is (0 when new else 1, -size,
-    # representative id), a member's its start and id (newest first).
-    def failure_groups(self, after: tuple[int, int, UUID], binding: list[Any]) -> str:
-        return self.seal([after[0], after[1], str(after[2])], binding)
+    # representative id), a member's its start and id (newest first). A group's position
+    # carries the pin of the question (its window's end and the data's watermark), so every
+    # page after it is of one grouping.
+    def failure_groups(self, after: tuple[int, int, UUID], pin: Pin, binding: list[Any]) -> str:
+        return self.seal([after[0], after[1], str(after[2]), *_pinned(pin)], binding)
 
     def open_failure_groups(
         self, cursor: str, binding: list[Any], name: str
-    ) -> tuple[int, int, UUID]:
+    ) -> tuple[tuple[int, int, UUID], Pin]:
         position = self.open(cursor, binding, name)
         try:
-            new, size, representative = position
+            new, size, representative, end, watermark = position
             if type(new) is not int or type(size) is not int:
                 raise ValueError(position)
-            return new, size, UUID(str(representative))
-        except (ValueError, TypeError):
+            return (new, size, UUID(str(representative))), _pin(end, watermark)
+        except (ValueError, TypeError, OverflowError):
             raise BadArgument(name, NOT_OURS) from None
 
     def failure_members(self, after: tuple[datetime, UUID], binding: list[Any]) -> str:
@@ -141,3 +144,26 @@ class Cursors:
             return datetime.fromisoformat(started).astimezone(UTC), UUID(str(session_id))
         except (ValueError, TypeError, OverflowError):
             raise BadArgument(name, NOT_OURS) from None
+
+    # A question's pin alone (`asOf`): what a later request for a group's members, or any
+    # page, names to be answered from the same grouping.
+    def failure_pin(self, pin: Pin, binding: list[Any]) -> str:
+        return self.seal(_pinned(pin), binding)
+
+    def open_failure_pin(self, token: str, binding: list[Any], name: str) -> Pin:
+        position = self.open(token, binding, name)
+        try:
+            end, watermark = position
+            return _pin(end, watermark)
+        except (ValueError, TypeError, OverflowError):
+            raise BadArgument(name, NOT_OURS) from None
+
+
+def _pinned(pin: Pin) -> list[str]:
+    return [pin.window_end.isoformat(), pin.watermark]
+
+
+def _pin(end: Any, watermark: Any) -> Pin:
+    if type(watermark) is not str:
+        raise ValueError(watermark)
+    return Pin(datetime.fromisoformat(str(end)).astimezone(UTC), watermark)

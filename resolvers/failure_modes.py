@@ -1,44 +1,52 @@
 """Failure modes, live: which failures of a window recur, which are new, and why they match.
 
 The account's sessions of the asked statuses that started in the window (the newest
-`SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are compared through the request's
-similarSessions DataLoader, FAILURE_MODES_BATCH sessions to a batch (one batch of the
-loader, its parts at once over the comparisons' connections, each within the comparison's
-time budget): first with the filters and the window,
-their neighbours among the window's failures, which are the group rule's links; then, for
-isNew, among only the sessions that started before the window, where the nearest passage of
-each probe says exactly whether one is "related" or closer. That second comparison is asked
-of each group's representative first, and of its other members only when the representative
-has none: a recurring group is known from one member, a new group from all of them. Grouping
-and order are pure (resolvers/rules/failure_groups.py)."""
+`SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are compared with each other in one exact pass
+(resolvers/comparison/phases.py's `compare_exactly`: the same probes, filters, window and
+best-passage score as each one's similarSessions, over one pool of the window's passages),
+and grouped by average linkage over those similarities (resolvers/rules/failure_groups.py).
+Then, for isNew, each group's representative is compared with only the sessions that
+started before the window, where the nearest passage of each probe says exactly whether one
+is "related" or closer; its other members only when the representative has none: a
+recurring group is known from one member, a new group from all of them. One question (its
+pin: the window's end and the data's watermark) is grouped once; its later pages come from
+the process's memo (resolvers/groupings.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
-from data.failures import InWindow, sessions_in_window
+from data.comparison import reading
+from data.failures import InWindow, Pin, account_watermark, sessions_in_window
+from data.window_pool import PoolFilter, pool_size
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
 from resolvers.comparison.results import SimilarResult
+from resolvers.comparison.window_pass import compare_exactly
 from resolvers.context import Context
 from resolvers.failure_members import group_terms
 from resolvers.failure_results import FailureGroupResult, FailureModesResult
+from resolvers.groupings import Grouping
+from resolvers.loaders import parts
 from resolvers.rules import failure_groups as rules
-from resolvers.rules.calibration import BandCuts
 from resolvers.rules.degraded import Degraded, degraded
 
 TIMED_OUT = "similar_comparison_timed_out"
-# Sessions compared in one batch of the loader. Each batch's lookup statement must finish
-# within the comparison budget (SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS, 3 s): at 100k chunks
-# under load one session's lookups took 116 ms p50 and 400 ms p90 here, so a batch of 50
-# (two parts of 25) ran past it and the whole answer came back empty; 16 (two parts of 8)
-# keeps each statement near a second (bench/results/failure-modes.md).
+REGROUPED = "failure_modes_regrouped"
+# Sessions compared in one batch of the loader for isNew (each batch's lookup statement must
+# finish within the comparison budget, SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS, 3 s: at 100k
+# chunks under load one session's lookups took 116 ms p50 and 400 ms p90 here).
 FAILURE_MODES_BATCH = 16
 UNVERIFIED = "similar_approximate_unverified"
+# The sessions before the window are compared with in one exact pass up to this many
+# passages (a pass over 25k of them for 100 groups' representatives took well under a
+# second here); above it, through the lookup paths, whose cost does not grow with them.
+EARLIER_EXACT_MAX_CHUNKS = 50_000
 
 
 def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, SimilarArgs]:
@@ -64,46 +72,90 @@ def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, Sim
     return links, earlier
 
 
-@dataclass(frozen=True, slots=True)
-class Grouping:
-    """Every group of a window, in order, and what they were made from: the window's sessions
-    (the newest `bound`), each one's two comparisons, and the reasons the answer names."""
+async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]:
+    """The question's grouping, and whether it was grouped again because the account's data
+    changed since the pin the request named (a request naming none asks a new question)."""
+    account_id = context.principal.account_id
+    async with context.services.engine.connect() as conn:
+        watermark = await account_watermark(conn, account_id)
+    pin = args.pin
+    regrouped = pin is not None and pin.watermark != watermark
+    if pin is None or regrouped:
+        pin = Pin(datetime.now(UTC), watermark)
+    key = (json.dumps(args.members_binding(account_id)), pin)
+    found = await context.services.groupings.get(key, lambda: _grouped(context, args, pin))
+    for row in found.found.sessions:
+        context.loaders.sessions.prime(row.id, row)
+    return found, regrouped
 
-    window_start: datetime
-    bound: int
-    found: InWindow
-    near: dict[UUID, SimilarResult]  # the links' comparison, by session
-    before: dict[UUID, SimilarResult]  # the earlier sessions' comparison, by session
-    reasons: frozenset[str]
-    groups: tuple[rules.Group, ...]
 
-    @property
-    def embedded(self) -> dict[UUID, SimilarResult]:
-        return {i: r for i, r in self.near.items() if r.model_identity is not None}
-
-
-async def grouping(context: Context, args: FailureArgs) -> Grouping:
-    """The window's sessions, compared, and all their groups in order (none when a
-    comparison ran past its budget); `containing` keeps only that session's group."""
-    window_start = datetime.now(UTC) - timedelta(days=args.window_days)
+async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
+    """The window's sessions as of the pin, compared with each other, and all their groups in
+    order (none when a comparison ran past its budget)."""
+    window_start = pin.window_end - timedelta(days=args.window_days)
     bound = context.services.tuning.failure_modes_sessions
     found = await _window(context, args, window_start, bound)
     links, earlier = lookups(args, window_start)
-    near = await _compared(context, [row.id for row in found.sessions], links)
+    near = await compare_window(context, [row.id for row in found.sessions], links, pin.window_end)
     embedded = {i: r for i, r in near.items() if r.model_identity is not None}
+    timed_out = _timed_out(near.values())
     before: dict[UUID, SimilarResult] = {}
     groups: list[rules.Group] = []
-    if not _timed_out(near.values()):
+    if not timed_out:
         starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
         member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
-        groups = rules.groups_of(starts, member_links, frozenset())
-        before = await _earlier(context, groups, earlier)
+        related = {i: r.bands.related for i, r in embedded.items()}
+        groups = await asyncio.to_thread(
+            rules.groups_of, starts, member_links, frozenset(), related
+        )
+        before = await _earlier(context, groups, earlier, pin)
         recurring = frozenset(i for i, r in before.items() if _recurs(r))
-        groups = [] if _timed_out(before.values()) else rules.marked(groups, recurring)
-    reasons = _reasons(found, bound, near, before)
-    if args.containing is not None:
-        groups = [g for g in groups if any(m.session_id == args.containing for m in g.members)]
-    return Grouping(window_start, bound, found, near, before, frozenset(reasons), tuple(groups))
+        timed_out = _timed_out(before.values())
+        groups = [] if timed_out else rules.marked(groups, recurring)
+    not_embedded = 0 if timed_out else len(near) - len(embedded)
+    return Grouping(
+        pin=pin,
+        window_start=window_start,
+        bound=bound,
+        found=found,
+        groups=tuple(groups),
+        cuts={i: r.bands for i, r in embedded.items()},
+        seen_before={
+            g.representative: like
+            for g in groups
+            if (like := _earliest_like(g, before)) is not None
+        },
+        not_embedded=not_embedded,
+        semantic=bool(embedded) and not timed_out,
+        reasons=frozenset(_reasons(found, bound, [*near.values(), *before.values()], not_embedded)),
+    )
+
+
+async def compare_window(
+    context: Context, ids: Sequence[UUID], args: SimilarArgs, now: datetime
+) -> dict[UUID, SimilarResult]:
+    """Each session compared with these arguments, their windows ending at `now`, in one
+    exact pass: its parts at once, each on its own connection of the comparisons' pool."""
+    services = context.services
+
+    async def compare(part: Sequence[UUID]) -> list[SimilarResult | None]:
+        async with reading(services.comparison_engine) as conn:
+            return await compare_exactly(
+                conn,
+                context.principal.account_id,
+                part,
+                args,
+                services.tuning,
+                services.models,
+                now,
+            )
+
+    if not ids:
+        return {}
+    split = parts(ids, services.tuning.page_connections)
+    answers = await asyncio.gather(*(compare(part) for part in split))
+    results = [r for answer in answers for r in answer]
+    return {i: r for i, r in zip(ids, results, strict=True) if r is not None}
 
 
 async def _compared(
@@ -122,12 +174,23 @@ async def _compared(
 
 
 async def _earlier(
-    context: Context, groups: Sequence[rules.Group], earlier: SimilarArgs
+    context: Context, groups: Sequence[rules.Group], earlier: SimilarArgs, pin: Pin
 ) -> dict[UUID, SimilarResult]:
     """The earlier sessions' comparison of each group's representative, then of the other
     members of the groups whose representative has no related one: enough to tell every
-    group new or recurring exactly."""
-    before = await _compared(context, [g.representative for g in groups], earlier)
+    group new or recurring exactly. In one exact pass each when the sessions before the
+    window hold at most EARLIER_EXACT_MAX_CHUNKS passages; through the request's
+    similarSessions DataLoader (its lookup paths) when they hold more."""
+    where = PoolFilter(None, None, None, earlier.started_before)
+    async with context.services.engine.connect() as conn:
+        size = await pool_size(conn, context.principal.account_id, where, EARLIER_EXACT_MAX_CHUNKS)
+
+    async def compared(ids: Sequence[UUID]) -> dict[UUID, SimilarResult]:
+        if size <= EARLIER_EXACT_MAX_CHUNKS:
+            return await compare_window(context, ids, earlier, pin.window_end)
+        return await _compared(context, ids, earlier)
+
+    before = await compared([g.representative for g in groups])
     rest = [
         m.session_id
         for g in groups
@@ -135,7 +198,7 @@ async def _earlier(
         for m in g.members
         if m.session_id != g.representative
     ]
-    return before | await _compared(context, rest, earlier)
+    return before | await compared(rest)
 
 
 def _timed_out(results: Iterable[SimilarResult]) -> bool:
@@ -143,19 +206,22 @@ def _timed_out(results: Iterable[SimilarResult]) -> bool:
 
 
 async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
-    """One page of the window's groups; with `terms` (and texts shown), each group's shared
+    """One page of the question's groups; with `terms` (and texts shown), each group's shared
     terms are chosen too."""
     started = time.perf_counter()
-    g = await grouping(context, args)
-    found, embedded, reasons = g.found, g.embedded, set(g.reasons)
-    page, more = rules.groups_after(g.groups, args.after, args.limit)
+    g, regrouped = await grouping(context, args)
+    found, reasons = g.found, set(g.reasons) | ({REGROUPED} if regrouped else set())
+    groups = g.groups
+    if args.containing is not None:
+        groups = tuple(g for g in groups if any(m.session_id == args.containing for m in g.members))
+    page, more = rules.groups_after(groups, args.after, args.limit)
     chosen: list[tuple[str, ...] | None] = [None] * len(page)
     model = None
     if terms and args.include_match_text:
         picked, model = await group_terms(context, page)
         chosen = list(picked)
-    shown = await _shown(context, args, page, found, embedded, g.before, chosen)
-    unembedded = len(g.near) - len(embedded)
+    shown = await _shown(context, args, page, g, chosen)
+    account_id = context.principal.account_id
     return FailureModesResult(
         args=args,
         window_start=g.window_start,
@@ -163,29 +229,31 @@ async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> Fai
         compared=len(found.sessions),
         left_out=found.total - len(found.sessions),
         compared_since=found.sessions[-1].started_at if found.sessions else None,
-        not_embedded=unembedded,
+        not_embedded=g.not_embedded,
         bound=g.bound,
-        group_count=len(g.groups),
-        degraded=_block(reasons, found, g.bound, unembedded, bool(embedded)),
+        group_count=len(groups),
+        degraded=_block(reasons, found, g.bound, g.not_embedded, g.semantic),
         elapsed_ms=elapsed_ms(started),
         groups=shown,
         next_after=page[-1].position if more and page else None,
-        end_cursor=_sealed(context, args, page[-1].position) if more and page else None,
+        end_cursor=_sealed(context, args, page[-1].position, g.pin) if more and page else None,
         shared_terms_model=model,
+        as_of=context.cursors.failure_pin(g.pin, args.members_binding(account_id)),
     )
 
 
-def _sealed(context: Context, args: FailureArgs, after: rules.GroupPosition) -> str:
-    """The groups' end cursor, bound to this account and these arguments."""
-    return context.cursors.failure_groups(after, args.binding(context.principal.account_id))
+def _sealed(context: Context, args: FailureArgs, after: rules.GroupPosition, pin: Pin) -> str:
+    """The groups' end cursor, bound to this account and these arguments, with the pin."""
+    binding = args.binding(context.principal.account_id)
+    return context.cursors.failure_groups(after, pin, binding)
 
 
 async def _window(
     context: Context, args: FailureArgs, window_start: datetime, bound: int
 ) -> InWindow:
-    """The window's sessions (the newest `bound`), primed into the request's session loader."""
+    """The window's sessions (the newest `bound`)."""
     async with context.services.engine.connect() as conn:
-        found = await sessions_in_window(
+        return await sessions_in_window(
             conn,
             context.principal.account_id,
             window_start,
@@ -193,19 +261,14 @@ async def _window(
             args.source_types,
             bound,
         )
-    for row in found.sessions:
-        context.loaders.sessions.prime(row.id, row)
-    return found
 
 
 def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:
-    """The member's neighbours at its model's related cut point or closer, each tied by its
-    best match (this member's probe passage and the neighbour's passage)."""
-    related = result.bands.related
+    """The member's neighbours (every one above its model's floor), each tied by its best
+    match (this member's probe passage and the neighbour's passage)."""
     return [
         rules.Link(member, n.session_id, n.similarity, result.probes[m.probe], m.chunk_id)
         for n in result.ranked
-        if n.similarity >= related
         for m in n.matches[:1]
     ]
 
@@ -217,18 +280,16 @@ def _recurs(result: SimilarResult) -> bool:
 
 
 def _reasons(
-    found: InWindow,
-    bound: int,
-    near: dict[UUID, SimilarResult],
-    before: dict[UUID, SimilarResult],
+    found: InWindow, bound: int, results: Sequence[SimilarResult], not_embedded: int
 ) -> set[str]:
-    results = [*near.values(), *before.values()]
-    reasons = {TIMED_OUT} if any(TIMED_OUT in r.degraded.reasons for r in results) else set()
+    """The answer's codes: a comparison past its budget (named so, never as sessions not
+    embedded), approximate lookups left unchecked, the bound, sessions not embedded."""
+    reasons = {TIMED_OUT} if _timed_out(results) else set()
     if any(UNVERIFIED in r.degraded.reasons for r in results):
         reasons.add(UNVERIFIED)
     if found.total > bound:
         reasons.add("failure_modes_bounded")
-    if any(r.model_identity is None for r in near.values()):
+    if not_embedded:
         reasons.add("failure_modes_not_embedded")
     return reasons
 
@@ -251,21 +312,18 @@ async def _shown(
     context: Context,
     args: FailureArgs,
     page: Sequence[rules.Group],
-    found: InWindow,
-    embedded: dict[UUID, SimilarResult],
-    before: dict[UUID, SimilarResult],
+    g: Grouping,
     chosen: Sequence[tuple[str, ...] | None],
 ) -> tuple[FailureGroupResult, ...]:
     """The page's groups with their sessions, earlier sessions and shared terms."""
-    sessions = {row.id: row for row in found.sessions}
-    cuts: dict[UUID, BandCuts] = {i: r.bands for i, r in embedded.items()}
-    earlier = [_earliest_like(g, before) for g in page]
+    sessions = {row.id: row for row in g.found.sessions}
+    earlier = [g.seen_before.get(group.representative) for group in page]
     rows = await context.loaders.sessions.load_many([e for e in earlier if e is not None])
     seen = {row.id: row for row in rows if row is not None}
     account_id = context.principal.account_id
     return tuple(
         FailureGroupResult(
-            group, sessions, seen.get(like) if like else None, terms, cuts, args, account_id
+            group, sessions, seen.get(like) if like else None, terms, g.cuts, args, account_id
         )
         for group, like, terms in zip(page, earlier, chosen, strict=True)
     )

@@ -118,6 +118,7 @@ class FailureModesResult:
     next_after: rules.GroupPosition | None
     end_cursor: str | None = None
     shared_terms_model: str | None = None  # the fit the shared terms were chosen with
+    as_of: str = ""  # the question's pin, sealed: every page of it names this
 
     @property
     def window_days(self) -> int:

@@ -1,5 +1,6 @@
 """What every request of a process shares: the engines, the tuning, the catalog of models in
-use, what exact checks cost per account, and the embedders of search texts."""
+use, what exact checks cost per account, the embedders of search texts, and the failure
+modes' groupings of the last minutes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.model_catalog import ModelCatalog
 from indexer.embedders import Registry
 from resolvers.comparison.check_costs import CheckCosts
+from resolvers.groupings import Groupings
 from resolvers.tuning import Tuning
 
 
@@ -23,6 +25,7 @@ class Services:
     models: ModelCatalog = field(default_factory=ModelCatalog)
     embedders: Registry = field(default_factory=Registry)
     checks: CheckCosts = field(default_factory=CheckCosts)
+    groupings: Groupings = field(default_factory=Groupings)
 
     @property
     def comparison_engine(self) -> AsyncEngine:

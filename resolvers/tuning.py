@@ -24,6 +24,7 @@ class Tuning:
     comparison_timeout_ms: int = default_of("comparison_timeout_ms")
     verify_timeout_ms: int = default_of("verify_timeout_ms")
     failure_modes_sessions: int = default_of("failure_modes_sessions")
+    failure_modes_timeout_ms: int = default_of("failure_modes_timeout_ms")
     page_connections: int = default_of("page_connections")
 
     @property
@@ -66,5 +67,6 @@ class Tuning:
             comparison_timeout_ms=settings.comparison_timeout_ms,
             verify_timeout_ms=settings.verify_timeout_ms,
             failure_modes_sessions=settings.failure_modes_sessions,
+            failure_modes_timeout_ms=settings.failure_modes_timeout_ms,
             page_connections=min(settings.page_connections, settings.comparison_pool_size),
         )

@@ -158,6 +158,11 @@ class FailureModes:
         "null when the account has no fit (every sharedTerms is then empty), or when no term "
         "was asked for or shown."
     )
+    as_of: str = strawberry.field(
+        description="What this answer is pinned to (the window's end and the account's data "
+        "then), sealed: pass it back as `asOf` to ask another page or a group's members from "
+        "the same grouping; `endCursor` carries it too."
+    )
 
     @classmethod
     def of(cls, r: FailureModesResult) -> FailureModes:
@@ -188,8 +193,9 @@ class FailureQuery:
     @strawberry.field(
         description="Which failures recur and which are new: the account's sessions of these "
         "statuses that started in the last `windowDays` days (the newest "
-        "SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS of them), grouped by the neighbours "
-        "similarSessions finds among them; new groups first, then by size. Null, with an "
+        "SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS of them), compared with each other as "
+        "similarSessions compares them and grouped by average linkage at the related cut "
+        "point; new groups first, then by size. Null, with an "
         "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: it takes a request's whole "
         "comparison budget)."
     )

@@ -9,10 +9,12 @@ the product's own use case (resolvers/failure_modes.py) over a 30-day window, ev
 of the window compared (the bound raised to hold them all). Marked failed: every session of
 both corpora; and, on tau-bench, only the trials of reward 0 (the others completed).
 
-Purity: of all grouped sessions, the share that share their group's majority task. Completeness:
-of all sessions, the share in the group holding most of their task's sessions (tasks of the
-sessions grouped). Both over sessions, so large groups weigh as many sessions as they hold.
-Writes bench/results/failure-modes-quality.md."""
+The product's rule (average linkage at the related cut point, resolvers/rules/failure_groups.py)
+is printed beside the rule it replaced (connected components of the links at related or
+closer), both over the same comparison of the window's sessions. Purity: of all grouped
+sessions, the share that share their group's majority task. Completeness: of all sessions, the
+share in the group holding most of their task's sessions. ARI and V-measure against the tasks
+are scikit-learn's. Writes bench/results/failure-modes-quality.md."""
 
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
+
+from sklearn.metrics import adjusted_rand_score, v_measure_score
 
 from bench.common.databases import recreate
 from bench.common.paths import RESULTS
@@ -44,8 +48,8 @@ from resolvers.arguments import FailureArgs
 from resolvers.context import Context
 from resolvers.cursors import Cursors
 from resolvers.failure_members import group_terms
-from resolvers.failure_modes import grouping
-from resolvers.rules.failure_groups import Group
+from resolvers.failure_modes import compare_window, grouping, links_of, lookups
+from resolvers.rules.failure_groups import Link
 from resolvers.services import Services
 from resolvers.tuning import Tuning
 from transfer.importing import import_lines
@@ -85,9 +89,30 @@ def timed(corpus: Corpus, model: tuple[str, str, int], failed: set[str] | None) 
         yield json.dumps(line)
 
 
-def scores(groups: list[Group], task: dict[UUID, str]) -> dict[str, Any]:
-    """Purity and completeness of the groups against the tasks, and the groups' shape."""
-    members = [[m.session_id for m in g.members] for g in groups]
+def components(
+    sessions: list[UUID], links: list[Link], related: dict[UUID, float]
+) -> list[list[UUID]]:
+    """The rule the product replaced: connected components of the links at related or closer."""
+    parent = {s: s for s in sessions}
+
+    def root(s: UUID) -> UUID:
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for link in links:
+        if link.b in parent and link.similarity >= related[link.a]:
+            parent[root(link.a)] = root(link.b)
+    found: dict[UUID, list[UUID]] = {}
+    for s in sessions:
+        found.setdefault(root(s), []).append(s)
+    return list(found.values())
+
+
+def scores(members: list[list[UUID]], task: dict[UUID, str]) -> dict[str, Any]:
+    """Purity, completeness, ARI and V-measure of the groups against the tasks, and the
+    groups' shape."""
     grouped = [s for ms in members for s in ms]
     purity = sum(Counter(task[s] for s in ms).most_common(1)[0][1] for ms in members)
     by_task: dict[str, Counter[int]] = {}
@@ -97,10 +122,16 @@ def scores(groups: list[Group], task: dict[UUID, str]) -> dict[str, Any]:
     complete = sum(c.most_common(1)[0][1] for c in by_task.values())
     sizes = sorted((len(ms) for ms in members), reverse=True)
     per_task = Counter(task[s] for s in grouped)
+    truth = [task[s] for ms in members for s in ms]
+    labels = [n for n, ms in enumerate(members) for _ in ms]
     return {
         "sessions": len(grouped),
         "tasks": len(per_task),
-        "groups": len(groups),
+        "largest_task": max(per_task.values()) if per_task else 0,
+        "groups": len(members),
+        "largest_share": sizes[0] / len(grouped) if grouped else float("nan"),
+        "ari": adjusted_rand_score(truth, labels) if grouped else float("nan"),
+        "v_measure": v_measure_score(truth, labels) if grouped else float("nan"),
         "singletons": sum(1 for n in sizes if n == 1),
         "largest": sizes[:5],
         "purity": purity / len(grouped) if grouped else float("nan"),
@@ -129,14 +160,25 @@ async def measure(
         context = Context.of(services, principal, Cursors(secrets.token_bytes(32)))
         args = FailureArgs(window_days=WINDOW_DAYS, statuses=("failed",))
         started = time.perf_counter()
-        found = await grouping(context, args)
+        found, _ = await grouping(context, args)
         took = time.perf_counter() - started
         chosen, _ = await group_terms(context, found.groups[:10])
+        # The replaced rule, over the same comparison of the window's sessions.
+        links_args, _ = lookups(args, found.window_start)
+        ids = [row.id for row in found.found.sessions]
+        near = await compare_window(context, ids, links_args, found.pin.window_end)
+        embedded = {i: r for i, r in near.items() if r.model_identity is not None}
+        links = [link for i, r in embedded.items() for link in links_of(i, r)]
+        related = {i: r.bands.related for i, r in embedded.items()}
+        old = components(sorted(embedded), links, related)
         identity = await served.configured(engine, corpus)
     finally:
         await engine.dispose()
     task = {s.id: s.task for s in corpus.sessions}
-    out = scores(list(found.groups), task)
+    out: dict[str, Any] = {
+        "new": scores([[m.session_id for m in g.members] for g in found.groups], task),
+        "old": scores(old, task),
+    }
     out["identity"] = identity
     out["reasons"] = sorted(found.reasons)
     out["seconds"] = round(took, 1)
@@ -150,22 +192,30 @@ def report(rows: list[dict[str, Any]]) -> str:
         "",
         f"`python -m bench.quality.failure_modes {' '.join(sys.argv[1:])}`: each corpus's "
         f"sessions spread over the last {SPREAD_DAYS} days and grouped over a {WINDOW_DAYS}-day "
-        "window, every session of the window compared. Purity: the share of grouped sessions "
-        "that share their group's majority task. Completeness: the share of sessions in the "
-        "group that holds most of their task. A grouping of one session each would have purity "
-        "1.000 and the completeness in the last column.",
+        "window, every session of the window compared. Rule: `average` is the product's "
+        "(average linkage at the related cut point), `components` the one it replaced "
+        "(connected components of the links at related or closer), over the same comparison. "
+        "Purity: the share of grouped sessions that share their group's majority task. "
+        "Completeness: the share of sessions in the group that holds most of their task. "
+        "ARI and V-measure against the tasks (scikit-learn). Largest: the largest group's share "
+        "of the sessions (the largest task's share beside it). Seconds: the product's grouping, "
+        "in process.",
         "",
-        "| corpus | marked failed | model | sessions | tasks | groups | of one | largest | "
-        "pure groups | purity | completeness | one each: completeness | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| corpus | marked failed | rule | sessions | tasks | groups | of one | largest | "
+        "largest share (task) | purity | completeness | ARI | V-measure | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(
-            f"| {r['corpus']} | {r['marked']} | `{r['identity']}` | {r['sessions']} | "
-            f"{r['tasks']} | {r['groups']} | {r['singletons']} | "
-            f"{', '.join(map(str, r['largest']))} | {r['pure_groups']} | {r['purity']:.3f} | "
-            f"{r['completeness']:.3f} | {r['singleton_completeness']:.3f} | {r['seconds']} |"
-        )
+        for rule, key in (("components", "old"), ("**average**", "new")):
+            x = r[key]
+            lines.append(
+                f"| {r['corpus']} | {r['marked']} | {rule} | {x['sessions']} | {x['tasks']} | "
+                f"{x['groups']} | {x['singletons']} | {', '.join(map(str, x['largest']))} | "
+                f"{x['largest_share']:.3f} ({x['largest_task'] / x['sessions']:.3f}) | "
+                f"{x['purity']:.3f} | {x['completeness']:.3f} | {x['ari']:.3f} | "
+                f"{x['v_measure']:.3f} | {r['seconds'] if key == 'new' else ''} |"
+            )
+    lines += ["", f"Model: `{rows[0]['identity']}` and its fits." if rows else ""]
     lines += ["", "The first groups' shared terms (at most 5 each):", ""]
     for r in rows:
         shown = "; ".join(", ".join(t) or "-" for t in r["terms"][:5])

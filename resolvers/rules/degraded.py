@@ -69,6 +69,10 @@ SENTENCES: dict[str, str] = {
         "Some sessions of the window have no embedded passages to compare yet; they are in no "
         "group."
     ),
+    "failure_modes_regrouped": (
+        "The account's data changed since the page this one follows: the window was grouped "
+        "again, as of now, and this page is of the new grouping."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
 # The sentences that name the window when one was asked for.

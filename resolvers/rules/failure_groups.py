@@ -1,13 +1,18 @@
-"""The failure modes' pure parts: sessions tied by the group rule in, groups out.
+"""The failure modes' pure parts: the window's sessions and their pairs' similarities in,
+groups out.
 
-Two sessions of the window are in one group when either is the other's neighbour at
-"related" or closer (a `Link`): the groups are the connected components of those links. A
-group's representative is the member tied to the most others, ties by session id; groups are
-ordered new first, then by size, then by representative id; members newest first. Imports
-neither SQLAlchemy nor strawberry."""
+A `Link` is one session's neighbour as its comparison found it (its best passage's
+similarity); a pair's similarity is its closer link either way, and a pair with no link is
+0. The groups are those of average linkage cut at the related point: two groups merge only
+while the mean similarity over all their cross pairs stays at or above it, so a few close
+pairs cannot chain unlike sessions into one group as connected components of links would. A
+group's representative is the member tied (at related or closer) to the most others, ties
+by session id; groups are ordered new first, then by size, then by representative id;
+members newest first. Imports neither SQLAlchemy nor strawberry."""
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +28,7 @@ MemberPosition = tuple[datetime, UUID]
 @dataclass(frozen=True, slots=True)
 class Link:
     """`a`'s passage `a_chunk` matched `b`'s passage `b_chunk` at `similarity` (at or above
-    the related cut point of `a`'s model): `b` is `a`'s neighbour."""
+    the floor of `a`'s model): `b` is `a`'s neighbour."""
 
     a: UUID
     b: UUID
@@ -42,7 +47,7 @@ class Link:
 class Member:
     session_id: UUID
     started_at: datetime
-    ties: int  # the other members it is linked to
+    ties: int  # the other members it is tied to at related or closer
     best: Link | None  # its closest link inside the group (None: a group of one)
 
     @property
@@ -84,37 +89,93 @@ def _day(at: datetime) -> datetime:
 
 
 def groups_of(
-    started: Mapping[UUID, datetime], links: Iterable[Link], recurring: frozenset[UUID]
+    started: Mapping[UUID, datetime],
+    links: Iterable[Link],
+    recurring: frozenset[UUID],
+    related: Mapping[UUID, float],
 ) -> list[Group]:
-    """The connected components of the links among `started`'s sessions (a link naming any
-    other session is ignored), in the groups' order; a group is new when none of its members
-    is `recurring` (has a related neighbour that started before the window)."""
-    parent = {s: s for s in started}
-
-    def root(s: UUID) -> UUID:
-        while parent[s] != s:
-            parent[s] = parent[parent[s]]
-            s = parent[s]
-        return s
-
-    tied: dict[UUID, set[UUID]] = {s: set() for s in started}
-    best: dict[UUID, Link] = {}
+    """The groups of `started`'s sessions by average linkage (`average_linkage`) over the
+    pairs' similarities, each pair at its closer link either way (a link naming any other
+    session is ignored), in the groups' order; a group is new when none of its members is
+    `recurring` (has a related neighbour that started before the window). `related` is each
+    session's related cut point (its comparison model's)."""
+    pairs: dict[tuple[UUID, UUID], Link] = {}
     for link in links:
         if link.a == link.b or link.a not in started or link.b not in started:
             continue
-        tied[link.a].add(link.b)
-        tied[link.b].add(link.a)
-        for end in (link.a, link.b):
+        key = (link.a, link.b) if link.a < link.b else (link.b, link.a)
+        seen = pairs.get(key)
+        if seen is None or (link.similarity, seen.a) > (seen.similarity, link.a):
+            pairs[key] = link
+    similarity = {key: link.similarity for key, link in pairs.items()}
+    clusters = average_linkage(sorted(started), similarity, related)
+    tied: dict[UUID, int] = dict.fromkeys(started, 0)
+    best: dict[UUID, Link] = {}
+    place = {s: n for n, cluster in enumerate(clusters) for s in cluster}
+    for (a, b), link in pairs.items():
+        if place[a] != place[b]:
+            continue
+        if link.similarity >= max(related[a], related[b]):
+            tied[a] += 1
+            tied[b] += 1
+        for end in (a, b):
             if end not in best or _closer(link, best[end], end):
                 best[end] = link
-        low, high = sorted((root(link.a), root(link.b)))
-        parent[high] = low
-    components: dict[UUID, list[Member]] = {}
-    for s, at in started.items():
-        member = Member(s, at, len(tied[s]), best.get(s))
-        components.setdefault(root(s), []).append(member)
-    groups = [_group(found, recurring) for found in components.values()]
+    groups = [
+        _group([Member(s, started[s], tied[s], best.get(s)) for s in cluster], recurring)
+        for cluster in clusters
+    ]
     return sorted(groups, key=lambda g: g.position)
+
+
+def average_linkage(
+    sessions: Sequence[UUID],
+    similarity: Mapping[tuple[UUID, UUID], float],
+    related: Mapping[UUID, float],
+) -> list[list[UUID]]:
+    """Agglomerative clustering by average linkage: while two clusters have a mean pairwise
+    similarity at or above their cut point (the highest `related` of their members), the
+    two with the highest mean are merged (ties: the clusters holding the lowest sessions, in
+    `sessions`' order). A pair missing from `similarity` (keyed by the lower id first)
+    counts as 0, so one close pair cannot join two groups whose other members are unlike:
+    single linkage's chains. Sparse: only clusters tied by some pair are ever compared."""
+    rank = {s: n for n, s in enumerate(sessions)}
+    members: dict[int, list[UUID]] = {n: [s] for n, s in enumerate(sessions)}
+    cut = {n: related[s] for n, s in enumerate(sessions)}
+    sums: dict[int, dict[int, float]] = {n: {} for n in members}
+    for (a, b), value in similarity.items():
+        i, j = rank[a], rank[b]
+        sums[i][j] = sums[j][i] = value
+    version = dict.fromkeys(members, 0)
+    heap: list[tuple[float, int, int, int, int]] = []
+
+    def push(i: int, j: int) -> None:
+        mean = sums[i][j] / (len(members[i]) * len(members[j]))
+        lo, hi = (i, j) if i < j else (j, i)
+        heapq.heappush(heap, (-mean, lo, hi, version[lo], version[hi]))
+
+    for i, row in sums.items():
+        for j in row:
+            if i < j:
+                push(i, j)
+    while heap:
+        negative, i, j, vi, vj = heapq.heappop(heap)
+        if version.get(i) != vi or version.get(j) != vj or -negative < max(cut[i], cut[j]):
+            continue
+        # j joins i (the lower): its sums are added into i's, and every neighbour's is moved.
+        members[i] += members.pop(j)
+        cut[i] = max(cut[i], cut.pop(j))
+        joined = sums.pop(j)
+        del sums[i][j], joined[i]
+        for k, value in joined.items():
+            sums[i][k] = sums[i].get(k, 0.0) + value
+            sums[k][i] = sums[i][k]
+            del sums[k][j]
+        del version[j]
+        version[i] += 1
+        for k in sums[i]:
+            push(i, k)
+    return [members[n] for n in sorted(members)]
 
 
 def _closer(link: Link, than: Link, member: UUID) -> bool:

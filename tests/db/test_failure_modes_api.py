@@ -35,7 +35,7 @@ QUERY = (
     "limit: $limit, after: $after) { windowDays statuses sessions compared leftOut "
     "sharedTermsModel "
     "comparedSince notEmbedded bound groupCount degraded { semantic reasons detail } "
-    "endCursor hasNextPage groups {" + GROUP_FIELDS + " members {"
+    "asOf endCursor hasNextPage groups {" + GROUP_FIELDS + " members {"
     " nodes {" + MEMBER_FIELDS + "} hasNextPage } } } }"
 )
 
@@ -56,7 +56,7 @@ async def test_rest_and_graphql_give_the_same_groups(
     answer = body["data"]["failureModes"]
     rest = await client.get(
         "/api/v1/runtime-sessions/failure-modes",
-        params={"window_days": 7, "limit": 3},
+        params={"window_days": 7, "limit": 3, "as_of": answer["asOf"]},  # the same question
         headers=bearer(world.key),
     )
     assert rest.status_code == 200, rest.text
@@ -80,22 +80,25 @@ async def test_rest_and_graphql_give_the_same_groups(
             if member["match"] is not None:
                 member["match"]["band"] = member["match"]["band"].lower()
     assert got == want
-    assert [g["size"] for g in got["groups"]] == [6, 3, 2]  # the new ones, largest first
+    assert [g["size"] for g in got["groups"]] == [4, 3, 2]  # the new ones, largest first
 
 
 async def test_members_page_newest_first(client: httpx.AsyncClient, engine: AsyncEngine) -> None:
     world = await failures_world(engine, crowded=False)
-    query = """query($after: String) { failureModes(windowDays: 7, limit: 1) {
-      groups { size members(first: 4, after: $after) { nodes { startedAt } endCursor
+    query = """query($after: String, $pin: String) {
+      failureModes(windowDays: 7, limit: 1, asOf: $pin) { asOf
+      groups { size members(first: 3, after: $after) { nodes { startedAt } endCursor
       hasNextPage } } } }"""
     first = (await graphql(client, world.key, query, after=None))["data"]["failureModes"]
     [group] = first["groups"]
     page = group["members"]
-    assert group["size"] == 6 and page["hasNextPage"] and len(page["nodes"]) == 4
-    rest = (await graphql(client, world.key, query, after=page["endCursor"]))["data"]
+    assert group["size"] == 4 and page["hasNextPage"] and len(page["nodes"]) == 3
+    asked = {"after": page["endCursor"], "pin": first["asOf"]}
+    rest = (await graphql(client, world.key, query, **asked))["data"]
+    assert rest["failureModes"]["asOf"] == first["asOf"]
     tail = rest["failureModes"]["groups"][0]["members"]
     starts = [n["startedAt"] for n in page["nodes"] + tail["nodes"]]
-    assert len(starts) == 6 and starts == sorted(starts, reverse=True)
+    assert len(starts) == 4 and starts == sorted(starts, reverse=True)
     assert not tail["hasNextPage"] and tail["endCursor"] is None
 
 
@@ -106,6 +109,7 @@ async def test_bad_input_is_named(client: httpx.AsyncClient, engine: AsyncEngine
         ("windowDays: 366", "windowDays"),
         ("windowDays: 7, limit: 21", "limit"),
         ('windowDays: 7, after: "nope"', "after"),
+        ('windowDays: 7, asOf: "nope"', "asOf"),
         (f'windowDays: 7, status: ["{"x" * 201}"]', "status"),
     ):
         body = await graphql(client, world.key, f"{{ failureModes({arguments}) {{ bound }} }}")
@@ -119,12 +123,20 @@ async def test_bad_input_is_named(client: httpx.AsyncClient, engine: AsyncEngine
         "{ failureModes(windowDays: 7) { groups { members(first: 0) { hasNextPage } } } }",
     )
     assert members["errors"][0]["extensions"]["argument"] == "first"
+    # A pin is of one window and filters: another window's is not this question's.
+    week = await graphql(client, world.key, "{ failureModes(windowDays: 7) { asOf } }")
+    pin = week["data"]["failureModes"]["asOf"]
+    body = await graphql(
+        client, world.key, f'{{ failureModes(windowDays: 8, asOf: "{pin}") {{ bound }} }}'
+    )
+    assert body["errors"][0]["extensions"]["argument"] == "asOf"
     url = "/api/v1/runtime-sessions/failure-modes"
     for params, named in (
         ({}, "window_days"),
         ({"window_days": "a week"}, "window_days"),
         ({"window_days": 7, "containing": "nope"}, "containing"),
         ({"window_days": 7, "cursor": "nope"}, "cursor"),
+        ({"window_days": 7, "as_of": "nope"}, "as_of"),
         ({"window_days": 7, "unknown": 1}, "unknown"),
     ):
         answer = await client.get(url, params=params, headers=bearer(world.key))
@@ -141,7 +153,7 @@ async def test_failure_modes_take_the_whole_comparison_budget(
         "{ a: failureModes(windowDays: 7) { groupCount } b: failureModes(windowDays: 1) "
         "{ groupCount } }",
     )
-    assert body["data"]["a"]["groupCount"] == 6 and body["data"]["b"] is None
+    assert body["data"]["a"]["groupCount"] == 7 and body["data"]["b"] is None
     assert body["errors"][0]["extensions"]["code"] == "LIMIT_EXCEEDED"
 
 

@@ -1,12 +1,11 @@
 """A crowded world of failures for the failure-modes tests, its exact reference (independent
-exact scans, connected components by breadth-first search), and the use case asked in
-process on a chosen lookup path."""
+exact scans, grouped by the pure rule, resolvers/rules/failure_groups.py, tested on its own),
+and the use case asked in process on a chosen lookup path."""
 
 from __future__ import annotations
 
 import secrets
 import uuid
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,7 +20,7 @@ from resolvers.context import Context
 from resolvers.cursors import Cursors
 from resolvers.failure_modes import failure_modes
 from resolvers.failure_results import FailureModesResult
-from resolvers.rules import ranking
+from resolvers.rules import failure_groups, ranking
 from resolvers.services import Services
 from resolvers.tuning import Tuning
 from tests.support.crowded import contract_probes
@@ -184,16 +183,16 @@ async def exact_reference(
     engine: AsyncEngine, account: str, window_days: int, statuses: list[str]
 ) -> Reference:
     """The groups by independent exact scans: each member's neighbours (25 nearest failed
-    passages of the window per probe, ranked by the contract), links at "related" or closer
-    either way, their connected components by breadth-first search; and isNew by asking
-    whether any probe of any member has a related passage of a session before the window."""
+    passages of the window per probe, ranked by the contract), every one a link, grouped by
+    the rule; and isNew by asking whether any probe of any member has a related passage of a
+    session before the window."""
     cutoff = NOW - timedelta(days=window_days)
     async with engine.connect() as conn:
-        members = [
-            r[0]
+        members = {
+            r[0]: r[1]
             for r in await conn.execute(
                 sa.text(
-                    "SELECT s.id FROM runtime_sessions s WHERE s.account_id = :a "
+                    "SELECT s.id, s.started_at FROM runtime_sessions s WHERE s.account_id = :a "
                     "AND s.status = ANY(:st) AND s.started_at >= :c AND EXISTS (SELECT 1 FROM "
                     "session_chunks c WHERE c.account_id = s.account_id AND "
                     "c.runtime_session_id = s.id AND c.embedding_state = 'embedded' "
@@ -201,8 +200,8 @@ async def exact_reference(
                 ),
                 {"a": account, "st": statuses, "c": cutoff},
             )
-        ]
-        adjacent: dict[uuid.UUID, set[uuid.UUID]] = {m: set() for m in members}
+        }
+        links: list[failure_groups.Link] = []
         earlier: set[uuid.UUID] = set()
         for m in members:
             probes = await contract_probes(conn, str(m))
@@ -217,23 +216,20 @@ async def exact_reference(
                 ).scalar():
                     earlier.add(m)
             for neighbour in ranking.rank_neighbours(hits, 1):
-                if neighbour.similarity >= RELATED and neighbour.session_id in adjacent:
-                    adjacent[m].add(neighbour.session_id)
-                    adjacent[neighbour.session_id].add(m)
-    groups: set[frozenset[uuid.UUID]] = set()
-    seen: set[uuid.UUID] = set()
-    for m in members:
-        if m in seen:
-            continue
-        component, queue = {m}, deque([m])
-        while queue:
-            for nxt in adjacent[queue.popleft()] - component:
-                component.add(nxt)
-                queue.append(nxt)
-        seen |= component
-        groups.add(frozenset(component))
+                match = neighbour.matches[0]
+                links.append(
+                    failure_groups.Link(
+                        m,
+                        neighbour.session_id,
+                        neighbour.similarity,
+                        probes[match.probe],
+                        match.chunk_id,
+                    )
+                )
+    grouped = failure_groups.groups_of(members, links, frozenset(), dict.fromkeys(members, RELATED))
+    groups = {frozenset(x.session_id for x in g.members) for g in grouped}
     new = {g: not (g & earlier) for g in groups}
-    return Reference(groups, new, {m: len(adjacent[m]) for m in members})
+    return Reference(groups, new, {x.session_id: x.ties for g in grouped for x in g.members})
 
 
 # Failures of three kinds, told in words: what the lexical model's fit and the shared terms

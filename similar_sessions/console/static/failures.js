@@ -12,6 +12,7 @@ import { status as statusBadge } from "./sessions.js";
 const PAGE = "/console/runtime-sessions";
 const WINDOW_PARAM = "failureModes";
 const STATUS_PARAM = "failureStatus";
+const AS_OF_PARAM = "failureAsOf"; // the grouping a card was shown from (its answer's asOf)
 const DEFAULT_WINDOW = 7;
 const DEFAULT_STATUS = "failed";
 const DAY_MS = 86_400_000;
@@ -42,11 +43,15 @@ export function failureHref({ days = DEFAULT_WINDOW, status = DEFAULT_STATUS, af
   return `${PAGE}?${params}`;
 }
 
-/** A card's link: the representative, its panel open (filtered by the status), and the group. */
-function representativeHref(sessionId, { days, status }) {
+/**
+ * A card's link: the representative, its panel open (filtered by the status), and the group,
+ * of the grouping the card was shown from (`asOf`).
+ */
+function representativeHref(sessionId, { days, status }, asOf) {
   const params = new URLSearchParams({ sessionId, similar: "open", [WINDOW_PARAM]: String(days) });
   if (status) params.set("similarStatus", status);
   params.set(STATUS_PARAM, status ?? "");
+  if (asOf) params.set(AS_OF_PARAM, asOf);
   return `${PAGE}?${params}`;
 }
 
@@ -145,7 +150,21 @@ function mode(group) {
     : h("span", { class: "mode mode-recurring" }, "Recurring");
 }
 
-function card(group, choice, windowStart) {
+/** A group's size, readable beside hundreds: its count, its share of the sessions grouped,
+ * and a bar as long as its share of the page's largest group. */
+function size(group, answer, largest) {
+  const share = answer.compared ? (100 * group.size) / answer.compared : 0;
+  const shown = share >= 10 || share === 0 ? share.toFixed(0) : share.toFixed(1);
+  const bar = h("span", { class: "size-bar" });
+  bar.style.width = `${Math.max(2, (100 * group.size) / Math.max(1, largest))}%`;
+  return [
+    h("span", { class: "card-size" }, plural(group.size, "session")),
+    h("span", { class: "card-share" }, ` (${shown}% of ${answer.compared.toLocaleString()})`),
+    h("span", { class: "size-track", "aria-hidden": "true" }, bar),
+  ];
+}
+
+function card(group, choice, answer, largest) {
   const rep = group.representative;
   return h(
     "li",
@@ -153,18 +172,18 @@ function card(group, choice, windowStart) {
     h(
       "h2",
       { class: "card-title" },
-      h("a", { href: representativeHref(rep.id, choice) }, rep.title || "Untitled session"),
+      h("a", { href: representativeHref(rep.id, choice, answer.asOf) }, rep.title || "Untitled session"),
     ),
     h(
       "p",
       { class: "card-facts" },
       mode(group),
       " ",
-      h("span", { class: "card-size" }, plural(group.size, "session")),
+      ...size(group, answer, largest),
       " · since ",
       time(group.since),
     ),
-    miniChart(group.daily, windowStart),
+    miniChart(group.daily, answer.windowStart),
     terms(group.sharedTerms, "Shared terms:"),
     group.seenBefore
       ? h(
@@ -202,6 +221,7 @@ function pager(answer, choice, after) {
 
 /** The page's children for the answer of `fetchFailureModes`. */
 export function renderFailureModes(answer, choice, after) {
+  const largest = Math.max(1, ...answer.groups.map((g) => g.size));
   return [
     h("h1", { tabindex: "-1" }, "Failure modes"),
     h(
@@ -215,16 +235,17 @@ export function renderFailureModes(answer, choice, after) {
       : null,
     summary(answer, choice),
     answer.groups.length
-      ? h("ol", { class: "failure-cards" }, answer.groups.map((g) => card(g, choice, answer.windowStart)))
+      ? h("ol", { class: "failure-cards" }, answer.groups.map((g) => card(g, choice, answer, largest)))
       : null,
     pager(answer, choice, after),
   ].filter(Boolean);
 }
 
-/** Whether the session page was opened from a card: the group to list, else null. */
+/** Whether the session page was opened from a card: the group to list (and the grouping it
+ * was shown from), else null. */
 export function groupAsked(params) {
   if (!params.has(WINDOW_PARAM) || !params.has("sessionId")) return null;
-  return failureChoice(params);
+  return { ...failureChoice(params), asOf: params.get(AS_OF_PARAM) };
 }
 
 function memberItem(m) {
@@ -265,7 +286,9 @@ export function failureGroupSection(sessionId, choice, { onUnauthorized } = {}) 
       status: choice.status ? [choice.status] : null,
       id: sessionId,
       after,
+      asOf: choice.asOf ?? null,
     });
+    if (data.failureModes?.asOf) choice = { ...choice, asOf: data.failureModes.asOf };
     return data.failureModes;
   }
 

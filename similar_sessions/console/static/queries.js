@@ -157,7 +157,7 @@ export const FAILURE_MODES = `
 query ConsoleFailureModes($windowDays: Int!, $status: [String!], $after: String) {
   viewer { name features }
   failureModes(windowDays: $windowDays, status: $status, limit: ${FAILURE_GROUPS}, after: $after) {
-    windowDays windowStart sessions compared leftOut notEmbedded groupCount
+    windowDays windowStart sessions compared leftOut notEmbedded groupCount asOf
     degraded { reasons detail }
     groups {
       size isNew since sharedTerms
@@ -171,8 +171,9 @@ query ConsoleFailureModes($windowDays: Int!, $status: [String!], $after: String)
 
 // On a session opened from a card: its group's other members, a page at a time.
 export const FAILURE_GROUP = `
-query ConsoleFailureGroup($windowDays: Int!, $status: [String!], $id: UUID!, $after: String) {
-  failureModes(windowDays: $windowDays, status: $status, containing: $id, limit: 1) {
+query ConsoleFailureGroup($windowDays: Int!, $status: [String!], $id: UUID!, $after: String, $asOf: String) {
+  failureModes(windowDays: $windowDays, status: $status, containing: $id, limit: 1, asOf: $asOf) {
+    asOf
     degraded { reasons detail }
     groups {
       size isNew since sharedTerms

@@ -1,0 +1,69 @@
+"""One grouping per failure-modes question: what a window's groups were made from, and a
+short-lived memo of them per process, keyed on what pins the answer (the account, the
+arguments that decide the groups, the window's end and the account's data watermark).
+
+A later page of the same question (a cursor or `asOf` naming the same pin, the data
+unchanged) is served from the memo, or computed again from the same pin when the memo no
+longer holds it (another process, or past its time): the same data and the same window give
+the same grouping, so every page shows one. Nothing stale is served: a watermark that moved
+makes a new question. Concurrent askers of one key share one computation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from cachetools import TTLCache
+
+from data.failures import InWindow, Pin
+from resolvers.rules import failure_groups as rules
+from resolvers.rules.calibration import BandCuts
+
+# Groupings kept per process, and for how long: a question's pages are read within minutes,
+# and one grouping of 500 sessions holds its groups and rows, not its comparisons.
+GROUPINGS_KEPT = 32
+GROUPING_TTL_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Grouping:
+    """Every group of a window, in order, and what the answer says of it: the window's
+    sessions (the newest `bound`), each member's comparison's cut points, the earlier
+    session most like each recurring group (by representative), the sessions with no
+    embedded passage, and the reasons (the answer is `semantic` when something compared)."""
+
+    pin: Pin
+    window_start: datetime
+    bound: int
+    found: InWindow
+    groups: tuple[rules.Group, ...]
+    cuts: dict[UUID, BandCuts]
+    seen_before: dict[UUID, UUID]
+    not_embedded: int
+    semantic: bool
+    reasons: frozenset[str]
+
+
+class Groupings:
+    """The process's memo of groupings, each computed once per key while kept."""
+
+    def __init__(self, kept: int = GROUPINGS_KEPT, ttl_s: float = GROUPING_TTL_S) -> None:
+        self._kept: TTLCache[Hashable, asyncio.Future[Grouping]] = TTLCache(kept, ttl_s)
+
+    async def get(self, key: Hashable, compute: Callable[[], Awaitable[Grouping]]) -> Grouping:
+        """The grouping of `key`: kept, being computed by another request, or computed now.
+        A computation that fails is forgotten (the next request tries again); a request
+        that goes away does not cancel the others' wait."""
+        future = self._kept.get(key)
+        if future is None:
+            future = asyncio.ensure_future(compute())
+            self._kept[key] = future
+            future.add_done_callback(lambda done: self._forget_failed(key, done))
+        return await asyncio.shield(future)
+
+    def _forget_failed(self, key: Hashable, done: asyncio.Future[Grouping]) -> None:
+        if (done.cancelled() or done.exception() is not None) and self._kept.get(key) is done:
+            del self._kept[key]
