@@ -4,6 +4,7 @@ probes, lookup paths and every probe's nearest chunks), read into typed rows
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -47,6 +48,8 @@ from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
 from data.vector_slots import VectorSlot
 
+READ_IN_THREAD_AFTER = 50
+
 
 async def look_up(
     conn: AsyncConnection,
@@ -59,9 +62,15 @@ async def look_up(
     """The comparison's first statement, for every ask at once (an ask naming probes `again`
     has only those looked up); with `exact`, every lookup takes the exact path."""
     rows = await _first(conn, account_id, asks, models, limits, ANSWER, exact)
-    answer = _Answer.read(rows)
-    inventories = tuple(answer.inventory(ask.key) for ask in asks)
-    return LookupAnswer(answer.setting, inventories, answer.paths)
+
+    def read() -> LookupAnswer:
+        answer = _Answer.read(rows)
+        inventories = tuple(answer.inventory(ask.key) for ask in asks)
+        return LookupAnswer(answer.setting, inventories, answer.paths)
+
+    # Hundreds of asks (the failure modes' pass) are read in a worker thread: the event
+    # loop serves other requests meanwhile.
+    return read() if len(asks) <= READ_IN_THREAD_AFTER else await asyncio.to_thread(read)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ those candidates, so the similarities it answers are the ones similarSessions co
 
 from __future__ import annotations
 
-import math
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -90,16 +90,23 @@ async def pool_vectors(
     """The account's comparable chunks of the model that the filter accepts, in id order."""
     vector = vector_expression(identity, "c")
     accepted = _ACCEPTED.format(model=f"AND c.embedding_model = {identity.sql_literal()}")
+    # One row: the ids and sessions as arrays, the vectors as one bytea, all decoded by the
+    # driver natively (thousands of rows would each become a Python row on the event loop).
     statement = (
-        f"SELECT c.id, c.runtime_session_id, vector_send({vector}) FROM session_chunks c "
-        f"{accepted} ORDER BY c.id"
+        "SELECT array_agg(c.id ORDER BY c.id), array_agg(c.runtime_session_id ORDER BY c.id), "
+        f"string_agg(vector_send({vector}), ''::bytea ORDER BY c.id) FROM session_chunks c "
+        f"{accepted}"
     )
-    rows = (await conn.execute(sa.text(statement), _params(account_id, where))).all()
-    return Vectors(
-        tuple(r[0] for r in rows),
-        tuple(r[1] for r in rows),
-        _unpack([r[2] for r in rows], identity.dimensions),
-    )
+    ids, sessions, blob = (await conn.execute(sa.text(statement), _params(account_id, where))).one()
+    vectors = await asyncio.to_thread(_concatenated, blob or b"", identity.dimensions)
+    return Vectors(tuple(ids or ()), tuple(sessions or ()), vectors)
+
+
+def _concatenated(blob: bytes, dimensions: int) -> np.ndarray:
+    """Vectors sent back to back (each with its header) as one float32 matrix."""
+    width = _HEADER_BYTES + 4 * dimensions
+    rows = np.frombuffer(blob, dtype=np.uint8).reshape(-1, width)[:, _HEADER_BYTES:]
+    return rows.copy().view(">f4").astype(np.float32)
 
 
 async def chunk_vectors(
@@ -126,21 +133,35 @@ async def exact_distances(
     conn: AsyncConnection,
     account_id: UUID,
     identity: ModelIdentity,
-    probes: Sequence[UUID],
-    chunks: Sequence[UUID],
-) -> list[float]:
-    """pgvector's cosine distance of each (probe chunk, chunk) pair, in the order given: the
-    exact comparison's own expression (NaN for a chunk removed since it was read)."""
+    ids: Sequence[UUID],
+    pairs: Sequence[tuple[int, int]],
+) -> list[float | None]:
+    """pgvector's cosine distance of each pair (places in `ids`: the probe's chunk, then the
+    other chunk), in the order given: the exact comparison's own expression (None for a
+    chunk removed since it was read). The pairs travel as two integer arrays, the chunks
+    once."""
     distance = f"({vector_expression(identity, 'c')} <=> {vector_expression(identity, 'p')})"
     # One row of one array: the driver decodes it natively, where as many rows as pairs
     # (a hundred thousand for a window of 500 sessions) would each become a Python row.
     statement = (
         f"SELECT array_agg({distance} ORDER BY x.n) "
-        "FROM unnest(CAST(:probes AS uuid[]), CAST(:chunks AS uuid[])) WITH ORDINALITY "
+        "FROM unnest(CAST(CAST(:probes AS text) AS int[]), "
+        "CAST(CAST(:chunks AS text) AS int[])) WITH ORDINALITY "
         "AS x(probe, chunk, n) "
-        "LEFT JOIN session_chunks p ON p.account_id = :account_id AND p.id = x.probe "
-        "LEFT JOIN session_chunks c ON c.account_id = :account_id AND c.id = x.chunk"
+        "LEFT JOIN session_chunks p ON p.account_id = :account_id "
+        "AND p.id = (CAST(:ids AS uuid[]))[x.probe] "
+        "LEFT JOIN session_chunks c ON c.account_id = :account_id "
+        "AND c.id = (CAST(:ids AS uuid[]))[x.chunk]"
     )
-    params = {"account_id": account_id, "probes": list(probes), "chunks": list(chunks)}
+    probes, chunks = await asyncio.to_thread(_int_arrays, pairs)
+    params = {"account_id": account_id, "ids": list(ids), "probes": probes, "chunks": chunks}
     found = (await conn.execute(sa.text(statement), params)).scalar_one()
-    return [math.nan if d is None else float(d) for d in found or ()]
+    return list(found or ())
+
+
+def _int_arrays(pairs: Sequence[tuple[int, int]]) -> tuple[str, str]:
+    """Both places of every pair as PostgreSQL array literals, counted from 1: one text
+    each, where a list would be encoded element by element on the event loop."""
+    probes = ",".join(str(p + 1) for p, _ in pairs)
+    chunks = ",".join(str(c + 1) for _, c in pairs)
+    return "{" + probes + "}", "{" + chunks + "}"

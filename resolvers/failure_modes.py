@@ -32,7 +32,6 @@ from resolvers.context import Context
 from resolvers.failure_members import group_terms
 from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.groupings import Grouping
-from resolvers.loaders import parts
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.degraded import Degraded, degraded
 
@@ -47,6 +46,7 @@ UNVERIFIED = "similar_approximate_unverified"
 # passages (a pass over 25k of them for 100 groups' representatives took well under a
 # second here); above it, through the lookup paths, whose cost does not grow with them.
 EARLIER_EXACT_MAX_CHUNKS = 50_000
+RELEASED_AT_ONCE = 25
 
 
 def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, SimilarArgs]:
@@ -102,18 +102,13 @@ async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
     before: dict[UUID, SimilarResult] = {}
     groups: list[rules.Group] = []
     if not timed_out:
-        starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
-        member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
-        related = {i: r.bands.related for i, r in embedded.items()}
-        groups = await asyncio.to_thread(
-            rules.groups_of, starts, member_links, frozenset(), related
-        )
+        groups = await asyncio.to_thread(_groups_of, found, embedded)
         before = await _earlier(context, groups, earlier, pin)
         recurring = frozenset(i for i, r in before.items() if _recurs(r))
         timed_out = _timed_out(before.values())
         groups = [] if timed_out else rules.marked(groups, recurring)
     not_embedded = 0 if timed_out else len(near) - len(embedded)
-    return Grouping(
+    grouped = Grouping(
         pin=pin,
         window_start=window_start,
         bound=bound,
@@ -129,32 +124,36 @@ async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
         semantic=bool(embedded) and not timed_out,
         reasons=frozenset(_reasons(found, bound, [*near.values(), *before.values()], not_embedded)),
     )
+    del embedded
+    await released(near, before)
+    return grouped
+
+
+async def released(*compared: dict[UUID, SimilarResult]) -> None:
+    """Let go of the comparisons a few at a time, yielding between: hundreds of results
+    hold a hundred thousand objects, and freeing them at once holds the interpreter (the
+    event loop with it) for a tenth of a second or more."""
+    for results in compared:
+        while results:
+            for key in list(results)[:RELEASED_AT_ONCE]:
+                del results[key]
+            await asyncio.sleep(0)
 
 
 async def compare_window(
     context: Context, ids: Sequence[UUID], args: SimilarArgs, now: datetime
 ) -> dict[UUID, SimilarResult]:
     """Each session compared with these arguments, their windows ending at `now`, in one
-    exact pass: its parts at once, each on its own connection of the comparisons' pool."""
-    services = context.services
-
-    async def compare(part: Sequence[UUID]) -> list[SimilarResult | None]:
-        async with reading(services.comparison_engine) as conn:
-            return await compare_exactly(
-                conn,
-                context.principal.account_id,
-                part,
-                args,
-                services.tuning,
-                services.models,
-                now,
-            )
-
+    exact pass on one connection: its pool is read once and ranked in memory, so a second
+    connection would read it again for no gain, and holds one core, not both, while
+    other accounts are served."""
     if not ids:
         return {}
-    split = parts(ids, services.tuning.page_connections)
-    answers = await asyncio.gather(*(compare(part) for part in split))
-    results = [r for answer in answers for r in answer]
+    services = context.services
+    async with reading(services.comparison_engine) as conn:
+        results = await compare_exactly(
+            conn, context.principal.account_id, ids, args, services.tuning, services.models, now
+        )
     return {i: r for i, r in zip(ids, results, strict=True) if r is not None}
 
 
@@ -261,6 +260,15 @@ async def _window(
             args.source_types,
             bound,
         )
+
+
+def _groups_of(found: InWindow, embedded: dict[UUID, SimilarResult]) -> list[rules.Group]:
+    """The embedded sessions' groups by the rule over their neighbours (unmarked: all new);
+    tens of thousands of links for a window of 500, so it runs in a worker thread."""
+    starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
+    member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
+    related = {i: r.bands.related for i, r in embedded.items()}
+    return rules.groups_of(starts, member_links, frozenset(), related)
 
 
 def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:

@@ -4,9 +4,11 @@ degraded block decided from its facts and its neighbours banded by its model's c
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -25,6 +27,27 @@ from resolvers.rules import ranking
 from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts, ProbeKind, calibration, cut_points
 from resolvers.rules.degraded import Facts, degraded, reasons_for
 from resolvers.tuning import Tuning
+
+# Batches of more comparisons than this are assembled in a worker thread, this many at a
+# time: each step is short, and frees what it made before the next, so neither it nor its
+# garbage holds the interpreter (and the event loop) for long.
+THREADED_AFTER = 50
+SLICE = 25
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def in_slices(each: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`each` of every item, SLICE items to a step of a worker thread, in order."""
+
+    def step(part: Sequence[T]) -> list[R]:
+        return [each(x) for x in part]
+
+    out: list[R] = []
+    for start in range(0, len(items), SLICE):
+        out += await asyncio.to_thread(step, items[start : start + SLICE])
+    return out
 
 
 async def assemble(
@@ -52,12 +75,17 @@ async def assemble(
     )
     comparable = {c.ask.key for c, ok in zip(lonely, shown.comparable, strict=True) if ok}
     took = elapsed_ms(started)
-    return [
-        None
-        if c.found is None
-        else result_of(c, batch, tuning, shown, took, c.ask.key in comparable)
-        for c in batch.comparisons
-    ]
+
+    def result(c: Comparison) -> SimilarResult | None:
+        if c.found is None:
+            return None
+        return result_of(c, batch, tuning, shown, took, c.ask.key in comparable)
+
+    # A batch of hundreds (the failure modes' pass) takes a few hundred milliseconds of
+    # Python: in steps of a worker thread, the event loop serves other requests meanwhile.
+    if len(batch.comparisons) <= THREADED_AFTER:
+        return [result(c) for c in batch.comparisons]
+    return await in_slices(result, batch.comparisons)
 
 
 def result_of(

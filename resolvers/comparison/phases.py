@@ -196,10 +196,11 @@ def _floor(c: Comparison) -> float:
 
 def rank(batch: Batch) -> Batch:
     """Group each comparison's hits into its ordered neighbours and cut its page (pure)."""
-    return batch.with_comparisons(_ranked(c) for c in batch.comparisons)
+    return batch.with_comparisons(ranked(c) for c in batch.comparisons)
 
 
-def _ranked(c: Comparison) -> Comparison:
+def ranked(c: Comparison) -> Comparison:
+    """One comparison's hits grouped into its ordered neighbours, its page cut (pure)."""
     matches = c.args.max_matches_per_session
     neighbours = ranking.rank_neighbours(c.hits(), matches)
     page, more = ranking.page_after(neighbours, c.args.after, c.args.limit)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from uuid import UUID
 
@@ -24,16 +24,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Hit, Lookup, LookupPath
+from data.lookups import Hit, Lookup, LookupPath, Probe
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
-from data.window_pool import PoolFilter, chunk_vectors, exact_distances, pool_vectors
+from data.window_pool import (
+    PoolFilter,
+    Vectors,
+    chunk_vectors,
+    exact_distances,
+    pool_vectors,
+)
 from resolvers.arguments import SimilarArgs
-from resolvers.comparison.answer import assemble, elapsed_ms
+from resolvers.comparison.answer import assemble, elapsed_ms, in_slices
 from resolvers.comparison.looking import after_timeout, first_look
-from resolvers.comparison.phases import cutoff, plan, rank
+from resolvers.comparison.phases import cutoff, plan, ranked
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import Batch
+from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules.nearest import candidates
 from resolvers.tuning import Tuning
 
@@ -71,7 +77,7 @@ async def compare_exactly(
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=settings.timeout_ms)
         batch = await after_timeout(conn, batch)
-    batch = await asyncio.to_thread(rank, batch)
+    batch = batch.with_comparisons(iter(await in_slices(ranked, batch.comparisons)))
     results = await assemble(conn, batch, tuning, started)
     log.info(
         "similar_sessions_exactly",
@@ -97,49 +103,90 @@ async def _planned(
     return looked.with_comparisons(replace(c, ask=asked.ask) for c, asked in pairs)
 
 
+# (probe's place in the pass, pool row): a candidate pair.
+Pair = tuple[int, int]
+Probes = list[tuple[int, Probe]]  # (comparison's place in the batch, its probe)
+
+
 async def _looked_up(
     conn: AsyncConnection, batch: Batch, identity: ModelIdentity, where: PoolFilter, tuning: Tuning
 ) -> Batch:
-    """Every probe of the model's comparisons answered with its nearest pool chunks."""
+    """Every probe of the model's comparisons answered with its nearest pool chunks. The
+    ranking in memory and the folding of hundreds of thousands of rows run in a worker
+    thread: the event loop keeps serving other requests meanwhile."""
     model = str(identity)
-    asked = [(n, c) for n, c in enumerate(batch.comparisons) if c.model == model and c.probes]
-    if not asked:
+    probes = [(n, p) for n, c in enumerate(batch.comparisons) if c.model == model for p in c.probes]
+    if not probes:
         return batch
     pool = await pool_vectors(conn, batch.account_id, identity, where)
-    probes = [(n, p) for n, c in asked for p in c.probes]
     vectors = await chunk_vectors(conn, batch.account_id, identity, [p.chunk_id for _, p in probes])
-    codes = {s: k for k, s in enumerate(dict.fromkeys(pool.sessions))}
-    owners = np.array(
-        [codes.get(batch.comparisons[n].ask.session_id, -1) for n, _ in probes], dtype=np.int64
-    )
-    pool_codes = np.array([codes[s] for s in pool.sessions], dtype=np.int64)
-    limits = tuning.limits
+    per_probe = tuning.limits.per_probe
     floor = tuning.limits_for([identity]).floor_for(model)
-    found = await asyncio.to_thread(
-        candidates, vectors, owners, pool.vectors, pool_codes, limits.per_probe, floor
-    )
-    pairs = [(k, int(row)) for k, rows in enumerate(found) for row in rows]
-    distances = await exact_distances(
-        conn,
-        batch.account_id,
-        identity,
-        [probes[k][1].chunk_id for k, _ in pairs],
-        [pool.ids[row] for _, row in pairs],
-    )
-    nearest: list[list[tuple[float, UUID, UUID]]] = [[] for _ in probes]
-    for (k, row), distance in zip(pairs, distances, strict=True):
-        if distance == distance and 1 - distance >= floor:  # NaN is never a hit
-            nearest[k].append((distance, pool.ids[row], pool.sessions[row]))
-    answers: dict[tuple[int, int], Lookup] = {}
-    for k, (n, probe) in enumerate(probes):
-        kept = sorted(nearest[k])[: limits.per_probe]
-        hits = tuple(Hit(probe.number, chunk, session, 1 - d) for d, chunk, session in kept)
-        answers[(n, probe.number)] = Lookup(hits)
-    comparisons = []
-    for n, c in enumerate(batch.comparisons):
-        if c.found is None or c.model != model:
-            comparisons.append(c)
-            continue
-        shown = tuple(replace(p, answer=answers[(n, p.number)]) for p in c.probes)
-        comparisons.append(replace(c, found=replace(c.found, probes=shown)))
-    return batch.with_comparisons(iter(comparisons))
+    owners = [batch.comparisons[n].ask.session_id for n, _ in probes]
+    pairs = await asyncio.to_thread(_pairs, owners, vectors, pool, per_probe, floor)
+    distances: list[float | None] = []
+    if pairs:
+        # The probes' chunks after the pool's: every pair names two places in one list.
+        ids = [*pool.ids, *(p.chunk_id for _, p in probes)]
+        places = [(len(pool.ids) + k, row) for k, row in pairs]
+        distances = await exact_distances(conn, batch.account_id, identity, ids, places)
+    found = _Found(probes, pool, pairs, distances, per_probe, floor)
+    starts = await asyncio.to_thread(_pair_starts, found)
+    first: dict[int, int] = {}  # each comparison's first probe: its probes are consecutive
+    for k, (n, _) in enumerate(probes):
+        first.setdefault(n, k)
+
+    def answered(item: tuple[int, Comparison]) -> Comparison:
+        n, c = item
+        if c.found is None or c.model != model or n not in first:
+            return c
+        shown = tuple(
+            replace(p, answer=_lookup(found, first[n] + i, starts)) for i, p in enumerate(c.probes)
+        )
+        return replace(c, found=replace(c.found, probes=shown))
+
+    numbered = list(enumerate(batch.comparisons))
+    return batch.with_comparisons(iter(await in_slices(answered, numbered)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What the pass found for one model's probes: their candidate pairs and the exact
+    distance of each."""
+
+    probes: Probes
+    pool: Vectors
+    pairs: list[Pair]
+    distances: list[float | None]  # None: the chunk was removed since the pool was read
+    per_probe: int
+    floor: float
+
+
+def _pairs(
+    owners: Sequence[UUID], vectors: np.ndarray, pool: Vectors, per_probe: int, floor: float
+) -> list[Pair]:
+    """The candidate pairs of every probe (`owners`: each probe's session), in probe order."""
+    codes = {s: k for k, s in enumerate(dict.fromkeys(pool.sessions))}
+    probe_codes = np.array([codes.get(s, -1) for s in owners], dtype=np.int64)
+    pool_codes = np.array([codes[s] for s in pool.sessions], dtype=np.int64)
+    found = candidates(vectors, probe_codes, pool.vectors, pool_codes, per_probe, floor)
+    return [(k, int(row)) for k, rows in enumerate(found) for row in rows]
+
+
+def _pair_starts(found: _Found) -> np.ndarray:
+    """Where each probe's pairs start in `found.pairs` (one more: where they end)."""
+    probes = np.fromiter((k for k, _ in found.pairs), dtype=np.int64, count=len(found.pairs))
+    return np.searchsorted(probes, np.arange(len(found.probes) + 1))
+
+
+def _lookup(found: _Found, k: int, starts: np.ndarray) -> Lookup:
+    """Probe k's nearest per_probe at or above the floor (ties by chunk id), as its hits."""
+    pool, floor, number = found.pool, found.floor, found.probes[k][1].number
+    kept = []
+    for place in range(int(starts[k]), int(starts[k + 1])):
+        distance, row = found.distances[place], found.pairs[place][1]
+        # NaN (a zero vector's) is never a hit; None: the chunk was removed since
+        if distance is not None and distance == distance and 1 - distance >= floor:
+            kept.append((distance, pool.ids[row], pool.sessions[row]))
+    kept.sort()
+    return Lookup(tuple(Hit(number, c, s, 1 - d) for d, c, s in kept[: found.per_probe]))

@@ -38,6 +38,12 @@ async def test_the_top_bar_leads_to_the_cards_of_the_window(
     modes = await tab.page.locator(".failure-card .mode").all_inner_texts()
     assert modes == ["New", "New", "Recurring"]  # the refund failed a month ago too
     await expect(tab.page.locator(".failure-card .card-size").first).to_have_text("4 sessions")
+    # Its share of the sessions grouped, and a bar as long as its share of the largest group.
+    await expect(tab.page.locator(".failure-card .card-share").first).to_have_text(" (33% of 12)")
+    widths = await tab.page.locator(".failure-card .size-bar").evaluate_all(
+        "(bars) => bars.map((b) => b.style.width)"
+    )
+    assert widths == ["100%", "100%", "100%"]
     # Eight days of bars: the window's first day to today.
     assert await tab.page.locator(".failure-card").first.locator(".mini-chart .bar").count() == 8
     terms = tab.page.locator(".failure-card").first.locator(".terms li")
@@ -85,6 +91,13 @@ async def test_a_card_opens_its_representative_with_the_panel_and_the_group(
     await tab.sign_in(key, PAGE)
     first = tab.page.locator(".failure-card .card-title a").first
     title = await first.inner_text()
+    # The card names the grouping it was shown from; the session page asks for that one.
+    assert "failureAsOf=" in (await first.get_attribute("href") or "")
+    asked: list[dict[str, object]] = []
+    tab.page.on(
+        "request",
+        lambda r: asked.append(r.post_data_json or {}) if r.url.endswith("/graphql") else None,
+    )
     await first.click()
     await expect(tab.page.get_by_role("heading", name=title, level=1)).to_be_visible()
     await expect(tab.page.get_by_role("button", name="Similar sessions")).to_have_attribute(
@@ -93,6 +106,8 @@ async def test_a_card_opens_its_representative_with_the_panel_and_the_group(
     group = tab.page.locator(".failure-group")
     await expect(group.locator(".member")).to_have_count(3)  # the other three of four
     await expect(group).to_contain_text("4 sessions with status “failed” in the last 7 days")
+    pinned = [a for a in asked if "ConsoleFailureGroup" in str(a.get("query", ""))]
+    assert pinned and all(str(a["variables"]["asOf"]) for a in pinned)  # type: ignore[index]
     kind = title.split()[0].lower()
     shown = {await a.get_attribute("href") for a in await group.locator(".member-title").all()}
     assert all(any(sid in (h or "") for sid in made[kind]) for h in shown)

@@ -150,18 +150,21 @@ function mode(group) {
     : h("span", { class: "mode mode-recurring" }, "Recurring");
 }
 
-/** A group's size, readable beside hundreds: its count, its share of the sessions grouped,
- * and a bar as long as its share of the page's largest group. */
-function size(group, answer, largest) {
+/** A group's size, readable beside hundreds: its count and its share of the sessions
+ * grouped; and a bar as long as its share of the page's largest group. */
+function size(group, answer) {
   const share = answer.compared ? (100 * group.size) / answer.compared : 0;
   const shown = share >= 10 || share === 0 ? share.toFixed(0) : share.toFixed(1);
-  const bar = h("span", { class: "size-bar" });
-  bar.style.width = `${Math.max(2, (100 * group.size) / Math.max(1, largest))}%`;
   return [
     h("span", { class: "card-size" }, plural(group.size, "session")),
     h("span", { class: "card-share" }, ` (${shown}% of ${answer.compared.toLocaleString()})`),
-    h("span", { class: "size-track", "aria-hidden": "true" }, bar),
   ];
+}
+
+function sizeBar(group, largest) {
+  const bar = h("span", { class: "size-bar" });
+  bar.style.width = `${Math.max(2, (100 * group.size) / Math.max(1, largest))}%`;
+  return h("span", { class: "size-track", "aria-hidden": "true" }, bar);
 }
 
 function card(group, choice, answer, largest) {
@@ -179,10 +182,11 @@ function card(group, choice, answer, largest) {
       { class: "card-facts" },
       mode(group),
       " ",
-      ...size(group, answer, largest),
+      ...size(group, answer),
       " · since ",
       time(group.since),
     ),
+    sizeBar(group, largest),
     miniChart(group.daily, answer.windowStart),
     terms(group.sharedTerms, "Shared terms:"),
     group.seenBefore
