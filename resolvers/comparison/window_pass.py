@@ -21,6 +21,7 @@ from uuid import UUID
 import numpy as np
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
+from threadpoolctl import threadpool_limits
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
@@ -169,7 +170,11 @@ def _pairs(
     codes = {s: k for k, s in enumerate(dict.fromkeys(pool.sessions))}
     probe_codes = np.array([codes.get(s, -1) for s in owners], dtype=np.int64)
     pool_codes = np.array([codes[s] for s in pool.sessions], dtype=np.int64)
-    found = candidates(vectors, probe_codes, pool.vectors, pool_codes, per_probe, floor)
+    # One BLAS thread: the other core stays with the database and the other accounts'
+    # requests (two made the pass a few hundred milliseconds quicker and another account's
+    # requests twice as slow meanwhile, bench.latency.failure_modes).
+    with threadpool_limits(limits=1, user_api="blas"):
+        found = candidates(vectors, probe_codes, pool.vectors, pool_codes, per_probe, floor)
     return [(k, int(row)) for k, rows in enumerate(found) for row in rows]
 
 
