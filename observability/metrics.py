@@ -39,7 +39,8 @@ UNAVAILABLE = Counter(
 REFUSED = Counter(
     "similar_sessions_refused_requests",
     "requests refused by a bound on one key's work, by bound (rate_limit, in_flight, "
-    "time_share: answered 429; replay_turns: a GraphQL query refused before it ran)",
+    "time_share: answered 429; replay_turns, selections: a GraphQL query refused before it "
+    "ran)",
     ["bound"],
 )
 STATEMENT_TIMEOUTS = Counter(

@@ -31,7 +31,13 @@ class RequestBudget:
         if self.granted is None:
             self.granted = plan(self.limit)
         if path not in self.granted:
-            raise LimitExceeded("similarSessions comparisons", self.limit)
+            raise LimitExceeded(
+                ".".join(path),
+                "refused, as it could run more comparisons than the request has left "
+                "(failureModes takes all of them)",
+                self.limit,
+                "MAX_SIMILAR_PER_REQUEST",
+            )
 
 
 class ContentBudget:

@@ -12,8 +12,9 @@ class BadArgument(ValueError):
 
 
 class LimitExceeded(Exception):
-    """A request asked for more than a documented limit allows."""
+    """A request asked for more than a documented limit allows; names what it refused, the
+    limit and the setting (or constant) that holds it."""
 
-    def __init__(self, what: str, limit: int) -> None:
-        super().__init__(f"{what}: at most {limit} per request")
+    def __init__(self, refused: str, why: str, limit: int, setting: str) -> None:
+        super().__init__(f"{refused}: {why}; at most {limit} per request ({setting})")
         self.limit = limit

@@ -13,7 +13,6 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     SchemaExtension,
-    ValidationCache,
 )
 from strawberry.extensions.max_aliases import create_validator as aliases_rule
 from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
@@ -24,6 +23,7 @@ from resolvers.sessions import session_page
 from schema.errors import MapErrors, is_unexpected
 from schema.failure_modes import FailureQuery
 from schema.search import SearchQuery
+from schema.selection_bound import BoundedValidation
 from schema.sessions import RuntimeSession
 
 
@@ -158,7 +158,8 @@ def make_schema(
             lambda: MaxTokensLimiter(max_token_count=MAX_QUERY_TOKENS),
             lambda: ParserCache(maxsize=QUERY_CACHE_SIZE),
             lambda: AddValidationRules(LIMIT_RULES),
-            lambda: ValidationCache(maxsize=QUERY_CACHE_SIZE),
+            # The bound before the cache: a text's spaces vary at will.
+            lambda: BoundedValidation(maxsize=QUERY_CACHE_SIZE),
             *extra_extensions,
             MapErrors,
         ],

@@ -66,8 +66,8 @@ class ReplayTurnsLimit(SchemaExtension):
         if asked is not None and asked > self.limit:
             message = (
                 f"replay turns: this query may read up to {asked} (each replay field's `first` "
-                f"times the sessions it can run for); at most {self.limit} per request: ask "
-                "smaller pages or fewer sessions"
+                f"times the sessions it can run for); at most {self.limit} per request "
+                "(SIMILAR_SESSIONS_REPLAY_TURNS): ask smaller pages or fewer sessions"
             )
             extensions = {"code": "LIMIT_EXCEEDED", "limit": self.limit}
             REFUSED.labels("replay_turns").inc()

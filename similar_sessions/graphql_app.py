@@ -10,10 +10,12 @@ from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLRequestData
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.http.parse_content_type import parse_content_type
+from strawberry.types import ExecutionResult
 
 from resolvers.context import Context
+from schema.limit_messages import named
 from similar_sessions.console.routes import graphiql_page
 from similar_sessions.request_context import request_context
 
@@ -30,6 +32,7 @@ def is_graphiql_page(connection: HTTPConnection) -> bool:
 
 NOT_AN_OBJECT = 'The request body must be a JSON object: {"query": "...", "variables": {...}}.'
 NESTED_TOO_DEEP = "The request's JSON is nested too deeply to be read."
+NOT_UTF8 = "The request body must be UTF-8 (RFC 8259): it holds bytes that are not."
 
 
 class GraphQLApp(GraphQL[Context, None]):
@@ -42,9 +45,14 @@ class GraphQLApp(GraphQL[Context, None]):
 
     def decode_json(self, data: str | bytes) -> object:
         """JSON as strawberry reads it (a body, or GET's variables and extensions); nested
-        past what the decoder can follow, it is answered 400 rather than a 500."""
+        past what the decoder can follow, or bytes that are not UTF-8 (anywhere in it: the
+        body is decoded whole before it is parsed), it is answered 400 rather than a 500."""
         try:
-            return json.loads(data)
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+        except UnicodeDecodeError:
+            raise HTTPException(400, NOT_UTF8) from None
+        try:
+            return json.loads(text)
         except RecursionError:
             raise HTTPException(400, NESTED_TOO_DEEP) from None
 
@@ -60,6 +68,13 @@ class GraphQLApp(GraphQL[Context, None]):
             if not isinstance(body, dict | list):
                 raise HTTPException(400, NOT_AN_OBJECT)
         return await super().parse_http_body(request)
+
+    async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
+        """The answer, the query limits' refusals named (LIMIT_EXCEEDED, the limit and its
+        constant) in place of graphql-core's and strawberry's words."""
+        if result.errors:
+            result.errors = [named(error) for error in result.errors]
+        return await super().process_result(request, result)
 
     async def get_context(self, request: Any, response: Any) -> Context:
         return await request_context(request)

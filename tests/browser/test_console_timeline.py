@@ -225,7 +225,9 @@ async def test_a_refused_count_leaves_the_neighbours_and_offers_a_retry(
     problem = tab.page.locator(".timeline [role=alert]")
     await expect(problem.locator("p")).to_have_text(
         "The timeline could not be counted. The request asked for more than the server allows "
-        "(similarSessions comparisons: at most 50 per request)."
+        "(runtimeSession.similarSessions.timeline: refused, as it could run more comparisons "
+        "than the request has left (failureModes takes all of them); at most 50 per request "
+        "(MAX_SIMILAR_PER_REQUEST))."
     )
     await expect(tab.page.locator(".timeline-bars")).to_have_count(0)
     await problem.get_by_role("button", name="Retry").click()
@@ -251,7 +253,9 @@ async def test_refused_neighbours_leave_the_page_and_say_why(engine: AsyncEngine
     problem = tab.page.locator("#similar-body [role=alert]")
     await expect(problem).to_contain_text(
         "Similar sessions could not be loaded. The request asked for more than the server "
-        "allows (similarSessions comparisons: at most 50 per request)."
+        "allows (runtimeSession.similarSessions: refused, as it could run more comparisons "
+        "than the request has left (failureModes takes all of them); at most 50 per request "
+        "(MAX_SIMILAR_PER_REQUEST))."
     )
     await expect(tab.page.locator(".timeline")).to_have_count(0)
     await problem.get_by_role("button", name="Retry").click()

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from similar_sessions.graphql_app import NESTED_TOO_DEEP, NOT_AN_OBJECT
+from similar_sessions.graphql_app import NESTED_TOO_DEEP, NOT_AN_OBJECT, NOT_UTF8
 from tests.support.comparisons import bearer
 from tests.support.world import pair_world
 
@@ -112,3 +112,48 @@ async def test_any_json_body_is_answered_without_a_500(
     if response.status_code == 200:
         for error in response.json().get("errors", []):
             assert error["message"] != "Unexpected error.", "an unexpected (500-class) error"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"query": "\xff"}',
+        b'{"query": "{ viewer { name } }", "operationName": "\xfe\xff"}',
+        b'{"query": "{ viewer { name } }", "variables": {"a": "\xc3"}}',
+        b"\xff\xfe\x00{",
+    ],
+    ids=["query", "operationName", "variables", "body"],
+)
+async def test_a_body_that_is_not_utf8_is_answered_400_and_the_connection_kept(
+    client: httpx.AsyncClient, engine: AsyncEngine, body: bytes
+) -> None:
+    _, key = await pair_world(engine)
+    response = await client.post("/graphql", content=body, headers={**bearer(key), **JSON})
+    assert response.status_code == 400, response.text
+    assert response.text == NOT_UTF8
+    after = await post(client, key, '{"query": "{ viewer { name } }"}')
+    assert after.status_code == 200 and after.json()["data"]["viewer"]["name"]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(raw=st.binary(max_size=64), where=st.sampled_from(["body", "query", "variables"]))
+async def test_any_bytes_are_answered_without_a_500(
+    client: httpx.AsyncClient, engine: AsyncEngine, raw: bytes, where: str
+) -> None:
+    """Arbitrary bytes as the whole body, or inside a member's string."""
+    _, key = await pair_world(engine)
+    body = {
+        "body": raw,
+        "query": b'{"query": "' + raw + b'"}',
+        "variables": b'{"query": "{ viewer { name } }", "variables": {"v": "' + raw + b'"}}',
+    }[where]
+    response = await client.post("/graphql", content=body, headers={**bearer(key), **JSON})
+    assert response.status_code in (200, 400), response.text
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        assert response.status_code == 400 and response.text == NOT_UTF8

@@ -29,7 +29,7 @@ async def test_a_query_deeper_than_the_limit_is_refused(
         inner = f"similarSessions {{ results {{ session {{ {inner} }} }} }}"
     body = await graphql(client, key, f"{{ runtimeSessions {{ nodes {{ {inner} }} }} }}")
     assert "data" not in body or body["data"] is None
-    assert f"maximum operation depth of {MAX_QUERY_DEPTH}" in body["errors"][0]["message"]
+    assert f"at most {MAX_QUERY_DEPTH} (MAX_QUERY_DEPTH)" in body["errors"][0]["message"]
 
 
 async def test_more_aliases_than_the_limit_are_refused(
@@ -38,7 +38,7 @@ async def test_more_aliases_than_the_limit_are_refused(
     _, key, _ = await topic_world(engine, sessions=1)
     fields = " ".join(f"a{i}: viewer {{ name }}" for i in range(MAX_ALIASES + 1))
     body = await graphql(client, key, f"{{ {fields} }}")
-    assert f"Allowed: {MAX_ALIASES}" in body["errors"][0]["message"]
+    assert f"at most {MAX_ALIASES} (MAX_ALIASES)" in body["errors"][0]["message"]
 
 
 async def test_a_query_of_more_tokens_than_the_limit_is_refused_before_validation(
@@ -209,4 +209,4 @@ async def test_a_query_sent_again_is_not_validated_again(
     fields = " ".join(f"a{i}: viewer {{ name }}" for i in range(MAX_ALIASES + 1))
     for _ in range(2):
         body = await graphql(client, key, f"{{ {fields} }}")
-        assert f"Allowed: {MAX_ALIASES}" in body["errors"][0]["message"]
+        assert f"at most {MAX_ALIASES} (MAX_ALIASES)" in body["errors"][0]["message"]
