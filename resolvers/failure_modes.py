@@ -272,10 +272,10 @@ def _groups_of(found: InWindow, embedded: dict[UUID, SimilarResult]) -> list[rul
 
 
 def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:
-    """The member's neighbours (every one above its model's floor), each tied by its best
-    match (this member's probe passage and the neighbour's passage)."""
+    """The member's neighbours (every one above its model's floor) as similarSessions ranks
+    them, each tied by its best match (this member's probe passage and the neighbour's)."""
     return [
-        rules.Link(member, n.session_id, n.similarity, result.probes[m.probe], m.chunk_id)
+        rules.Link(member, n.session_id, n.similarity, result.probes[m.probe], m.chunk_id, n.score)
         for n in result.ranked
         for m in n.matches[:1]
     ]

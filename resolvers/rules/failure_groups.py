@@ -1,10 +1,11 @@
-"""The failure modes' pure parts: the window's sessions and their pairs' similarities in,
-groups out.
+"""The failure modes' pure parts: the window's sessions and their pairs' weights in, groups
+out.
 
-A `Link` is one session's neighbour as its comparison found it (its best passage's
-similarity); a pair's similarity is its closer link either way, and a pair with no link is
-0. The groups are those of average linkage cut at the related point: two groups merge only
-while the mean similarity over all their cross pairs stays at or above it, so a few close
+A `Link` is one session's neighbour as its comparison found and ranked it (its best
+passage's similarity, and its score: that plus the credit for matching in more than one
+place); a pair weighs its heavier link's score either way, and a pair with no link 0. The
+groups are those of average linkage cut at the related point: two groups merge only while
+the mean weight over all their cross pairs stays at or above it, so a few close
 pairs cannot chain unlike sessions into one group as connected components of links would. A
 group's representative is the member tied (at related or closer) to the most others, ties
 by session id; groups are ordered new first, then by size, then by representative id;
@@ -28,13 +29,21 @@ MemberPosition = tuple[datetime, UUID]
 @dataclass(frozen=True, slots=True)
 class Link:
     """`a`'s passage `a_chunk` matched `b`'s passage `b_chunk` at `similarity` (at or above
-    the floor of `a`'s model): `b` is `a`'s neighbour."""
+    the floor of `a`'s model): `b` is `a`'s neighbour, ranked at `score` (its similarity
+    plus the comparison's credit for matching in more than one place; the similarity when
+    not given)."""
 
     a: UUID
     b: UUID
     similarity: float
     a_chunk: UUID
     b_chunk: UUID
+    score: float | None = None
+
+    @property
+    def weight(self) -> float:
+        """What the link counts for in the grouping: its score."""
+        return self.similarity if self.score is None else self.score
 
     def seen_from(self, member: UUID) -> tuple[UUID, UUID, UUID]:
         """(the other member, this member's passage, the other's passage)."""
@@ -95,8 +104,8 @@ def groups_of(
     related: Mapping[UUID, float],
 ) -> list[Group]:
     """The groups of `started`'s sessions by average linkage (`average_linkage`) over the
-    pairs' similarities, each pair at its closer link either way (a link naming any other
-    session is ignored), in the groups' order; a group is new when none of its members is
+    pairs' weights (their scores), each pair at its heavier link either way (a link naming
+    any other session is ignored), in the groups' order; a group is new when none of its members is
     `recurring` (has a related neighbour that started before the window). `related` is each
     session's related cut point (its comparison model's)."""
     pairs: dict[tuple[UUID, UUID], Link] = {}
@@ -105,10 +114,10 @@ def groups_of(
             continue
         key = (link.a, link.b) if link.a < link.b else (link.b, link.a)
         seen = pairs.get(key)
-        if seen is None or (link.similarity, seen.a) > (seen.similarity, link.a):
+        if seen is None or (link.weight, seen.a) > (seen.weight, link.a):
             pairs[key] = link
-    similarity = {key: link.similarity for key, link in pairs.items()}
-    clusters = average_linkage(sorted(started), similarity, related)
+    weights = {key: link.weight for key, link in pairs.items()}
+    clusters = average_linkage(sorted(started), weights, related)
     tied: dict[UUID, int] = dict.fromkeys(started, 0)
     best: dict[UUID, Link] = {}
     place = {s: n for n, cluster in enumerate(clusters) for s in cluster}
@@ -130,20 +139,20 @@ def groups_of(
 
 def average_linkage(
     sessions: Sequence[UUID],
-    similarity: Mapping[tuple[UUID, UUID], float],
+    weights: Mapping[tuple[UUID, UUID], float],
     related: Mapping[UUID, float],
 ) -> list[list[UUID]]:
     """Agglomerative clustering by average linkage: while two clusters have a mean pairwise
-    similarity at or above their cut point (the highest `related` of their members), the
+    weight at or above their cut point (the highest `related` of their members), the
     two with the highest mean are merged (ties: the clusters holding the lowest sessions, in
-    `sessions`' order). A pair missing from `similarity` (keyed by the lower id first)
+    `sessions`' order). A pair missing from `weights` (keyed by the lower id first)
     counts as 0, so one close pair cannot join two groups whose other members are unlike:
     single linkage's chains. Sparse: only clusters tied by some pair are ever compared."""
     rank = {s: n for n, s in enumerate(sessions)}
     members: dict[int, list[UUID]] = {n: [s] for n, s in enumerate(sessions)}
     cut = {n: related[s] for n, s in enumerate(sessions)}
     sums: dict[int, dict[int, float]] = {n: {} for n in members}
-    for (a, b), value in similarity.items():
+    for (a, b), value in weights.items():
         i, j = rank[a], rank[b]
         sums[i][j] = sums[j][i] = value
     version = dict.fromkeys(members, 0)

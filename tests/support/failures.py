@@ -224,6 +224,7 @@ async def exact_reference(
                         neighbour.similarity,
                         probes[match.probe],
                         match.chunk_id,
+                        neighbour.score,
                     )
                 )
     grouped = failure_groups.groups_of(members, links, frozenset(), dict.fromkeys(members, RELATED))

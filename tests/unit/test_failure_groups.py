@@ -181,3 +181,14 @@ def test_the_daily_count_is_by_utc_day() -> None:
     [pair] = groups_of(late, [link(0, 1)], frozenset())
     assert [n for _, n in pair.daily()] == [1, 1]
     assert pair.first.started_at == T and pair.last.started_at == T + timedelta(hours=1)
+
+
+def test_a_pair_weighs_its_score_the_credit_for_matching_in_several_places_included() -> None:
+    one_place = Link(S[0], S[1], 0.48, uuid.UUID(int=100), uuid.UUID(int=201))
+    assert sets(groups_of(started(0, 1), [one_place])) == [{S[0]}, {S[1]}]
+    # The same best passage, and more passages matched: its score passes the cut point.
+    several = Link(S[0], S[1], 0.48, uuid.UUID(int=100), uuid.UUID(int=201), score=0.52)
+    [pair] = groups_of(started(0, 1), [several])
+    assert {m.session_id for m in pair.members} == {S[0], S[1]}
+    # A tie counts by the passage's similarity, its band's measure: this pair is loose.
+    assert [m.ties for m in pair.members] == [0, 0] and pair.members[0].best == several
