@@ -146,12 +146,13 @@ class Cursors:
             raise BadArgument(name, NOT_OURS) from None
 
     # A question's pin alone (`asOf`): what a later request for a group's members, or any
-    # page, names to be answered from the same grouping.
+    # page, names to be answered from the same grouping. Sealed apart from the members'
+    # cursors of the same binding: neither opens as the other.
     def failure_pin(self, pin: Pin, binding: list[Any]) -> str:
-        return self.seal(_pinned(pin), binding)
+        return self.seal(_pinned(pin), [*binding, "as_of"])
 
     def open_failure_pin(self, token: str, binding: list[Any], name: str) -> Pin:
-        position = self.open(token, binding, name)
+        position = self.open(token, [*binding, "as_of"], name)
         try:
             end, watermark = position
             return _pin(end, watermark)

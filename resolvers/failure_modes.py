@@ -2,9 +2,9 @@
 
 The account's sessions of the asked statuses that started in the window (the newest
 `SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are compared with each other in one exact pass
-(resolvers/comparison/phases.py's `compare_exactly`: the same probes, filters, window and
-best-passage score as each one's similarSessions, over one pool of the window's passages),
-and grouped by average linkage over those similarities (resolvers/rules/failure_groups.py).
+(resolvers/comparison/window_pass.py: the same probes, filters, window and best-passage
+similarity as each one's similarSessions, over one pool of the window's passages), and
+grouped by average linkage over their scores (resolvers/rules/failure_groups.py).
 Then, for isNew, each group's representative is compared with only the sessions that
 started before the window, where the nearest passage of each probe says exactly whether one
 is "related" or closer; its other members only when the representative has none: a
@@ -84,6 +84,8 @@ async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]
         pin = Pin(datetime.now(UTC), watermark)
     key = (json.dumps(args.members_binding(account_id)), pin)
     found = await context.services.groupings.get(key, lambda: _grouped(context, args, pin))
+    if TIMED_OUT in found.reasons:
+        context.services.groupings.forget(key)  # an answer cut short is no grouping to keep
     for row in found.found.sessions:
         context.loaders.sessions.prime(row.id, row)
     return found, regrouped
@@ -212,7 +214,7 @@ async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> Fai
     found, reasons = g.found, set(g.reasons) | ({REGROUPED} if regrouped else set())
     groups = g.groups
     if args.containing is not None:
-        groups = tuple(g for g in groups if any(m.session_id == args.containing for m in g.members))
+        groups = tuple(x for x in groups if any(m.session_id == args.containing for m in x.members))
     page, more = rules.groups_after(groups, args.after, args.limit)
     chosen: list[tuple[str, ...] | None] = [None] * len(page)
     model = None

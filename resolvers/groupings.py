@@ -64,6 +64,13 @@ class Groupings:
             future.add_done_callback(lambda done: self._forget_failed(key, done))
         return await asyncio.shield(future)
 
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def forget(self, key: Hashable) -> None:
+        """Keep no grouping for `key`: the next request computes it again."""
+        self._kept.pop(key, None)
+
     def _forget_failed(self, key: Hashable, done: asyncio.Future[Grouping]) -> None:
         if (done.cancelled() or done.exception() is not None) and self._kept.get(key) is done:
             del self._kept[key]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -16,6 +17,7 @@ from data.failures import account_watermark
 from resolvers import failure_modes as use_case
 from resolvers.arguments import FailureArgs
 from resolvers.context import Context
+from resolvers.errors import BadArgument
 from resolvers.failure_results import FailureModesResult
 from resolvers.services import Services
 from resolvers.tuning import Tuning
@@ -143,3 +145,31 @@ async def test_a_pass_past_its_budget_is_named_so_and_counts_no_session_unembedd
     assert "similar_comparison_timed_out" in result.degraded.reasons
     assert "failure_modes_not_embedded" not in result.degraded.reasons
     assert result.not_embedded == 0 and not result.degraded.semantic
+
+
+async def test_an_answer_cut_short_is_not_kept_for_the_pages_after_it(
+    engine: AsyncEngine,
+) -> None:
+    world = await failures_world(engine, crowded=False)
+    cut = Asker(engine, world.account, Tuning(failure_modes_timeout_ms=1))
+    answer = await cut.ask()
+    assert "similar_comparison_timed_out" in answer.degraded.reasons
+    assert len(cut.services.groupings) == 0  # its next page asks again
+    kept = Asker(engine, world.account)
+    assert (await kept.ask()).groups and len(kept.services.groupings) == 1
+
+
+async def test_a_pin_and_a_members_cursor_do_not_open_as_each_other(
+    engine: AsyncEngine,
+) -> None:
+    world = await failures_world(engine, crowded=False)
+    account = uuid.UUID(world.account)
+    args = FailureArgs(WINDOW_DAYS)
+    binding = args.members_binding(account)
+    first = await Asker(engine, world.account).ask(limit=20)
+    member = first.groups[0].group.members[0]
+    cursor = CURSORS.failure_members(member.position, binding)
+    with pytest.raises(BadArgument):
+        CURSORS.open_failure_pin(cursor, binding, "asOf")
+    with pytest.raises(BadArgument):
+        CURSORS.open_failure_members(first.as_of, binding, "after")
