@@ -133,16 +133,17 @@ class ServerSettings(BaseSettings):
     )
     concurrency_limit: int = setting(
         2,
-        "requests per API key in progress at once, per process; past it, 429 with "
-        "`Retry-After` (`0`: no bound)",
+        "requests per account in progress at once (all its keys together), per process; past "
+        "it, 429 with `Retry-After` (`0`: no bound)",
         ge=0,
         le=10_000,
     )
     time_share_percent: int = setting(
         25,
-        "the share of a process's time one API key's requests may be in progress while other "
-        "keys are asking too (their times summed, drained over 10 s: a key may take 2.5 s at "
-        "once); past it, 429 with `Retry-After` until it drains (`100`: no bound)",
+        "the share of a process's time one account's requests (all its keys together) may be "
+        "in progress while other accounts are asking too (their times summed, drained over "
+        "10 s: an account may take 2.5 s at once); past it, 429 with `Retry-After` until it "
+        "drains (`100`: no bound)",
         ge=1,
         le=100,
     )

@@ -86,22 +86,25 @@ class AuthMiddleware:
         await response(scope, receive, send)
 
     async def admitted(self, connection: HTTPConnection, receive: Receive, send: Send) -> None:
-        """The request served if its key has a slot free, time to spare and is within its
-        rate, its time in progress then charged to the key; else 429 saying which bound (a
-        request refused for want of a slot or of time is not counted towards the rate)."""
+        """The request served if its account has a slot free and time to spare, and its key
+        is within its rate (the guard against one key's abuse), its time in progress then
+        charged to the account; else 429 saying which bound (a request refused for want of a
+        slot or of time is not counted towards the rate)."""
         key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key
+        principal: Principal = connection.scope["state"]["principal"]
+        account = str(principal.account_id)  # every key of an account shares its bounds
         state = connection.app.state
         in_flight: InFlight = state.in_flight
         time_share: TimeShare = state.time_share
-        with in_flight.slot(key_id) as held:
+        with in_flight.slot(account) as held:
             if not held:
                 bound, response = "in_flight", too_many_in_flight(in_flight.limit)
-            elif (wait_s := time_share.retry_after(key_id)) is not None:
+            elif (wait_s := time_share.retry_after(account)) is not None:
                 bound, response = "time_share", over_time_share(time_share.percent, wait_s)
             elif (refused := await state.rate_limits.admit(key_id)) is not None:
                 bound, response = "rate_limit", rate_limited(*refused)
             else:
-                with time_share.timed(key_id):
+                with time_share.timed(account):
                     await self.app(connection.scope, receive, send)
                 return
         REFUSED.labels(bound).inc()
@@ -113,7 +116,8 @@ def too_many_in_flight(limit: int) -> Response:
     response = error(
         429,
         "too_many_in_flight",
-        f"this API key has {limit} requests in progress (per process); retry once one is answered",
+        f"this account has {limit} requests in progress (per process; "
+        "SIMILAR_SESSIONS_CONCURRENCY_LIMIT); retry once one is answered",
         limit=limit,
     )
     response.headers["Retry-After"] = IN_FLIGHT_RETRY_AFTER_S
@@ -125,8 +129,9 @@ def over_time_share(percent: int, retry_after_s: int) -> Response:
     response = error(
         429,
         "over_time_share",
-        f"this API key's requests took more than {percent}% of this process's time (per "
-        f"process); retry in {retry_after_s} s",
+        f"this account's requests took more than {percent}% of this process's time while "
+        f"others asked (per process; SIMILAR_SESSIONS_TIME_SHARE_PERCENT); retry in "
+        f"{retry_after_s} s",
         limit=f"{percent}%",
     )
     response.headers["Retry-After"] = str(retry_after_s)
@@ -139,7 +144,8 @@ def rate_limited(rate: RateLimitItem, retry_after_s: int) -> Response:
     response = error(
         429,
         "rate_limited",
-        f"this API key made more than {limit} requests (per process); retry in {retry_after_s} s",
+        f"this API key made more than {limit} requests (per process; "
+        f"SIMILAR_SESSIONS_RATE_LIMIT); retry in {retry_after_s} s",
         limit=limit,
     )
     response.headers["Retry-After"] = str(retry_after_s)

@@ -1,12 +1,14 @@
-"""The share of a process's time one API key's requests may take while other keys are asking
-too: each request's time in progress fills its key's bucket, which drains at `percent` of
-real time; a key whose bucket holds more than that share of the window is answered 429 with
-Retry-After until it drains, unless no other key made a request within the window (a key
-alone may use the whole process).
+"""The share of a process's time one account's requests may take while other accounts are
+asking too: each request's time in progress fills its account's bucket (every key of the
+account the same one), which drains at `percent` of real time; an account whose bucket
+holds more than that share of the window is answered 429 with Retry-After until it drains,
+unless no other account made a request within the window (an account alone may use the
+whole process).
 
 One process serves every account on one event loop and one pool: a key sending requests
 that each keep it busy for half a second, back to back, would otherwise leave every other
-account waiting behind them. Counted per API key (by its SHA-256) in this process's memory.
+account waiting behind them. Counted per account in this process's memory (the caller
+names the account: similar_sessions/auth.py).
 A bucket rather than `limits`: its windows refuse a cost that does not fit, and a request's
 cost is known only once it is answered."""
 

@@ -1,7 +1,8 @@
-"""One key's concurrent work is bounded (issue #30): the replay turns and content one request
-may read, the requests one key may have in progress, and the share of the process's time its
-requests may take while other keys ask too. Past a bound: 429 with Retry-After, or
-LIMIT_EXCEEDED before anything runs; other keys are not held back."""
+"""One account's concurrent work is bounded (issues #30, #37): the replay turns and content one
+request may read, the requests one account may have in progress (whatever its keys), and the
+share of the process's time its requests may take while another account's are in progress.
+Past a bound: 429 with Retry-After, or LIMIT_EXCEEDED before anything runs; other accounts are
+not held back."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ async def test_a_key_past_its_requests_in_progress_is_answered_429_and_others_ar
         before = refused("in_flight")
         third = await client.post("/graphql", json=VIEWER, headers=bearer(key))
         assert third.status_code == 429
+        assert "SIMILAR_SESSIONS_CONCURRENCY_LIMIT" in third.json()["detail"]
         assert third.headers["retry-after"] == "1"
         assert third.json()["error"] == "too_many_in_flight"
         assert third.json()["limit"] == 2
@@ -119,7 +121,7 @@ class Clock:
         return self.now
 
 
-async def test_a_key_past_its_share_of_the_process_waits_while_another_key_asks(
+async def test_an_account_past_its_share_of_the_process_waits_while_another_asks(
     engine: AsyncEngine,
 ) -> None:
     accounts = await two_accounts(engine)
@@ -133,20 +135,42 @@ async def test_a_key_past_its_share_of_the_process_waits_while_another_key_asks(
         ).status_code == 200
         release = asyncio.Event()
         slow = await held(client, key, release)
-        clock.now += 5  # the request is in progress for 5 s: twice the 2.5 s a key may take
+        clock.now += 5  # the request is in progress for 5 s: twice the 2.5 s it may take
         release.set()
         assert (await slow).status_code == 200
         waits = await client.post("/graphql", json=VIEWER, headers=bearer(key))
         assert waits.status_code == 429
         assert waits.json()["error"] == "over_time_share"
         assert waits.json()["limit"] == "25%"
+        assert "SIMILAR_SESSIONS_TIME_SHARE_PERCENT" in waits.json()["detail"]
         assert waits.headers["retry-after"] == "10"  # 2.5 s over, drained at 0.25 s a second
         assert (
             await client.post("/graphql", json=VIEWER, headers=bearer(other))
         ).status_code == 200
         clock.now += 10
         assert (await client.post("/graphql", json=VIEWER, headers=bearer(key))).status_code == 200
-    assert hash_key(key).hex() in app.state.time_share.buckets  # counted by hash, not the key
+    assert app.state.time_share.buckets  # counted by account, never by the key itself
+    assert hash_key(key).hex() not in app.state.time_share.buckets
+
+
+async def test_every_key_of_an_account_shares_its_requests_in_progress(
+    engine: AsyncEngine,
+) -> None:
+    world = World()
+    _, key = world.account("loud")
+    second = f"{key}-second"
+    world.lines[-1]["api_keys"].append({"key": second, "scopes": ["view_runtime_sessions"]})
+    await world.write(engine)
+    app = app_with(engine)  # the default: 2 in progress per account
+    async with client_of(app) as client:
+        release = asyncio.Event()
+        first, other_key = await held(client, key, release), await held(client, second, release)
+        third = await client.post("/graphql", json=VIEWER, headers=bearer(key))
+        fourth = await client.post("/graphql", json=VIEWER, headers=bearer(f"{key}-second"))
+        assert [third.status_code, fourth.status_code] == [429, 429]
+        assert third.json()["error"] == "too_many_in_flight"
+        release.set()
+        assert [r.status_code for r in await asyncio.gather(first, other_key)] == [200, 200]
 
 
 @pytest.mark.parametrize("settings", [{}, {"replay_turns": "500"}], ids=["default", "500"])
