@@ -48,7 +48,10 @@ from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
 from data.vector_slots import VectorSlot
 
-READ_IN_THREAD_AFTER = 50
+# Batches of more asks or comparisons than this are read and assembled in a worker thread
+# (resolvers/comparison/answer.py too): hundreds (the failure modes' pass) take a few hundred
+# milliseconds of Python, a page of 20 a few.
+THREADED_AFTER = 50
 
 
 async def look_up(
@@ -70,7 +73,7 @@ async def look_up(
 
     # Hundreds of asks (the failure modes' pass) are read in a worker thread: the event
     # loop serves other requests meanwhile.
-    return read() if len(asks) <= READ_IN_THREAD_AFTER else await asyncio.to_thread(read)
+    return read() if len(asks) <= THREADED_AFTER else await asyncio.to_thread(read)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.model_identity import ModelIdentity
-from data.model_indexes import vector_expression
+from data.model_indexes import comparable_predicate, vector_expression
 
 # pgvector's binary form of a vector: dimensions (int16), unused (int16), then big-endian
 # float4s.
@@ -45,17 +45,11 @@ class Vectors:
     vectors: np.ndarray
 
 
-def _unpack(blobs: Sequence[bytes], dimensions: int) -> np.ndarray:
-    out = np.empty((len(blobs), dimensions), dtype=np.float32)
-    for n, blob in enumerate(blobs):
-        out[n] = np.frombuffer(blob, dtype=">f4", offset=_HEADER_BYTES, count=dimensions)
-    return out
-
-
+# The chunks `c` a lookup of the pass may take: `{comparable}` (of one model, or of any), and
+# the filter's window, statuses, source types and start, as the comparison's candidates are.
 _ACCEPTED = (
     "JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id "
-    "WHERE c.account_id = :account_id AND c.redaction_state = 'clear' "
-    "AND c.embedding_state = 'embedded' {model} "
+    "WHERE c.account_id = :account_id AND {comparable} "
     "AND (CAST(:cutoff AS timestamptz) IS NULL OR c.occurred_at >= :cutoff) "
     "AND (CAST(:statuses AS text[]) IS NULL OR s.status = ANY(:statuses)) "
     "AND (CAST(:source_types AS text[]) IS NULL OR s.source_type = ANY(:source_types)) "
@@ -76,7 +70,9 @@ def _params(account_id: UUID, where: PoolFilter) -> dict[str, object]:
 async def pool_size(conn: AsyncConnection, account_id: UUID, where: PoolFilter, cap: int) -> int:
     """The account's comparable chunks (of any model) the filter accepts, counted up to
     `cap` + 1."""
-    accepted = _ACCEPTED.format(model="")
+    accepted = _ACCEPTED.format(
+        comparable="c.redaction_state = 'clear' AND c.embedding_state = 'embedded'"
+    )
     statement = (
         f"SELECT count(*) FROM (SELECT 1 FROM session_chunks c {accepted} LIMIT :cap + 1) AS x"
     )
@@ -89,7 +85,7 @@ async def pool_vectors(
 ) -> Vectors:
     """The account's comparable chunks of the model that the filter accepts, in id order."""
     vector = vector_expression(identity, "c")
-    accepted = _ACCEPTED.format(model=f"AND c.embedding_model = {identity.sql_literal()}")
+    accepted = _ACCEPTED.format(comparable=comparable_predicate(identity, "c"))
     # One row: the ids and sessions as arrays, the vectors as one bytea, all decoded by the
     # driver natively (thousands of rows would each become a Python row on the event loop).
     statement = (
@@ -115,18 +111,16 @@ async def chunk_vectors(
     """The vectors of these chunks of the model, in the order asked (zeros for one removed
     since the plan read it: a zero vector matches nothing)."""
     vector = vector_expression(identity, "c")
-    rows = (
-        await conn.execute(
-            sa.text(
-                f"SELECT c.id, vector_send({vector}) FROM session_chunks c "
-                "WHERE c.account_id = :account_id AND c.id = ANY(CAST(:ids AS uuid[]))"
-            ),
-            {"account_id": account_id, "ids": list(ids)},
-        )
-    ).all()
-    found = {r[0]: r[1] for r in rows}
+    # One row, the vectors back to back in the order asked, as the pool's are read.
+    statement = (
+        f"SELECT string_agg(coalesce(vector_send({vector}), :zero), ''::bytea ORDER BY x.n) "
+        "FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS x(id, n) "
+        "LEFT JOIN session_chunks c ON c.account_id = :account_id AND c.id = x.id"
+    )
     zero = bytes(_HEADER_BYTES + 4 * identity.dimensions)
-    return _unpack([found.get(i, zero) for i in ids], identity.dimensions)
+    params = {"account_id": account_id, "ids": list(ids), "zero": zero}
+    blob = (await conn.execute(sa.text(statement), params)).scalar_one()
+    return await asyncio.to_thread(_concatenated, blob or b"", identity.dimensions)
 
 
 async def exact_distances(

@@ -46,7 +46,6 @@ UNVERIFIED = "similar_approximate_unverified"
 # passages (a pass over 25k of them for 100 groups' representatives took well under a
 # second here); above it, through the lookup paths, whose cost does not grow with them.
 EARLIER_EXACT_MAX_CHUNKS = 50_000
-RELEASED_AT_ONCE = 25
 
 
 def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, SimilarArgs]:
@@ -110,7 +109,7 @@ async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
         timed_out = _timed_out(before.values())
         groups = [] if timed_out else rules.marked(groups, recurring)
     not_embedded = 0 if timed_out else len(near) - len(embedded)
-    grouped = Grouping(
+    return Grouping(
         pin=pin,
         window_start=window_start,
         bound=bound,
@@ -126,20 +125,6 @@ async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
         semantic=bool(embedded) and not timed_out,
         reasons=frozenset(_reasons(found, bound, [*near.values(), *before.values()], not_embedded)),
     )
-    del embedded
-    await released(near, before)
-    return grouped
-
-
-async def released(*compared: dict[UUID, SimilarResult]) -> None:
-    """Let go of the comparisons a few at a time, yielding between: hundreds of results
-    hold a hundred thousand objects, and freeing them at once holds the interpreter (the
-    event loop with it) for a tenth of a second or more."""
-    for results in compared:
-        while results:
-            for key in list(results)[:RELEASED_AT_ONCE]:
-                del results[key]
-            await asyncio.sleep(0)
 
 
 async def compare_window(

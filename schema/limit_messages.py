@@ -37,5 +37,11 @@ def named(error: GraphQLError) -> GraphQLError:
         )
     else:
         return error
+    return limit_exceeded(text, bound, error)
+
+
+def limit_exceeded(text: str, bound: str, error: GraphQLError | None = None) -> GraphQLError:
+    """A refusal before execution, counted by its bound (at the place of `error`, if any)."""
     REFUSED.labels(bound).inc()
-    return GraphQLError(text, nodes=error.nodes, extensions={"code": "LIMIT_EXCEEDED"})
+    nodes = None if error is None else error.nodes
+    return GraphQLError(text, nodes=nodes, extensions={"code": "LIMIT_EXCEEDED"})

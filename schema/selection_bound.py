@@ -17,13 +17,12 @@ from graphql import (
     DocumentNode,
     ExecutableDefinitionNode,
     FieldNode,
-    GraphQLError,
     InlineFragmentNode,
     SelectionSetNode,
 )
 from strawberry.extensions import ValidationCache
 
-from observability.metrics import REFUSED
+from schema.limit_messages import limit_exceeded
 
 # Selections (fields, fragment spreads, inline fragments) in one selection set; the
 # console's widest has 17.
@@ -89,8 +88,5 @@ class BoundedValidation(ValidationCache):
         if refusal is None:
             yield from super().on_validate()
             return
-        REFUSED.labels("selections").inc()
-        context.pre_execution_errors = [
-            GraphQLError(refusal, extensions={"code": "LIMIT_EXCEEDED"})
-        ]
+        context.pre_execution_errors = [limit_exceeded(refusal, "selections")]
         yield

@@ -14,6 +14,7 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison_details as details
+from data.comparison import THREADED_AFTER
 from data.comparison_details import ChunkDetail, PageDetails
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.results import (
@@ -28,10 +29,9 @@ from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts, ProbeKind, cali
 from resolvers.rules.degraded import Facts, degraded, reasons_for
 from resolvers.tuning import Tuning
 
-# Batches of more comparisons than this are assembled in a worker thread, this many at a
-# time: each step is short, and frees what it made before the next, so neither it nor its
-# garbage holds the interpreter (and the event loop) for long.
-THREADED_AFTER = 50
+# Large batches (data.comparison.THREADED_AFTER) are assembled in a worker thread, this many
+# comparisons at a time: each step is short, and frees what it made before the next, so
+# neither it nor its garbage holds the interpreter (and the event loop) for long.
 SLICE = 25
 
 T = TypeVar("T")
