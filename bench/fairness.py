@@ -1,63 +1,73 @@
-"""Fairness: one key sending the heaviest allowed queries at its rate limit, against another
-account's small requests and the server's memory (issue #30).
+"""Fairness: what one account's load does to another account, and whether a lone account is
+ever held back (issues #30, #37).
 
-    python -m bench.fairness [--seconds 20] [--rate 20] [--issue-query] [--env VAR=value]
+    python -m bench.fairness [--seconds 20] [--cases tokens,failure-modes,heaviest,lone]
+                             [--env VAR=value]
 
-Serves this checkout's app (`similar-sessions serve` in a process of its own, with the
-settings' defaults but for the `--env` given) on a database of its own (`fairness_demo`: the
-demo corpus and a second account, made once and reused) and measures three phases:
+Serves this checkout's app (`similar-sessions serve` in a process of its own: uvicorn, the
+settings' defaults but for `--env`) on the failure modes' 100k-chunk world (database
+fm_100k, made by bench/latency/failure_modes.py's corpus and reused): the loud account is
+its largest (25k passages, its newest 500 sessions failed) with six keys; the light client
+is the second largest account, asking similarSessions of one of its sessions every 0.5 s.
 
-- idle: the other account's `{ viewer { name } }`, one at a time, every 50 ms;
-- load: the same, while the demo key sends the heaviest query the bounds allow (its replay
-  turns on one page of 100 sessions, with their content, and 29 more aliases of 100
-  sessions), or with `--issue-query` the issue's (30 aliases of `runtimeSessions(first:
-  100) { nodes { replayPage(first: 500) { nodes { ordinal } } } }`), at `--rate` a second
-  (20: the default rate limit), each sent on time whether or not those before were answered;
-- after: the load stopped and the server left alone for `--settle` seconds.
+Each case measures the light client idle, then beside the load, then after a settle:
+- tokens: the issue's 962-token query (`{ viewer { name } ... x240 }`, a varying run of
+  spaces each time), from each of the six keys at 10 a second;
+- failure-modes: each of the six keys asking `failureModes(windowDays: 150)` two at a time;
+- heaviest: one key sending the heaviest query the bounds allow (the replay turns on a page
+  of 100 sessions and 29 more aliases of 100 sessions) at 20 a second;
+- lone: the light client asks once, then the loud account alone compares 12 sessions one
+  after another and asks one page of 20 with their similarSessions, over and over.
 
-Prints the other account's p50 / p95 in each phase and the ratio to idle, what the heavy
-key was answered (200, with the codes of its GraphQL errors, or the status and `error` of a
-refusal), and the server's RSS at start, at its peak and after. Loopback only."""
+Prints, per case: the light client's p50 / p95 idle and under load and their ratios, its
+refusals, what the loud account was answered, and the server's RSS before, at its peak and
+after. Writes bench/results/fairness.md. Loopback only."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import itertools
 import os
-import statistics
-import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
-import asyncpg
 import httpx
 
+from bench.common.paths import RESULTS
 from bench.common.serving import serve
+from bench.common.timing import p50, pct
+from bench.latency.database import prepare
+from bench.latency.failure_modes import DATABASE, corpus, mark_failed, other_session
 from config.settings import Settings
 from data.engine import make_engine
-from data.migrate import migrate
+from data.import_rows import add_api_keys
 from data.server import resolve_url
-from indexer import demo
-from indexer.commands import config_from, load_demo, registry_for
-from transfer.importing import import_lines
 
-ROOT = Path(__file__).resolve().parents[1]
 SERVER_LOG = Path("/tmp/bench-fairness-server.log")
-DATABASE = "fairness_demo"
-OTHER_ACCOUNT = uuid.uuid5(demo.DEMO_NAMESPACE, "fairness-other-account")
-OTHER_KEY = "sk-fairness-other-account"
+OUT = RESULTS / "fairness.md"
+FAILED = 500
+KEYS = 6
+LIGHT_EVERY_S = 0.5
 REPLAY = "replayPage(first: {first}) {{ nodes {{ {fields} }} }}"
-# The issue's query: 30 aliases, each 100 sessions with a page of 500 turns (1.5 M planned).
-ISSUE_PAGE = REPLAY.format(first=500, fields="ordinal")
-ISSUE = " ".join(
-    f"a{i}: runtimeSessions(first: 100) {{ nodes {{ {ISSUE_PAGE} }} }}" for i in range(30)
-)
+SIMILAR = """query($id: UUID!) { runtimeSession(id: $id) {
+  similarSessions(limit: 10) { degraded { reasons } results { runtimeSessionId similarity } } } }"""
+FAILURE_MODES = """{ failureModes(windowDays: 150, limit: 10) {
+  groupCount groups { size isNew representative { id } } } }"""
+PAGE = """{ runtimeSessions(first: 20) { nodes { id
+  similarSessions(limit: 10) { results { runtimeSessionId similarity } } } } }"""
+
+
+def tokens_query(spaces: int) -> str:
+    """The issue's query: 240 copies of `viewer { name }`, 962 tokens, a run of spaces that
+    varies (a parse cache does not see it again)."""
+    return "{ " + " ".join(["viewer { name }"] * 240) + " " * spaces + "}"
 
 
 def heaviest_allowed(turns: int) -> str:
@@ -69,52 +79,6 @@ def heaviest_allowed(turns: int) -> str:
         for i in range(29)
     )
     return f"{{ a: runtimeSessions(first: 100) {{ nodes {{ {replay} }} }} {pages} }}"
-
-
-LIGHT = "{ viewer { name } }"
-PROBE_INTERVAL_S = 0.05
-
-
-def with_database(url: str, database: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, ""))
-
-
-def libpq(url: str) -> str:
-    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
-
-
-async def prepared(server_url: str) -> str:
-    """The benchmark's database, made and loaded once: the demo corpus and another account."""
-    admin = await asyncpg.connect(libpq(with_database(server_url, "postgres")))
-    try:
-        exists = await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", DATABASE)
-        if not exists:
-            await admin.execute(f'CREATE DATABASE "{DATABASE}"')
-    finally:
-        await admin.close()
-    url = with_database(server_url, DATABASE)
-    engine = make_engine(url)
-    try:
-        await migrate(engine)
-        settings = Settings.from_env({})
-        if not exists:
-            await load_demo(engine, config_from(settings, progress=False), registry_for(settings))
-        account = {
-            "type": "account",
-            "id": str(OTHER_ACCOUNT),
-            "name": "the other account",
-            "api_keys": [{"key": OTHER_KEY, "scopes": ["view_runtime_sessions"]}],
-        }
-        async with engine.begin() as conn:
-            await import_lines(conn, "fairness", [json.dumps(account)])
-    finally:
-        await engine.dispose()
-    return url
-
-
-def start_server(url: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    return serve(url, env, log)
 
 
 @dataclass
@@ -137,22 +101,9 @@ class Memory:
             await asyncio.sleep(0.2)
 
 
-async def probe(client: httpx.AsyncClient, seconds: float) -> list[float]:
-    """The other account's small request, one at a time: its latencies in ms."""
-    latencies: list[float] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        started = time.perf_counter()
-        response = await client.post("/graphql", json={"query": LIGHT})
-        latencies.append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200:
-            latencies[-1] = float("inf")  # refused: counted as slower than anything answered
-        await asyncio.sleep(PROBE_INTERVAL_S)
-    return latencies
-
-
 def outcome(response: httpx.Response) -> str:
-    """What one heavy request was answered: its status and `error`, or its errors' codes."""
+    """What one request was answered: 200 (with its errors' codes), or a refusal's status
+    and `error`."""
     if response.status_code != 200:
         try:
             return f"{response.status_code} {response.json().get('error')}"
@@ -164,112 +115,250 @@ def outcome(response: httpx.Response) -> str:
     return "200 with " + ", ".join(f"{n} {code}" for code, n in sorted(codes.items(), key=str))
 
 
-async def heavy(client: httpx.AsyncClient, query: str, rate: float, seconds: float) -> Counter[str]:
-    """The query at `rate` per second, each sent on time: what they were answered."""
+@dataclass
+class Light:
+    """The light client: similarSessions of one of its sessions, one request every 0.5 s."""
+
+    client: httpx.AsyncClient
+    session: uuid.UUID
+    refused: int = 0
+
+    async def ask(self) -> float:
+        started = time.perf_counter()
+        response = await self.client.post(
+            "/graphql", json={"query": SIMILAR, "variables": {"id": str(self.session)}}
+        )
+        ms = (time.perf_counter() - started) * 1000
+        if response.status_code != 200 or response.json().get("errors"):
+            self.refused += 1
+        return ms
+
+    async def every(self, seconds: float) -> list[float]:
+        times: list[float] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            times.append(await self.ask())
+            await asyncio.sleep(max(0.0, LIGHT_EVERY_S - (time.monotonic() - started)))
+        return times
+
+
+Load = Callable[[list[httpx.AsyncClient], float, Counter[str]], Awaitable[None]]
+
+
+async def sent(client: httpx.AsyncClient, query: str, answered: Counter[str]) -> None:
+    try:
+        answered[outcome(await client.post("/graphql", json={"query": query}))] += 1
+    except httpx.TimeoutException:
+        answered["timeout"] += 1
+
+
+async def at_rate(
+    client: httpx.AsyncClient, queries: Callable[[int], str], rate: float, seconds: float
+) -> Counter[str]:
+    """Requests at `rate` a second, each sent on time whether or not those before were
+    answered."""
     answered: Counter[str] = Counter()
-
-    async def one() -> None:
-        try:
-            answered[outcome(await client.post("/graphql", json={"query": query}))] += 1
-        except httpx.TimeoutException:
-            answered["timeout"] += 1
-
     tasks = []
     started = time.monotonic()
     for n in range(int(rate * seconds)):
         await asyncio.sleep(max(0.0, started + n / rate - time.monotonic()))
-        tasks.append(asyncio.create_task(one()))
+        tasks.append(asyncio.create_task(sent(client, queries(n), answered)))
     await asyncio.gather(*tasks)
     return answered
 
 
-def summary(latencies: list[float]) -> tuple[float, float]:
-    """p50 and p95, in ms."""
-    ordered = sorted(latencies)
-    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+async def tokens(loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]) -> None:
+    for counts in await asyncio.gather(
+        *(at_rate(c, lambda n: tokens_query(n % 97), 10, seconds) for c in loud)
+    ):
+        answered.update(counts)
+
+
+async def looping(client: httpx.AsyncClient, query: str, seconds: float) -> Counter[str]:
+    answered: Counter[str] = Counter()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await sent(client, query, answered)
+    return answered
+
+
+async def failure_modes(
+    loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]
+) -> None:
+    two_each = [looping(c, FAILURE_MODES, seconds) for c in loud for _ in range(2)]
+    for counts in await asyncio.gather(*two_each):
+        answered.update(counts)
+
+
+def heaviest(turns: int) -> Load:
+    async def load(loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]) -> None:
+        answered.update(await at_rate(loud[0], lambda _: heaviest_allowed(turns), 20, seconds))
+
+    return load
+
+
+def lone(ids: list[uuid.UUID]) -> Load:
+    async def load(loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]) -> None:
+        deadline = time.monotonic() + seconds
+        for round_ in itertools.count():
+            if time.monotonic() >= deadline:
+                return
+            for n in range(12):
+                sid = ids[(12 * round_ + n) % len(ids)]
+                response = await loud[0].post(
+                    "/graphql", json={"query": SIMILAR, "variables": {"id": str(sid)}}
+                )
+                answered[outcome(response)] += 1
+            await sent(loud[0], PAGE, answered)
+
+    return load
 
 
 @dataclass(frozen=True)
 class Figures:
-    phases: dict[str, tuple[float, float]]  # the other account's p50, p95 by phase
-    answered: Counter[str]  # what the heavy key was answered
-    memory: tuple[float, float, float]  # server RSS at start, at its peak, after (MB)
+    case: str
+    idle: list[float]
+    load: list[float]
+    after: list[float]
+    light_refused: int
+    answered: Counter[str]
+    memory: tuple[float, float, float]  # server RSS before, at its peak, after (MB)
 
 
-async def measure(base: str, memory: Memory, args: argparse.Namespace) -> Figures:
+async def run_case(
+    name: str, load: Load, light: Light, loud: list[httpx.AsyncClient], memory: Memory, args: Any
+) -> Figures:
+    await light.every(1)  # warm
+    light.refused = 0
+    before = memory.sample()
+    idle = await light.every(args.seconds / 2)
+    memory.samples.clear()
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(memory.watch(stop))
+    answered: Counter[str] = Counter()
+    if name == "lone":
+        await light.ask()  # asked just before: nobody else asks while the loud account works
+        await load(loud, args.seconds, answered)
+        loaded: list[float] = []
+    else:
+        loaded, _ = await asyncio.gather(
+            light.every(args.seconds), load(loud, args.seconds, answered)
+        )
+    stop.set()
+    await watcher
+    peak = max(memory.samples)
+    await asyncio.sleep(args.settle)
+    after = await light.every(args.seconds / 2)
+    return Figures(
+        name, idle, loaded, after, light.refused, answered, (before, peak, memory.sample())
+    )
+
+
+async def prepared() -> tuple[str, list[str], tuple[str, uuid.UUID], list[uuid.UUID]]:
+    """The world (made once), the loud account's newest sessions failed and its six keys;
+    the light client's key and session, and the loud account's failed sessions."""
+    settings = Settings.from_env()
+    server = resolve_url(settings.database_url, settings.data_dir)
+    world, failures = corpus()
+    url, _ = await prepare(server, DATABASE, world, settings.exact_scan_max_chunks, False)
+    engine = make_engine(url)
+    try:
+        ids = await mark_failed(engine, failures, FAILED)
+        keys = [failures.key] + [f"{failures.key}-fairness-{n}" for n in range(1, KEYS)]
+        async with engine.begin() as conn:
+            await add_api_keys(conn, failures.id, [(k, ["view_runtime_sessions"]) for k in keys])
+        other = await other_session(engine, failures)
+    finally:
+        await engine.dispose()
+    return url, keys, other, ids
+
+
+def ratio(values: list[float], idle: list[float], q: float) -> str:
+    if not values:
+        return "-"
+    return f"{pct(values, q):.0f} ms ({pct(values, q) / pct(idle, q):.2f}x)"
+
+
+def report(rows: list[Figures], args: argparse.Namespace) -> str:
+    lines = [
+        "# Fairness: another account beside one account's load",
+        "",
+        f"`python -m bench.fairness --seconds {args.seconds:g}` "
+        f"({', '.join(f'`{e}`' for e in args.env) or 'default settings'}); "
+        "the light client asks similarSessions every 0.5 s.",
+        "",
+        "| case | light idle p50 / p95 | light under load p50 | p95 | light refused "
+        "| loud account answered | server RSS before / peak / after |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for f in rows:
+        answered = "; ".join(f"{k}: {n}" for k, n in sorted(f.answered.items()))
+        before, peak, after = f.memory
+        lines.append(
+            f"| {f.case} | {p50(f.idle):.0f} / {pct(f.idle, 95):.0f} ms "
+            f"| {ratio(f.load, f.idle, 50)} | {ratio(f.load, f.idle, 95)} "
+            f"| {f.light_refused} | {answered} "
+            f"| {before:.0f} / {peak:.0f} / {after:.0f} MB "
+            f"({100 * (after - before) / before:+.0f}%) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+async def measure(base: str, memory: Memory, args: argparse.Namespace, world: Any) -> list[Figures]:
+    _, keys, (other_key, other_session_id), ids = world
+    settings = Settings.from_env({**os.environ, **args.envs})
+    cases: dict[str, Load] = {
+        "tokens": tokens,
+        "failure-modes": failure_modes,
+        "heaviest": heaviest(settings.replay_turns),
+        "lone": lone(ids),
+    }
+
     def client(key: str) -> httpx.AsyncClient:
         return httpx.AsyncClient(
             base_url=base, headers={"authorization": f"Bearer {key}"}, timeout=120
         )
 
-    async with client(OTHER_KEY) as other, client(demo.DEMO_API_KEY) as loud:
-        await probe(other, 1)  # warm: connections, the query caches
-        start_mb = memory.sample()
-        idle = await probe(other, args.seconds / 2)
-        stop = asyncio.Event()
-        watcher = asyncio.create_task(memory.watch(stop))
-        loaded, answered = await asyncio.gather(
-            probe(other, args.seconds), heavy(loud, args.query, args.rate, args.seconds)
-        )
-        stop.set()
-        await watcher
-        await asyncio.sleep(args.settle)
-        after = await probe(other, args.seconds / 2)
-        end_mb = memory.sample()
-    phases = {"idle": summary(idle), "load": summary(loaded), "after": summary(after)}
-    return Figures(phases, answered, (start_mb, max(memory.samples), end_mb))
-
-
-def report(figures: Figures, args: argparse.Namespace) -> None:
-    kind = "the issue's query" if args.issue_query else "the heaviest allowed query"
-    print(
-        f"heavy key sending {kind} at {args.rate:g}/s for {args.seconds:g} s; "
-        "the other account every 50 ms"
-    )
-    idle_p50 = figures.phases["idle"][0]
-    for phase, (p50, p95) in figures.phases.items():
-        print(
-            f"  other account {phase:5s}: p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  "
-            f"p50 {p50 / idle_p50:5.2f}x idle"
-        )
-    answered = "; ".join(f"{k}: {n}" for k, n in sorted(figures.answered.items()))
-    print(f"  heavy key answered: {answered}")
-    start, peak, end = figures.memory
-    print(
-        f"  server RSS: start {start:.0f} MB, peak {peak:.0f} MB, after {end:.0f} MB "
-        f"({100 * (end - start) / start:+.0f}% of start)"
-    )
+    loud = [client(k) for k in keys]
+    rows = []
+    async with client(other_key) as other:
+        light = Light(other, other_session_id)
+        for name in args.cases:
+            rows.append(await run_case(name, cases[name], light, loud, memory, args))
+            print(report(rows[-1:], args).splitlines()[-1], file=sys.stderr)
+    for c in loud:
+        await c.aclose()
+    return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--seconds", type=float, default=20, help="length of the load phase")
-    parser.add_argument("--rate", type=float, default=20, help="heavy requests per second")
-    parser.add_argument("--settle", type=float, default=5, help="pause after the load")
+    parser.add_argument("--seconds", type=float, default=20, help="length of each load phase")
+    parser.add_argument("--settle", type=float, default=5, help="pause after each load")
+    parser.add_argument(
+        "--cases",
+        type=lambda s: s.split(","),
+        default=["tokens", "failure-modes", "heaviest", "lone"],
+    )
     parser.add_argument(
         "--env", action="append", default=[], help="VAR=value for the server (repeatable)"
     )
-    parser.add_argument(
-        "--issue-query",
-        action="store_true",
-        help="send the issue's query (refused whole) rather than the heaviest allowed",
-    )
     args = parser.parse_args()
-    env = dict(item.split("=", 1) for item in args.env)
-    settings = Settings.from_env({**os.environ, **env})
-    args.query = (
-        "{ " + ISSUE + " }" if args.issue_query else heaviest_allowed(settings.replay_turns)
-    )
-    url = asyncio.run(prepared(resolve_url(settings.database_url, settings.data_dir)))
-    proc, base = start_server(url, env, SERVER_LOG)
+    args.envs = dict(item.split("=", 1) for item in args.env)
+    world = asyncio.run(prepared())
+    proc, base = serve(world[0], args.envs, SERVER_LOG)
     try:
-        figures = asyncio.run(measure(base, Memory(proc.pid), args))
+        rows = asyncio.run(measure(base, Memory(proc.pid), args, world))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    report(figures, args)
+    text = report(rows, args)
+    print(text)
+    if not args.env:
+        OUT.write_text(text, encoding="utf-8")
     return 0
 
 

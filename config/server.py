@@ -131,21 +131,26 @@ class ServerSettings(BaseSettings):
         "requests per API key, per process (`limits` notation: `N/second`, `N/minute`, `N/hour`, "
         "several joined by `;`; `off`: none); past it, 429 with `Retry-After`",
     )
-    concurrency_limit: int = setting(
-        2,
-        "requests per account in progress at once (all its keys together), per process; past "
-        "it, 429 with `Retry-After` (`0`: no bound)",
-        ge=0,
+    account_rate_limit: str | None = setting(
+        "60/second;1800/minute",
+        "requests per account, all its keys together, per process (the same notation); past "
+        "it, 429 with `Retry-After`: the bound above its keys' rates",
+    )
+    seats: int = setting(
+        4,
+        "requests this process runs at once, in seats: the failure modes take 3, a search or "
+        "a page of sessions 2, anything else 1, and a request of more than one leaves one "
+        "free; past them, requests wait their turn in their account's queue, served fairly "
+        "across accounts by the work each has had (a lone account may use every seat)",
+        ge=1,
         le=10_000,
     )
-    time_share_percent: int = setting(
-        25,
-        "the share of a process's time one account's requests (all its keys together) may be "
-        "in progress while other accounts are asking too (their times summed, drained over "
-        "10 s: an account may take 2.5 s at once); past it, 429 with `Retry-After` until it "
-        "drains (`100`: no bound)",
+    account_queue: int = setting(
+        64,
+        "requests of one account that may wait for their turn, per process, all its keys "
+        "together; past it, 429 with `Retry-After`",
         ge=1,
-        le=100,
+        le=100_000,
     )
     replay_content_chars: int = setting(
         2_000_000,
@@ -176,7 +181,7 @@ class ServerSettings(BaseSettings):
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
-    @field_validator("rate_limit")
+    @field_validator("rate_limit", "account_rate_limit")
     @classmethod
     def _rates(cls, value: str | None) -> str | None:
         if value is None or value.strip().lower() in {"", "off", "none", "0"}:

@@ -38,9 +38,9 @@ UNAVAILABLE = Counter(
 )
 REFUSED = Counter(
     "similar_sessions_refused_requests",
-    "requests refused by a bound on one key's work, by bound (rate_limit, in_flight, "
-    "time_share: answered 429; replay_turns, selections: a GraphQL query refused before it "
-    "ran)",
+    "requests refused by a bound on one key's or one account's work, by bound (rate_limit, "
+    "account_rate_limit, account_queue: answered 429; replay_turns, selections, tokens, "
+    "aliases, depth: a GraphQL query refused before it ran)",
     ["bound"],
 )
 STATEMENT_TIMEOUTS = Counter(

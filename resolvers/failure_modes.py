@@ -75,7 +75,7 @@ async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]
     """The question's grouping, and whether it was grouped again because the account's data
     changed since the pin the request named (a request naming none asks a new question)."""
     account_id = context.principal.account_id
-    async with context.services.engine.connect() as conn:
+    async with context.services.read() as conn:
         watermark = await account_watermark(conn, account_id)
     pin = args.pin
     regrouped = pin is not None and pin.watermark != watermark
@@ -168,7 +168,7 @@ async def _earlier(
     window hold at most EARLIER_EXACT_MAX_CHUNKS passages; through the request's
     similarSessions DataLoader (its lookup paths) when they hold more."""
     where = PoolFilter(None, None, None, earlier.started_before)
-    async with context.services.engine.connect() as conn:
+    async with context.services.read() as conn:
         size = await pool_size(conn, context.principal.account_id, where, EARLIER_EXACT_MAX_CHUNKS)
 
     async def compared(ids: Sequence[UUID]) -> dict[UUID, SimilarResult]:
@@ -238,7 +238,7 @@ async def _window(
     context: Context, args: FailureArgs, window_start: datetime, bound: int
 ) -> InWindow:
     """The window's sessions (the newest `bound`)."""
-    async with context.services.engine.connect() as conn:
+    async with context.services.read() as conn:
         return await sessions_in_window(
             conn,
             context.principal.account_id,

@@ -49,7 +49,7 @@ class Loaders:
 
 def session_loader(services: Services, account_id: UUID) -> DataLoader[UUID, SessionRow | None]:
     async def load(ids: Sequence[UUID]) -> list[SessionRow | None]:
-        async with services.engine.connect() as conn:
+        async with services.read() as conn:
             rows = await sessions_by_id(conn, account_id, ids)
         return [rows.get(i) for i in ids]
 
@@ -63,7 +63,7 @@ def replay_loader(
     which reads no more content than the request's budget has left unread."""
 
     async def load(keys: Sequence[ReplayPageKey]) -> list[list[ReplayTurn]]:
-        async with services.engine.connect() as conn:
+        async with services.read() as conn:
             pages = await replay_pages(conn, account_id, keys, content.unread)
         content.read(sum(len(turn.content) for page in pages for turn in page))
         return pages
@@ -150,7 +150,7 @@ def passage_loader(
     async def load(keys: Sequence[PassageKey]) -> list[ChunkDetail | None]:
         ids = sorted({chunk for chunk, _ in keys})
         texts = sorted({chunk for chunk, text in keys if text})
-        async with services.engine.connect() as conn:
+        async with services.read() as conn:
             shown = await show(conn, account_id, ids, texts, [], [], SIMILAR_PREVIEW_CHARS)
         return [shown.chunks.get(chunk) for chunk, _ in keys]
 

@@ -106,7 +106,7 @@ async def session_page(
     account_id = context.principal.account_id
     position = None if after is None else context.cursors.open_sessions(after, account_id)
     searched = session_search(search)
-    async with context.services.engine.connect() as conn:
+    async with context.services.read() as conn:
         rows = await recent_sessions(conn, account_id, first, position, searched)
     for row in rows[:first]:
         context.loaders.sessions.prime(row.id, row)

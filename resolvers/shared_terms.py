@@ -37,7 +37,7 @@ async def terms_for(services: Services, account_id: UUID, keys: Sequence[TermsKe
     if fit is None:
         return [Terms((), None) for _ in keys]
     ids = {side for key in keys for side in key if isinstance(side, UUID)}
-    async with services.engine.connect() as conn:
+    async with services.read() as conn:
         read = await clear_texts(conn, account_id, sorted(ids))
     texts: dict[UUID | str, str] = dict(read.items())
     # Tokenising is CPU work: off the event loop.

@@ -23,6 +23,7 @@ from resolvers.failure_results import (
     FailureModesResult,
     MemberPageResult,
 )
+from resolvers.turns import TakesTurn
 from schema.arguments import FAILURE_NAMES, with_failure_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
@@ -115,8 +116,9 @@ class FailureGroup:
         )
 
     @strawberry.field(
+        extensions=[TakesTurn()],
         description="Its members, newest first: at most `first` (1 to 100) after the member "
-        "cursor `after` (BAD_USER_INPUT otherwise)."
+        "cursor `after` (BAD_USER_INPUT otherwise).",
     )
     async def members(
         self, info: strawberry.Info[Context, None], first: int = 10, after: str | None = None
@@ -191,13 +193,14 @@ def _texts_selected(info: strawberry.Info[Context, None]) -> tuple[bool, bool]:
 @strawberry.type
 class FailureQuery:
     @strawberry.field(
+        extensions=[TakesTurn()],
         description="Which failures recur and which are new: the account's sessions of these "
         "statuses that started in the last `windowDays` days (the newest "
         "SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS of them), compared with each other as "
         "similarSessions compares them and grouped by average linkage at the related cut "
         "point; new groups first, then by size. Null, with an "
         "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: it takes a request's whole "
-        "comparison budget)."
+        "comparison budget).",
     )
     @with_failure_arguments
     async def failure_modes(

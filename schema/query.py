@@ -20,6 +20,7 @@ from strawberry.types import ExecutionContext
 
 from resolvers.context import Context
 from resolvers.sessions import session_page
+from resolvers.turns import TakesTurn
 from schema.errors import MapErrors, is_unexpected
 from schema.failure_modes import FailureQuery
 from schema.search import SearchQuery
@@ -83,8 +84,9 @@ class Query(FailureQuery, SearchQuery):
         return None if row is None else RuntimeSession.of(row)
 
     @strawberry.field(
+        extensions=[TakesTurn()],
         description="The account's sessions, newest first; with `search`, only those whose id "
-        "is a word of it, or whose title or source id contains it (case-insensitive)."
+        "is a word of it, or whose title or source id contains it (case-insensitive).",
     )
     async def runtime_sessions(
         self,

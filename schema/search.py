@@ -9,6 +9,7 @@ import strawberry
 from resolvers.comparison.search import checked_text
 from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
+from resolvers.turns import TakesTurn
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.selection import selects_passage_text, selects_shared_terms
@@ -19,11 +20,12 @@ from schema.similar import SessionSearch
 @strawberry.type
 class SearchQuery:
     @strawberry.field(
+        extensions=[TakesTurn()],
         description="The account's sessions with passages most like the text (an error, a "
         "failure described in words): its words ranked by BM25 (the lexical leg) and, when "
         "the account has a dense model, its meaning by that model (the dense leg), the two "
         "rankings fused by reciprocal rank. Null, with an error, when refused "
-        "(BAD_USER_INPUT, or LIMIT_EXCEEDED)."
+        "(BAD_USER_INPUT, or LIMIT_EXCEEDED).",
     )
     @with_ranked_arguments
     async def search_sessions(

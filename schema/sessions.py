@@ -12,6 +12,7 @@ from data.sessions import ReplayTurn, SessionRow
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions
+from resolvers.turns import TakesTurn
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
@@ -93,7 +94,9 @@ class RuntimeSession:
     def of(cls, row: SessionRow) -> RuntimeSession:
         return from_result(cls, row)
 
-    @strawberry.field(description=f"The session's activity, in order. {_REPLAY_PAGING}")
+    @strawberry.field(
+        extensions=[TakesTurn()], description=f"The session's activity, in order. {_REPLAY_PAGING}"
+    )
     async def replay(
         self,
         info: strawberry.Info[Context, None],
@@ -104,7 +107,8 @@ class RuntimeSession:
         return [ReplayEntry.of(row) for row in rows]
 
     @strawberry.field(
-        description=f"The replay as pages that say whether more follow. {_REPLAY_PAGING}"
+        extensions=[TakesTurn()],
+        description=f"The replay as pages that say whether more follow. {_REPLAY_PAGING}",
     )
     async def replay_page(
         self,
@@ -122,7 +126,7 @@ class RuntimeSession:
     @strawberry.field(
         description="Other sessions of this account that went the same way; null, with an "
         "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: more comparisons than one "
-        "request may ask for, counted from the query before any runs)."
+        "request may ask for, counted from the query before any runs).",
     )
     @with_ranked_arguments
     async def similar_sessions(

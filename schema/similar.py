@@ -30,6 +30,7 @@ from resolvers.context import Context
 from resolvers.rules import degraded as resolved
 from resolvers.rules import ranking
 from resolvers.sessions import similar_timeline
+from resolvers.turns import TakesTurn
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
 from schema.reasons import DegradedReason, ReasonCode
@@ -334,8 +335,9 @@ class SimilarSessions(RankedAnswer):
     args: strawberry.Private[SimilarArgs]
 
     @strawberry.field(
+        extensions=[TakesTurn()],
         description="How often this has happened, counted by bucket; null, with an error, "
-        "when refused (LIMIT_EXCEEDED: it counts as a comparison of the request's budget)."
+        "when refused (LIMIT_EXCEEDED: it counts as a comparison of the request's budget).",
     )
     async def timeline(
         self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK

@@ -39,13 +39,12 @@ from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
 from similar_sessions.errors import EXCEPTION_HANDLERS, RETRY_AFTER_S
+from similar_sessions.fair_queue import FairQueue
 from similar_sessions.graphql_app import GraphQLApp
 from similar_sessions.http_metrics import HttpMetrics
-from similar_sessions.in_flight import InFlight
 from similar_sessions.rate_limit import RateLimits
 from similar_sessions.request_id import RequestId
 from similar_sessions.rest import failure_modes_route, search_route, similar_route
-from similar_sessions.time_share import TimeShare
 
 
 async def healthz(request: Request) -> Response:
@@ -187,8 +186,8 @@ def create_app(
     app.add_middleware(RequestId)  # outermost: its id is bound before any span starts
     app.state.settings = settings
     app.state.rate_limits = RateLimits(settings.rate_limit)
-    app.state.in_flight = InFlight(settings.concurrency_limit)
-    app.state.time_share = TimeShare(settings.time_share_percent)
+    app.state.account_rates = RateLimits(settings.account_rate_limit)
+    app.state.fair_queue = FairQueue(settings.seats, settings.account_queue)
     if engine is not None:
         app.state.services = services_of(settings, engine, comparison_engine)
         if tracing is not None:

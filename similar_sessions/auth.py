@@ -1,6 +1,7 @@
 """API keys at the edge: `Authorization: Bearer <key>` turned into a Principal for every API
-request, or answered 401/403 (503 when the database cannot say, 429 past the key's rate or
-its requests in progress)."""
+request, or answered 401/403 (503 when the database cannot say, 429 past the key's or the
+account's rate, or with the account's queue full); an admitted request then waits its turn
+among the accounts (similar_sessions/fair_queue.py)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,17 @@ from limits import RateLimitItem
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.accounts import Principal, hash_key, principal_for_key
 from data.errors import Unavailable
 from observability.metrics import REFUSED
 from similar_sessions.errors import error, unavailable
+from similar_sessions.fair_queue import FairQueue, QueueFull, seats_for
 from similar_sessions.graphql_app import is_graphiql_page
-from similar_sessions.in_flight import InFlight
 from similar_sessions.rate_limit import describe
-from similar_sessions.time_share import TimeShare
 
 REQUIRED_SCOPE = "view_runtime_sessions"
-IN_FLIGHT_RETRY_AFTER_S = "1"  # the least Retry-After says; a slot frees when a request ends
 
 
 class Unauthorized(Exception):
@@ -86,66 +85,93 @@ class AuthMiddleware:
         await response(scope, receive, send)
 
     async def admitted(self, connection: HTTPConnection, receive: Receive, send: Send) -> None:
-        """The request served if its account has a slot free and time to spare, and its key
-        is within its rate (the guard against one key's abuse), its time in progress then
-        charged to the account; else 429 saying which bound (a request refused for want of a
-        slot or of time is not counted towards the rate)."""
+        """The request served in its account's turn, holding the seats it costs, if its key and
+        its account are within their rates; else 429 saying which bound: a rate, or the
+        account's queue full (a request refused for a rate is not counted towards the other)."""
         key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key
         principal: Principal = connection.scope["state"]["principal"]
-        account = str(principal.account_id)  # every key of an account shares its bounds
+        account = str(principal.account_id)  # every key of an account is one flow
         state = connection.app.state
-        in_flight: InFlight = state.in_flight
-        time_share: TimeShare = state.time_share
-        with in_flight.slot(account) as held:
-            if not held:
-                bound, response = "in_flight", too_many_in_flight(in_flight.limit)
-            elif (wait_s := time_share.retry_after(account)) is not None:
-                bound, response = "time_share", over_time_share(time_share.percent, wait_s)
-            elif (refused := await state.rate_limits.admit(key_id)) is not None:
-                bound, response = "rate_limit", rate_limited(*refused)
-            else:
-                with time_share.timed(account):
-                    await self.app(connection.scope, receive, send)
+        scope = connection.scope
+        if (refused := await state.rate_limits.admit(key_id)) is not None:
+            bound, response = "rate_limit", rate_limited("key", *refused)
+        elif (refused := await state.account_rates.admit(account)) is not None:
+            bound, response = "account_rate_limit", rate_limited("account", *refused)
+        else:
+            body, replayed = await buffered(receive)
+            fair: FairQueue = state.fair_queue
+            try:
+                async with fair.seated(account, seats_for(scope["path"], body, query(scope))):
+                    await self.app(scope, replayed, send)
                 return
+            except QueueFull as full:
+                bound, response = "account_queue", queue_full(full, fair.queue_length)
         REFUSED.labels(bound).inc()
-        await response(connection.scope, receive, send)
+        await response(scope, receive, send)
 
 
-def too_many_in_flight(limit: int) -> Response:
-    """429 naming how many requests of one key may be in progress, with Retry-After."""
+def query(scope: Scope) -> bytes:
+    query_string: bytes = scope.get("query_string", b"")
+    return query_string
+
+
+async def buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request's body, read whole (BodySizeLimit bounds it), and a receive that gives it
+    to the app again, then whatever comes after (a disconnect)."""
+    parts: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"", replaying(message, receive)
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(parts)
+    return body, replaying({"type": "http.request", "body": body, "more_body": False}, receive)
+
+
+def replaying(first: Message, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return first
+        return await receive()
+
+    return replay
+
+
+def queue_full(full: QueueFull, limit: int) -> Response:
+    """429 naming the account's queue and its setting, with Retry-After."""
     response = error(
         429,
-        "too_many_in_flight",
-        f"this account has {limit} requests in progress (per process; "
-        "SIMILAR_SESSIONS_CONCURRENCY_LIMIT); retry once one is answered",
+        "account_queue_full",
+        f"this account has {full.waiting} requests waiting for their turn (per process; at "
+        f"most {limit}, SIMILAR_SESSIONS_ACCOUNT_QUEUE); retry in {full.retry_after_s} s",
         limit=limit,
     )
-    response.headers["Retry-After"] = IN_FLIGHT_RETRY_AFTER_S
+    response.headers["Retry-After"] = str(full.retry_after_s)
     return response
 
 
-def over_time_share(percent: int, retry_after_s: int) -> Response:
-    """429 naming the share of the process's time the key went past, with Retry-After."""
-    response = error(
-        429,
-        "over_time_share",
-        f"this account's requests took more than {percent}% of this process's time while "
-        f"others asked (per process; SIMILAR_SESSIONS_TIME_SHARE_PERCENT); retry in "
-        f"{retry_after_s} s",
-        limit=f"{percent}%",
-    )
-    response.headers["Retry-After"] = str(retry_after_s)
-    return response
+RATE_SETTINGS = {
+    "key": "SIMILAR_SESSIONS_RATE_LIMIT",
+    "account": "SIMILAR_SESSIONS_ACCOUNT_RATE_LIMIT",
+}
 
 
-def rate_limited(rate: RateLimitItem, retry_after_s: int) -> Response:
-    """429 naming the rate the key went past, with Retry-After."""
+def rate_limited(whose: str, rate: RateLimitItem, retry_after_s: int) -> Response:
+    """429 naming the rate the key or its account went past and its setting, with
+    Retry-After."""
     limit = describe(rate)
+    subject = "this API key" if whose == "key" else "this account's keys together"
     response = error(
         429,
         "rate_limited",
-        f"this API key made more than {limit} requests (per process; "
-        f"SIMILAR_SESSIONS_RATE_LIMIT); retry in {retry_after_s} s",
+        f"{subject} made more than {limit} requests (per process; {RATE_SETTINGS[whose]}); "
+        f"retry in {retry_after_s} s",
         limit=limit,
     )
     response.headers["Retry-After"] = str(retry_after_s)

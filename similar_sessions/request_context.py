@@ -7,6 +7,7 @@ from starlette.requests import HTTPConnection
 from data.secrets import deployment_secret
 from resolvers.context import ContentBudget, Context
 from resolvers.cursors import Cursors
+from resolvers.services import share_reads
 
 
 async def cursors(connection: HTTPConnection) -> Cursors:
@@ -20,7 +21,9 @@ async def cursors(connection: HTTPConnection) -> Cursors:
 
 
 async def request_context(connection: HTTPConnection) -> Context:
+    """The request's context; its reads share the request's few connections from here on."""
     state = connection.app.state
+    share_reads()
     return Context.of(
         state.services,
         connection.state.principal,

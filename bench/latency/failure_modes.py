@@ -225,8 +225,6 @@ async def run(args: argparse.Namespace) -> None:
         tuned = settings.model_copy(
             update={
                 "rate_limit": None,
-                "concurrency_limit": 0,
-                "time_share_percent": 100,
                 "failure_modes_sessions": max(args.sizes),
                 "database_url": url,
             }

@@ -86,7 +86,7 @@ async def _plan(services: Services, account_id: UUID, text: str, args: SimilarAr
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     asked = {"similar_window_applied"} if args.window_days is not None else set()
     asked |= {"similar_filter_applied"} if args.filtered else set()
-    async with services.engine.connect() as conn:
+    async with services.read() as conn:
         setting = await embedding_setting(conn, account_id)
     ask = Ask(0, NO_SESSION, cutoff, args.statuses, args.source_types)
     words = Text(account_id, text, ask, None)

@@ -1,28 +1,29 @@
 """One account's concurrent work is bounded (issues #30, #37): the replay turns and content one
-request may read, the requests one account may have in progress (whatever its keys), and the
-share of the process's time its requests may take while another account's are in progress.
-Past a bound: 429 with Retry-After, or LIMIT_EXCEEDED before anything runs; other accounts are
-not held back."""
+request may read, the connections it reads over, its account's rate and queue (whatever its
+keys). Past a bound: 429 with Retry-After, or LIMIT_EXCEEDED before anything runs; other
+accounts are not held back, and a lone account is never refused for want of a turn."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import httpx
 import pytest
 from prometheus_client import REGISTRY
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 
 from config.settings import Settings
 from data import sessions as sessions_sql
-from data.accounts import hash_key
 from resolvers import loaders
+from resolvers.services import READS_PER_REQUEST
 from similar_sessions.app import create_app
-from similar_sessions.time_share import TimeShare
+from similar_sessions.fair_queue import FairQueue
 from tests.support.comparisons import bearer, counted_statements, graphql
 from tests.support.world import World
 
@@ -68,109 +69,143 @@ async def two_accounts(engine: AsyncEngine, turns: int = 3, sessions: int = 1) -
     return {"key": key, "other": other_key, "sessions": ids}
 
 
-async def held(
-    client: httpx.AsyncClient, key: str, release: asyncio.Event
-) -> asyncio.Task[httpx.Response]:
-    """A request in progress, its body unfinished until `release` is set: returned once the
-    app has asked for the rest of the body."""
-    reading = asyncio.Event()
-
-    async def body() -> AsyncIterator[bytes]:
-        yield b'{"query": "{ viewer { name } }"'
-        reading.set()
-        await release.wait()
-        yield b"}"
-
-    headers = {**bearer(key), "content-type": "application/json"}
-    task = asyncio.create_task(client.post("/graphql", content=body(), headers=headers))
-    await asyncio.wait([task, asyncio.create_task(reading.wait())], return_when="FIRST_COMPLETED")
-    assert not task.done(), "answered before its body was read"
-    return task
-
-
-async def test_a_key_past_its_requests_in_progress_is_answered_429_and_others_are_not(
-    engine: AsyncEngine,
-) -> None:
-    accounts = await two_accounts(engine)
-    key, other = accounts["key"], accounts["other"]
-    app = app_with(engine)  # the default: 2 in progress per key
-    async with client_of(app) as client:
-        release = asyncio.Event()
-        first, second = await held(client, key, release), await held(client, key, release)
-        before = refused("in_flight")
-        third = await client.post("/graphql", json=VIEWER, headers=bearer(key))
-        assert third.status_code == 429
-        assert "SIMILAR_SESSIONS_CONCURRENCY_LIMIT" in third.json()["detail"]
-        assert third.headers["retry-after"] == "1"
-        assert third.json()["error"] == "too_many_in_flight"
-        assert third.json()["limit"] == 2
-        assert refused("in_flight") == before + 1
-        elsewhere = await client.post("/graphql", json=VIEWER, headers=bearer(other))
-        assert elsewhere.status_code == 200 and elsewhere.json()["data"]["viewer"]["name"]
-        release.set()
-        assert [r.status_code for r in await asyncio.gather(first, second)] == [200, 200]
-        again = await client.post("/graphql", json=VIEWER, headers=bearer(key))
-        assert again.status_code == 200
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def test_an_account_past_its_share_of_the_process_waits_while_another_asks(
-    engine: AsyncEngine,
-) -> None:
-    accounts = await two_accounts(engine)
-    key, other = accounts["key"], accounts["other"]
-    app = app_with(engine, time_share_percent="25")
-    clock = Clock()
-    app.state.time_share = TimeShare(25, clock=clock)
-    async with client_of(app) as client:
-        assert (
-            await client.post("/graphql", json=VIEWER, headers=bearer(other))
-        ).status_code == 200
-        release = asyncio.Event()
-        slow = await held(client, key, release)
-        clock.now += 5  # the request is in progress for 5 s: twice the 2.5 s it may take
-        release.set()
-        assert (await slow).status_code == 200
-        waits = await client.post("/graphql", json=VIEWER, headers=bearer(key))
-        assert waits.status_code == 429
-        assert waits.json()["error"] == "over_time_share"
-        assert waits.json()["limit"] == "25%"
-        assert "SIMILAR_SESSIONS_TIME_SHARE_PERCENT" in waits.json()["detail"]
-        assert waits.headers["retry-after"] == "10"  # 2.5 s over, drained at 0.25 s a second
-        assert (
-            await client.post("/graphql", json=VIEWER, headers=bearer(other))
-        ).status_code == 200
-        clock.now += 10
-        assert (await client.post("/graphql", json=VIEWER, headers=bearer(key))).status_code == 200
-    assert app.state.time_share.buckets  # counted by account, never by the key itself
-    assert hash_key(key).hex() not in app.state.time_share.buckets
-
-
-async def test_every_key_of_an_account_shares_its_requests_in_progress(
-    engine: AsyncEngine,
-) -> None:
+async def one_account_two_keys(engine: AsyncEngine) -> dict[str, Any]:
+    """An account with two keys and a few sessions, and another account."""
     world = World()
-    _, key = world.account("loud")
+    account, key = world.account("loud")
     second = f"{key}-second"
     world.lines[-1]["api_keys"].append({"key": second, "scopes": ["view_runtime_sessions"]})
+    for s in range(3):
+        sid = world.session(account, f"session {s}", day=s)
+        world.activity(sid, 0, f"turn {s}")
+    other_id, other_key = world.account("quiet")
     await world.write(engine)
-    app = app_with(engine)  # the default: 2 in progress per account
+    return {"account": account, "keys": (key, second), "other": other_key, "other_id": other_id}
+
+
+async def waiting_in(fair: FairQueue, account: str, count: int) -> None:
+    for _ in range(200):
+        flow = fair.flows.get(account)
+        if flow is not None and len(flow.waiting) == count:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"{count} requests of {account} never waited")
+
+
+async def test_keys_of_one_account_share_one_queue_and_only_a_full_one_refuses(
+    engine: AsyncEngine,
+) -> None:
+    found = await one_account_two_keys(engine)
+    first_key, second_key = found["keys"]
+    app = app_with(engine, seats="1", account_queue="2")
     async with client_of(app) as client:
-        release = asyncio.Event()
-        first, other_key = await held(client, key, release), await held(client, second, release)
-        third = await client.post("/graphql", json=VIEWER, headers=bearer(key))
-        fourth = await client.post("/graphql", json=VIEWER, headers=bearer(f"{key}-second"))
-        assert [third.status_code, fourth.status_code] == [429, 429]
-        assert third.json()["error"] == "too_many_in_flight"
+        fair: FairQueue = app.state.fair_queue
+        release, holding = asyncio.Event(), asyncio.Event()
+
+        async def occupy() -> None:  # work of a third account holds the only seat
+            async with fair.seated("third", 1):
+                holding.set()
+                await release.wait()
+
+        busy = asyncio.create_task(occupy())
+        await holding.wait()
+        post = partial(client.post, "/graphql", json=VIEWER)
+        waiting = [asyncio.create_task(post(headers=bearer(k))) for k in (first_key, second_key)]
+        await waiting_in(fair, found["account"], 2)
+        before = refused("account_queue")
+        third = await post(headers=bearer(first_key))  # either key: one queue, now full
+        assert third.status_code == 429, third.text
+        assert third.json()["error"] == "account_queue_full"
+        assert third.json()["limit"] == 2
+        assert "SIMILAR_SESSIONS_ACCOUNT_QUEUE" in third.json()["detail"]
+        assert third.headers["retry-after"] == "1"
+        assert refused("account_queue") == before + 1
+        elsewhere = asyncio.create_task(post(headers=bearer(found["other"])))  # its own queue
+        await waiting_in(fair, found["other_id"], 1)
         release.set()
-        assert [r.status_code for r in await asyncio.gather(first, other_key)] == [200, 200]
+        await busy
+        answers = await asyncio.gather(*waiting, elsewhere)
+        assert [a.status_code for a in answers] == [200, 200, 200]
+        assert fair.free == 1 and fair.flows == {}
+
+
+async def test_the_account_rate_bounds_its_keys_together_above_each_key_rate(
+    engine: AsyncEngine,
+) -> None:
+    found = await one_account_two_keys(engine)
+    first_key, second_key = found["keys"]
+    app = app_with(engine, rate_limit="2/minute", account_rate_limit="3/minute")
+    async with client_of(app) as client:
+        post = partial(client.post, "/graphql", json=VIEWER)
+        answers = [await post(headers=bearer(k)) for k in (first_key, second_key, first_key)]
+        assert [a.status_code for a in answers] == [200, 200, 200]
+        before = refused("account_rate_limit")
+        over = await post(headers=bearer(second_key))  # its second: the key is within 2
+        assert over.status_code == 429
+        assert over.json()["error"] == "rate_limited" and over.json()["limit"] == "3/minute"
+        assert "SIMILAR_SESSIONS_ACCOUNT_RATE_LIMIT" in over.json()["detail"]
+        assert int(over.headers["retry-after"]) >= 1
+        assert refused("account_rate_limit") == before + 1
+        key_over = await post(headers=bearer(first_key))  # its third: the key's own rate
+        assert "SIMILAR_SESSIONS_RATE_LIMIT" in key_over.json()["detail"]
+        assert (await post(headers=bearer(found["other"]))).status_code == 200
+
+
+LONE_WORK = (
+    "{ failureModes(windowDays: 30) { groupCount } }",
+    "{ runtimeSessions(first: 20) { nodes { id } } }",
+    '{ searchSessions(text: "turn") { results { score } } }',
+    "{ viewer { name } }",
+)
+
+
+async def test_a_lone_account_is_never_refused_whatever_its_work_costs(
+    engine: AsyncEngine,
+) -> None:
+    found = await one_account_two_keys(engine)
+    app = app_with(engine, seats="2", account_queue="4")  # 4 at once: 1 running, 3 waiting
+    async with client_of(app) as client:
+        before = refused("account_queue")
+        for _ in range(3):
+            answers = await asyncio.gather(
+                *(
+                    client.post("/graphql", json={"query": q}, headers=bearer(found["keys"][n % 2]))
+                    for n, q in enumerate(LONE_WORK)
+                )
+            )
+            assert [a.status_code for a in answers] == [200] * 4
+            assert all("errors" not in a.json() for a in answers), [a.json() for a in answers]
+        assert refused("account_queue") == before
+        assert app.state.fair_queue.flows == {}
+
+
+async def test_a_request_reads_over_a_few_connections_however_many_fields_it_asks(
+    engine: AsyncEngine,
+) -> None:
+    found = await one_account_two_keys(engine)
+    pages = " ".join(f"p{i}: runtimeSessions(first: 3) {{ nodes {{ id }} }}" for i in range(12))
+    held, most = 0, 0
+
+    def checkout(*_: Any) -> None:
+        nonlocal held, most
+        held += 1
+        most = max(most, held)
+
+    def checkin(*_: Any) -> None:
+        nonlocal held
+        held -= 1
+
+    event.listen(engine.sync_engine.pool, "checkout", checkout)
+    event.listen(engine.sync_engine.pool, "checkin", checkin)
+    try:
+        async with client_of(app_with(engine, rate_limit="off")) as client:
+            most = 0
+            body = await graphql(client, found["keys"][0], "{ " + pages + " }")
+    finally:
+        event.remove(engine.sync_engine.pool, "checkout", checkout)
+        event.remove(engine.sync_engine.pool, "checkin", checkin)
+    assert all(len(body["data"][f"p{i}"]["nodes"]) == 3 for i in range(12))
+    assert 1 <= most <= READS_PER_REQUEST
 
 
 @pytest.mark.parametrize("settings", [{}, {"replay_turns": "500"}], ids=["default", "500"])
