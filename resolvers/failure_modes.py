@@ -79,9 +79,16 @@ async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]
         watermark = await account_watermark(conn, account_id)
     pin = args.pin
     regrouped = pin is not None and pin.watermark != watermark
-    if pin is None or regrouped:
+    binding = json.dumps(args.members_binding(account_id))
+    if regrouped:
         pin = Pin(datetime.now(UTC), watermark)
-    key = (json.dumps(args.members_binding(account_id)), pin)
+    elif pin is None:
+        made = context.services.groupings.recent(
+            (binding, watermark), lambda: Pin(datetime.now(UTC), watermark)
+        )
+        assert isinstance(made, Pin)
+        pin = made
+    key = (binding, pin)
     found = await context.services.groupings.get(key, lambda: _grouped(context, args, pin))
     if TIMED_OUT in found.reasons:
         context.services.groupings.forget(key)  # an answer cut short is no grouping to keep

@@ -47,11 +47,27 @@ class Grouping:
     reasons: frozenset[str]
 
 
+# A question asked again within this many seconds, over data that has not moved (no write
+# since: no session started or changed), is answered from the same pin: the window ends up
+# to this much earlier than now, so at most this much more of its oldest end is in it.
+SAME_QUESTION_S = 10.0
+
+
 class Groupings:
     """The process's memo of groupings, each computed once per key while kept."""
 
     def __init__(self, kept: int = GROUPINGS_KEPT, ttl_s: float = GROUPING_TTL_S) -> None:
         self._kept: TTLCache[Hashable, asyncio.Future[Grouping]] = TTLCache(kept, ttl_s)
+        self._recent: TTLCache[Hashable, Hashable] = TTLCache(kept, SAME_QUESTION_S)
+
+    def recent(self, question: Hashable, make: Callable[[], Hashable]) -> Hashable:
+        """The pin a question was last asked at, within SAME_QUESTION_S over the same data
+        (`question` holds the account's watermark), else a new one (`make`): six keys asking
+        the same failure modes at once wait for one grouping, not six."""
+        pin = self._recent.get(question)
+        if pin is None:
+            pin = self._recent[question] = make()
+        return pin
 
     async def get(self, key: Hashable, compute: Callable[[], Awaitable[Grouping]]) -> Grouping:
         """The grouping of `key`: kept, being computed by another request, or computed now.

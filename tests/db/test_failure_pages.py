@@ -78,9 +78,10 @@ async def test_every_page_of_a_question_is_of_one_grouping_computed_once(
     # Another process (or a memo past its time) groups the same pin again, to the same answer.
     again = await Asker(engine, world.account).ask(limit=20, pin=first.as_of)
     assert members_of(again) == members_of(whole) and again.as_of == first.as_of
-    # A new question (no pin) groups again.
-    await asker.ask()
-    assert grouped == 3
+    # The same question asked again within SAME_QUESTION_S over the same data is answered
+    # from the same pin, grouped no more.
+    same = await asker.ask()
+    assert same.as_of == first.as_of and grouped == 2
 
 
 async def test_a_passage_added_between_pages_gives_a_new_grouping_said_so(
@@ -102,6 +103,9 @@ async def test_a_passage_added_between_pages_gives_a_new_grouping_said_so(
     settled = await asker.ask(limit=20, pin=after.as_of)
     assert "failure_modes_regrouped" not in settled.degraded.reasons
     assert members_of(settled) == members_of(after)
+    # Asked anew (no pin) right after the write, the question is not answered as of before it.
+    anew = await asker.ask(limit=20)
+    assert anew.as_of != first.as_of and anew.sessions == first.sessions + 1
 
 
 async def test_the_watermark_moves_with_every_write_an_answer_could_see(
