@@ -87,7 +87,8 @@ class AuthMiddleware:
     async def admitted(self, connection: HTTPConnection, receive: Receive, send: Send) -> None:
         """The request served in its account's turn, holding the seats it costs, if its key and
         its account are within their rates; else 429 saying which bound: a rate, or the
-        account's queue full (a request refused for a rate is not counted towards the other)."""
+        account's queue full (a request the key's rate refuses is not counted towards the
+        account's)."""
         key_id = hash_key(bearer_key(connection) or "").hex()  # counted by hash, not the key
         principal: Principal = connection.scope["state"]["principal"]
         account = str(principal.account_id)  # every key of an account is one flow
