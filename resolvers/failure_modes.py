@@ -83,11 +83,9 @@ async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]
     if regrouped:
         pin = Pin(datetime.now(UTC), watermark)
     elif pin is None:
-        made = context.services.groupings.recent(
+        pin = context.services.groupings.recent(
             (binding, watermark), lambda: Pin(datetime.now(UTC), watermark)
         )
-        assert isinstance(made, Pin)
-        pin = made
     key = (binding, pin)
     found = await context.services.groupings.get(key, lambda: _grouped(context, args, pin))
     if TIMED_OUT in found.reasons:

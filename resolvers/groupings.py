@@ -58,9 +58,9 @@ class Groupings:
 
     def __init__(self, kept: int = GROUPINGS_KEPT, ttl_s: float = GROUPING_TTL_S) -> None:
         self._kept: TTLCache[Hashable, asyncio.Future[Grouping]] = TTLCache(kept, ttl_s)
-        self._recent: TTLCache[Hashable, Hashable] = TTLCache(kept, SAME_QUESTION_S)
+        self._recent: TTLCache[Hashable, Pin] = TTLCache(kept, SAME_QUESTION_S)
 
-    def recent(self, question: Hashable, make: Callable[[], Hashable]) -> Hashable:
+    def recent(self, question: Hashable, make: Callable[[], Pin]) -> Pin:
         """The pin a question was last asked at, within SAME_QUESTION_S over the same data
         (`question` holds the account's watermark), else a new one (`make`): six keys asking
         the same failure modes at once wait for one grouping, not six."""

@@ -102,18 +102,14 @@ class AuthMiddleware:
             body, replayed = await buffered(receive)
             fair: FairQueue = state.fair_queue
             try:
-                async with fair.seated(account, seats_for(scope["path"], body, query(scope))):
+                cost = seats_for(scope["path"], body, scope.get("query_string", b""))
+                async with fair.seated(account, cost):
                     await self.app(scope, replayed, send)
                 return
             except QueueFull as full:
                 bound, response = "account_queue", queue_full(full, fair.queue_length)
         REFUSED.labels(bound).inc()
         await response(scope, receive, send)
-
-
-def query(scope: Scope) -> bytes:
-    query_string: bytes = scope.get("query_string", b"")
-    return query_string
 
 
 async def buffered(receive: Receive) -> tuple[bytes, Receive]:

@@ -25,6 +25,27 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+def request(
+    fair: FairQueue,
+    account: str,
+    until: asyncio.Event,
+    *,
+    cost: int = 1,
+    seen: list[str] | None = None,
+    name: str = "",
+) -> asyncio.Task[None]:
+    """A request of `account` costing `cost`, holding its seats until `until` is set; once
+    seated it adds `name` to `seen`."""
+
+    async def run() -> None:
+        async with fair.seated(account, cost):
+            if seen is not None:
+                seen.append(name)
+            await until.wait()
+
+    return asyncio.create_task(run())
+
+
 def test_a_request_costs_the_seats_of_the_most_costly_thing_it_asks() -> None:
     graphql = "/graphql"
     assert seats_for(graphql, b'{"query": "{ viewer { name } }"}', b"") == 1
@@ -44,16 +65,10 @@ def test_a_request_costs_the_seats_of_the_most_costly_thing_it_asks() -> None:
 async def test_a_lone_account_takes_every_seat_and_waits_only_for_its_own_work() -> None:
     fair = FairQueue(4, 1)
     release = asyncio.Event()
-    started: list[int] = []
-
-    async def one(n: int, cost: int) -> None:
-        async with fair.seated("lone", cost):
-            started.append(n)
-            await release.wait()
-
-    tasks = [asyncio.create_task(one(n, 1)) for n in range(4)]
+    started: list[str] = []
+    tasks = [request(fair, "lone", release, seen=started, name=str(n)) for n in range(4)]
     await settle()
-    assert sorted(started) == [0, 1, 2, 3] and fair.free == 0  # every seat, nobody refused
+    assert sorted(started) == ["0", "1", "2", "3"] and fair.free == 0  # every seat, nobody refused
     release.set()
     await asyncio.gather(*tasks)
     assert fair.free == 4 and fair.flows == {}
@@ -64,17 +79,15 @@ async def test_a_wide_request_leaves_one_seat_for_requests_of_one() -> None:
     release = asyncio.Event()
     started: list[str] = []
 
-    async def one(name: str, account: str, cost: int) -> None:
-        async with fair.seated(account, cost):
-            started.append(name)
-            await release.wait()
+    def one(name: str, account: str, cost: int) -> asyncio.Task[None]:
+        return request(fair, account, release, cost=cost, seen=started, name=name)
 
-    tasks = [asyncio.create_task(one("pass", "loud", 3))]
+    tasks = [one("pass", "loud", 3)]
     await settle()
-    tasks.append(asyncio.create_task(one("page", "loud", 2)))  # 3 + 2 would take the last
+    tasks.append(one("page", "loud", 2))  # 3 + 2 would take the last
     await settle()
     assert started == ["pass"] and fair.free == 1
-    tasks.append(asyncio.create_task(one("viewer", "quiet", 1)))  # the seat kept for it
+    tasks.append(one("viewer", "quiet", 1))  # the seat kept for it
     await settle()
     assert started == ["pass", "viewer"] and fair.free == 0
     release.set()
@@ -89,14 +102,12 @@ async def test_the_least_served_account_goes_first_and_waiting_is_never_charged(
     gates = {name: asyncio.Event() for name in ("a1", "a2", "b1", "b2")}
     order: list[str] = []
 
-    async def one(name: str) -> None:
-        async with fair.seated(name[0], 1):
-            order.append(name)
-            await gates[name].wait()
+    def one(name: str) -> asyncio.Task[None]:
+        return request(fair, name[0], gates[name], seen=order, name=name)
 
-    first = asyncio.create_task(one("a1"))
+    first = one("a1")
     await settle()
-    waiting = [asyncio.create_task(one(n)) for n in ("a2", "b1", "b2")]
+    waiting = [one(n) for n in ("a2", "b1", "b2")]
     await settle()
     clock.now += 10  # a1 runs 10 s; b waits those 10 s, which it is not charged
     gates["a1"].set()
@@ -120,17 +131,15 @@ async def test_an_account_arriving_later_starts_level_with_those_queuing() -> No
     release = asyncio.Event()
     order: list[str] = []
 
-    async def one(name: str, account: str) -> None:
-        async with fair.seated(account, 1):
-            order.append(name)
-            await release.wait()
+    def one(name: str, account: str) -> asyncio.Task[None]:
+        return request(fair, account, release, seen=order, name=name)
 
-    tasks = [asyncio.create_task(one("old", "old"))]
+    tasks = [one("old", "old")]
     await settle()
-    tasks.append(asyncio.create_task(one("old again", "old")))
+    tasks.append(one("old again", "old"))
     await settle()
     clock.now += 100  # old has 100 seat-seconds: a newcomer is not owed all of them
-    tasks.append(asyncio.create_task(one("new", "new")))
+    tasks.append(one("new", "new"))
     await settle()
     assert fair.flows["new"].done == pytest.approx(fair.flows["old"].work(clock.now))
     release.set()
@@ -141,18 +150,13 @@ async def test_an_account_arriving_later_starts_level_with_those_queuing() -> No
 async def test_only_a_full_queue_of_the_account_itself_refuses() -> None:
     fair = FairQueue(1, 2)
     release = asyncio.Event()
-
-    async def one(account: str) -> None:
-        async with fair.seated(account, 1):
-            await release.wait()
-
-    tasks = [asyncio.create_task(one("loud")) for _ in range(3)]  # 1 running, 2 waiting
+    tasks = [request(fair, "loud", release) for _ in range(3)]  # 1 running, 2 waiting
     await settle()
     with pytest.raises(QueueFull) as full:
         async with fair.seated("loud", 1):
             pass
     assert full.value.waiting == 2 and full.value.retry_after_s == 1
-    tasks.append(asyncio.create_task(one("quiet")))  # its own queue has room
+    tasks.append(request(fair, "quiet", release))  # its own queue has room
     await settle()
     assert len(fair.flows["quiet"].waiting) == 1
     release.set()
@@ -163,14 +167,9 @@ async def test_only_a_full_queue_of_the_account_itself_refuses() -> None:
 async def test_a_request_gone_while_waiting_holds_nothing() -> None:
     fair = FairQueue(1, 4)
     release = asyncio.Event()
-
-    async def one(account: str) -> None:
-        async with fair.seated(account, 1):
-            await release.wait()
-
-    running = asyncio.create_task(one("a"))
+    running = request(fair, "a", release)
     await settle()
-    gone = asyncio.create_task(one("b"))
+    gone = request(fair, "b", release)
     await settle()
     gone.cancel()
     await settle()
