@@ -21,6 +21,11 @@ def hash_key(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
 
 
+# The account feature that shows credentials as they were recorded (indexer/credentials.py);
+# without it every text the API shows has them masked.
+SECRETS_SHOWN = "secrets_shown"
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     """The caller: an account and what its key may do."""

@@ -5,7 +5,8 @@ of their model was comparable at all."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,10 @@ from data.comparison import session_of
 from data.engine import json_statement
 from data.lookups import Ask
 from data.sessions import SessionRow
+
+# How far past a preview's end the content is read, so that a credential across the end is
+# recognised whole (a 4096-bit RSA key's block is about 3,200 characters).
+CREDENTIAL_CHARS = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,33 @@ def _preview(preview_chars: int) -> str:
     )
 
 
+def _read(preview_chars: int) -> str:
+    """The content for chunks in :text_ids, up to CREDENTIAL_CHARS past the preview: a
+    credential across the preview's end is masked whole before the text is cut."""
+    return (
+        "CASE WHEN c.id = ANY(CAST(:text_ids AS uuid[])) "
+        f"THEN left(c.content, {int(preview_chars) + CREDENTIAL_CHARS}) END"
+    )
+
+
+def _previewed(text: str, preview_chars: int, shown: Callable[[str], str]) -> str:
+    """The text as it is shown (`shown`: its credentials masked unless the account shows
+    them), cut to the preview as `_preview` cuts it in SQL."""
+    text = shown(text)
+    return text if len(text) <= preview_chars else text[: preview_chars - 1] + "…"
+
+
+def _shown_words(words: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """The matched words still in the shown text: none from inside a masked credential."""
+    if not words:
+        return words
+    present = set(_WORD.split(text.lower()))
+    return tuple(w for w in words if w in present)
+
+
+_WORD = re.compile(r"[^\w]+")  # PostgreSQL's [^[:alnum:]_]+, which split the words
+
+
 async def show(
     conn: AsyncConnection,
     account_id: UUID,
@@ -127,14 +159,16 @@ async def show(
     session_ids: Sequence[UUID],
     lonely: Sequence[Hitless],
     preview_chars: int,
+    shown: Callable[[str], str],
     search_text: str | None = None,
 ) -> PageDetails:
-    """The comparison's second statement; none when there is nothing to show or ask. With
-    a search's text, each shown passage with the words of its preview the text matched."""
+    """The comparison's second statement; none when there is nothing to show or ask. Each
+    passage's text as `shown` shows it (indexer/credentials.py), and with a search's text,
+    the words of its preview the text matched."""
     if not (chunk_ids or session_ids or lonely):
         return PageDetails()
-    text = _preview(preview_chars) if text_ids else "NULL::text"
-    words = _matched_words(text) if text_ids and search_text else "NULL::text[]"
+    text = _read(preview_chars) if text_ids else "NULL::text"
+    words = _matched_words(_preview(preview_chars)) if text_ids and search_text else "NULL::text[]"
     params: dict[str, Any] = {
         "account_id": account_id,
         "chunk_ids": sorted(set(chunk_ids) | set(text_ids)),
@@ -152,7 +186,11 @@ async def show(
         kind, key, session = row[0], row[1], row[-1]
         if kind == "chunk":
             values = dict(zip(_CHUNK_FIELDS, row[2:-1], strict=True))
-            values["matched_words"] = tuple(values["matched_words"] or ())
+            matched: tuple[str, ...] = tuple(values["matched_words"] or ())
+            if values["text"] is not None:
+                values["text"] = _previewed(values["text"], preview_chars, shown)
+                matched = _shown_words(matched, values["text"])
+            values["matched_words"] = matched
             detail = ChunkDetail(**values)
             chunks[detail.document_id] = detail
         elif kind == "session":

@@ -19,7 +19,7 @@ import numpy as np
 import regex
 
 from data.model_identity import ModelIdentity
-from indexer import templates
+from indexer import credentials, templates
 from indexer.keys import feature_key
 
 FAMILY = "lexical-384"
@@ -60,7 +60,9 @@ STOPWORDS = frozenset({
 
 def features(text: str) -> Counter[str]:
     """Feature counts of a text: casefolded NFKC words less stopwords, character pairs of
-    unspaced scripts (a lone character stands for itself), and symbols such as emoji."""
+    unspaced scripts (a lone character stands for itself), and symbols such as emoji. A
+    credential is no feature: it is left out first (indexer/credentials.py)."""
+    text = credentials.without(text)
     # Tokens never span whitespace, so the (usual) ASCII pieces take the fast path.
     pieces = _JSON_KEY.sub(" ", text).split()
     plain = " ".join(p for p in pieces if p.isascii()).lower()

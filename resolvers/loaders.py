@@ -15,6 +15,7 @@ from strawberry.dataloader import DataLoader
 from data.comparison import reading
 from data.comparison_details import ChunkDetail, show
 from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
+from indexer import credentials
 from resolvers.comparison.phases import SimilarKey, compare_sessions
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.timeline import TimelineKey, TimelineResult, timelines
@@ -151,7 +152,9 @@ def passage_loader(
         ids = sorted({chunk for chunk, _ in keys})
         texts = sorted({chunk for chunk, text in keys if text})
         async with services.read() as conn:
-            shown = await show(conn, account_id, ids, texts, [], [], SIMILAR_PREVIEW_CHARS)
+            shown = await show(
+                conn, account_id, ids, texts, [], [], SIMILAR_PREVIEW_CHARS, credentials.shown
+            )
         return [shown.chunks.get(chunk) for chunk, _ in keys]
 
     return DataLoader(load_fn=load)

@@ -57,7 +57,8 @@ class FailureMember:
     @classmethod
     def of(cls, m: FailureMemberResult) -> FailureMember:
         match = None if m.match is None else Match.of(m.match)
-        return from_result(cls, m, session=RuntimeSession.of(m.session), match=match)
+        session = RuntimeSession.of(m.session)
+        return from_result(cls, m, session=session, match=match, title=session.title)
 
 
 @strawberry.type(description="A page of a failure group's members, newest first.")

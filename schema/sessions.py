@@ -9,6 +9,7 @@ from uuid import UUID
 import strawberry
 
 from data.sessions import ReplayTurn, SessionRow
+from indexer import credentials
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions
@@ -44,8 +45,13 @@ class ReplayEntry:
 
     def _shown(self, info: strawberry.Info[Context, None]) -> str:
         if self.shown is None:
-            self.shown = info.context.content.take(self.row.content)
+            self.shown = info.context.content.take(self._whole())
         return self.shown
+
+    def _whole(self) -> str:
+        """The turn's text as the account is shown it (its credentials masked unless it
+        shows them)."""
+        return credentials.shown(self.row.content)
 
     @strawberry.field(
         description="The turn's text; cut when the request's replay content budget "
@@ -57,7 +63,8 @@ class ReplayEntry:
 
     @strawberry.field(description="True when `content` was cut by the request's content budget.")
     def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
-        return len(self._shown(info)) < self.row.content_chars
+        read_whole = len(self.row.content) >= self.row.content_chars
+        return not read_whole or len(self._shown(info)) < len(self._whole())
 
 
 @strawberry.type(description="One page of a session's replay, in order.")
@@ -92,7 +99,7 @@ class RuntimeSession:
 
     @classmethod
     def of(cls, row: SessionRow) -> RuntimeSession:
-        return from_result(cls, row)
+        return from_result(cls, row, title=credentials.shown(row.title))
 
     @strawberry.field(
         extensions=[TakesTurn()], description=f"The session's activity, in order. {_REPLAY_PAGING}"

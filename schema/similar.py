@@ -15,6 +15,7 @@ import strawberry
 
 from data.lookups import LookupPath
 from data.sessions import SessionRow
+from indexer import credentials
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Leg, LegAnswer
 from resolvers.comparison.results import (
@@ -207,6 +208,7 @@ T = TypeVar("T")
 def ranked(cls: type[T], n: NeighbourResult, session_of: SessionOf, matches: list[Any]) -> T:
     """A ranked session's type: its session, the fields read from it, and its matches."""
     flat = {name: getattr(n.session, column) for name, column in _SESSION_FIELDS.items()}
+    flat["title"] = credentials.shown(flat["title"])
     return from_result(cls, n, session=session_of(n.session), matches=matches, **flat)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.requests import HTTPConnection
 
 from data.secrets import deployment_secret
+from indexer import credentials
 from resolvers.context import ContentBudget, Context
 from resolvers.cursors import Cursors
 from resolvers.services import share_reads
@@ -21,9 +22,11 @@ async def cursors(connection: HTTPConnection) -> Cursors:
 
 
 async def request_context(connection: HTTPConnection) -> Context:
-    """The request's context; its reads share the request's few connections from here on."""
+    """The request's context; its reads share the request's few connections, and its texts
+    are shown as its account shows credentials, from here on."""
     state = connection.app.state
     share_reads()
+    credentials.show_for(connection.state.principal.features)
     return Context.of(
         state.services,
         connection.state.principal,

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from data.accounts import SECRETS_SHOWN
 from data.model_identity import InvalidModelIdentity, ModelIdentity
 from data.model_indexes import HNSW_MAX_DIMENSIONS
 from data.tables import EMBEDDING_SCOPES, EMBEDDING_STATES, REDACTION_STATES, SOURCE_KINDS
@@ -28,7 +29,7 @@ Scope = Literal[EMBEDDING_SCOPES]  # type: ignore[valid-type]
 SourceKind = Literal[SOURCE_KINDS]  # type: ignore[valid-type]
 RedactionState = Literal[REDACTION_STATES]  # type: ignore[valid-type]
 EmbeddingState = Literal[EMBEDDING_STATES]  # type: ignore[valid-type]
-KNOWN_FEATURES = frozenset({"similarSessions"})
+KNOWN_FEATURES = frozenset({"similarSessions", SECRETS_SHOWN})
 KNOWN_SCOPES = frozenset({"view_runtime_sessions"})
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from data import comparison_details as details
 from data.comparison import THREADED_AFTER
 from data.comparison_details import ChunkDetail, PageDetails
+from indexer import credentials
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.results import (
     MatchResult,
@@ -72,6 +73,7 @@ async def assemble(
         [n.session_id for c in batch.found for n in (*c.page, *c.nearest)],
         [details.Hitless(c.ask, c.model) for c in lonely if c.model is not None],
         ranking.SIMILAR_PREVIEW_CHARS,
+        credentials.shown,
     )
     comparable = {c.ask.key for c, ok in zip(lonely, shown.comparable, strict=True) if ok}
     took = elapsed_ms(started)

@@ -21,7 +21,7 @@ from data.errors import ComparisonTimedOut
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
 from data.vector_slots import Space, VectorSlot
-from indexer import lexical
+from indexer import credentials, lexical
 from indexer.query import QueryNotEmbedded, embed_query
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison.answer import elapsed_ms, neighbour_of
@@ -68,6 +68,8 @@ async def search_sessions(
     """The account's sessions nearest the text (already checked); `only` one leg, and the
     `fusion` of their rankings, are for measuring the legs (bench/search)."""
     search = await _plan(services, account_id, text, args)
+    if not search.text.words.strip():  # nothing left once a credential was left out
+        return _empty(search)
     dense, vector, search = await _dense_text(services, search)
     search = await _answer_space(services, search, dense, vector)
     async with sql.reading(services.comparison_engine) as conn:
@@ -86,6 +88,11 @@ async def _plan(services: Services, account_id: UUID, text: str, args: SimilarAr
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     asked = {"similar_window_applied"} if args.window_days is not None else set()
     asked |= {"similar_filter_applied"} if args.filtered else set()
+    # A credential is no search term: searching for one finds nothing, and says so.
+    kept = credentials.without(text)
+    if kept != text:
+        asked.add("search_text_credential_masked")
+        text = kept
     async with services.read() as conn:
         setting = await embedding_setting(conn, account_id)
     ask = Ask(0, NO_SESSION, cutoff, args.statuses, args.source_types)
@@ -235,6 +242,7 @@ async def _shown(
         [n.session_id for n in neighbours],
         [],
         ranking.SIMILAR_PREVIEW_CHARS,
+        credentials.shown,
         search.text.words,
     )
 

@@ -73,6 +73,10 @@ SENTENCES: dict[str, str] = {
         "The account's data changed since the page this one follows: the window was grouped "
         "again, as of now, and this page is of the new grouping."
     ),
+    "search_text_credential_masked": (
+        "The search text holds a credential; it was left out of the search, and no passage is "
+        "found by it (shown passages have their credentials masked)."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
 # The sentences that name the window when one was asked for.

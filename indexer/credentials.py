@@ -1,0 +1,253 @@
+"""Credentials recognised in text, and the text with each one masked.
+
+The detectors are detect-secrets' (Yelp): the API keys and tokens of the common providers,
+AWS keys, JWTs, passwords in URLs, and values assigned to a password, secret or key. Three
+kinds they find only in part are added here: a private key's whole block (they find its
+first line), a bearer token, and a provider key of the `sk-` family (OpenAI's project keys,
+Anthropic's, `sk-live-`/`sk_test_` keys) or a value assigned to a token.
+
+A masked credential reads `[masked: <kind>]` where it is shown; the lexical features and the
+shared terms are counted from the text with each credential left out (`without`), so a
+credential never becomes a term."""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from detect_secrets.plugins import keyword
+from detect_secrets.plugins.artifactory import ArtifactoryDetector
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from data.accounts import SECRETS_SHOWN
+
+SHOWN_FEATURE = SECRETS_SHOWN  # imported with the account's features
+
+_PROVIDERS: tuple[RegexBasedDetector, ...] = (
+    AWSKeyDetector(),
+    ArtifactoryDetector(),
+    AzureStorageKeyDetector(),
+    BasicAuthDetector(),
+    DiscordBotTokenDetector(),
+    GitHubTokenDetector(),
+    GitLabTokenDetector(),
+    JwtTokenDetector(),
+    MailchimpDetector(),
+    NpmDetector(),
+    OpenAIDetector(),
+    PypiTokenDetector(),
+    SendGridDetector(),
+    SlackDetector(),
+    SquareOAuthDetector(),
+    StripeDetector(),
+    TelegramBotTokenDetector(),
+    TwilioKeyDetector(),
+)
+_KEYWORDS = keyword.KeywordDetector()
+# `password = "x"` or `api_key: 'x'`: detect-secrets' rules for quoted values, any file.
+_QUOTED = keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+# `password=x` unquoted, as config files and command lines write it, when the value has a
+# digit or a symbol: code writes `password = None` and `password=self.password` too, and
+# prose writes `password: x`.
+_UNQUOTED = re.compile(
+    rf"(?i)(?:{keyword.DENYLIST_REGEX})\s*=\s*"
+    r"(?P<value>(?=[^\s\"'`,;()\[\]{}]*[^\w\s.\"'`,;()\[\]{}]|[^\s\"'`,;()\[\]{}]*\d)"
+    r"[^\s\"'`,;()\[\]{}]{4,})"
+)
+# Every keyword of detect-secrets' list holds one of these (found by str.find, far faster
+# than the rules' alternation tried at every place).
+_STEMS = ("key", "pass", "pwd", "secret", "contras")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps places
+_KEYWORD_KIND = "Secret Keyword"
+
+_BLOCK = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+    r".*?(?:-----END \1-----|\Z)",
+    re.DOTALL,
+)
+_OWN: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
+    ("Bearer Token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})"), ("bearer",)),
+    (
+        "API Key",
+        re.compile(r"\b((?:sk|rk)[-_](?:[A-Za-z0-9]+[-_])?[A-Za-z0-9_-]{20,})"),
+        ("sk-", "sk_", "rk-", "rk_"),
+    ),
+    (
+        "Secret Keyword",
+        re.compile(
+            r"(?i)token\w*[\"']?\s*[=:]\s*[\"']?"
+            r"((?=[A-Za-z0-9._~+/-]*\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])[A-Za-z0-9._~+/=-]{16,})"
+        ),
+        ("token",),
+    ),
+)
+# The patterns whose first group is the value, the rest of the match its context (the name
+# it is assigned to, the user before a password); in the others a group is a prefix.
+_VALUE_GROUP = frozenset(
+    {
+        AWSKeyDetector.denylist[1].pattern,
+        BasicAuthDetector.denylist[0].pattern,
+        NpmDetector.denylist[0].pattern,
+    }
+)
+_JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
+# Text every match of a slow pattern holds (lowercased): a text with none of it is not
+# scanned by that pattern. The rest start with a literal, which `re` finds fast.
+_GATES: dict[str, tuple[str, ...]] = {
+    AWSKeyDetector.denylist[1].pattern: ("aws",),
+    ArtifactoryDetector.denylist[0].pattern: ("akc",),
+    ArtifactoryDetector.denylist[1].pattern: ("ap",),
+    MailchimpDetector.denylist[0].pattern: ("-us",),
+    SlackDetector.denylist[0].pattern: ("xox",),
+    SlackDetector.denylist[1].pattern: ("hooks.slack.com",),
+    StripeDetector.denylist[0].pattern: ("k_live_",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A credential: where it is in the text, and its kind (`AWS Access Key`, …)."""
+
+    start: int
+    end: int
+    kind: str
+
+
+def found(text: str) -> list[Found]:
+    """The credentials in a text, in order, none overlapping."""
+    low = text.translate(_ASCII_LOWER)
+
+    def skipped(gate: tuple[str, ...]) -> bool:
+        return bool(gate) and not any(part in low for part in gate)
+
+    spans = [Found(m.start(), m.end(), "Private Key") for m in _BLOCK.finditer(text)]
+    for detector in _PROVIDERS:
+        for pattern in detector.denylist:
+            if not skipped(_GATES.get(pattern.pattern, ())):
+                spans.extend(_matched(detector, pattern, text))
+    for kind, pattern, gate in _OWN:
+        if not skipped(gate):
+            spans.extend(Found(m.start(1), m.end(1), kind) for m in pattern.finditer(text))
+    # The keyword rules are most of the work: only lines naming a keyword are read.
+    for start in _lines_naming(low):
+        end = text.find("\n", start)
+        spans.extend(_assigned(text[start : len(text) if end < 0 else end], start))
+    spans.sort(key=lambda f: (f.start, -f.end))
+    kept: list[Found] = []
+    for span in spans:
+        if kept and span.start < kept[-1].end:
+            if span.end > kept[-1].end:  # overlapping: one span covers both
+                kept[-1] = Found(kept[-1].start, span.end, kept[-1].kind)
+            continue
+        kept.append(span)
+    return kept
+
+
+def _lines_naming(low: str) -> list[int]:
+    """The starts of the lines holding a keyword's stem, in order, each once."""
+    starts = set()
+    for stem in _STEMS:
+        at = low.find(stem)
+        while at >= 0:
+            start = low.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = low.find("\n", at)
+            at = -1 if end < 0 else low.find(stem, end)
+    return sorted(starts)
+
+
+def _matched(detector: RegexBasedDetector, pattern: re.Pattern[str], text: str) -> Iterator[Found]:
+    """A detector's matches with their place (its own scan yields values only): the value's
+    group where the match holds more than the value, else the whole match; a JWT only when
+    its parts decode."""
+    group = 1 if pattern.pattern in _VALUE_GROUP else 0
+    for match in pattern.finditer(text):
+        value, end = match.group(group), match.end(group)
+        if isinstance(detector, JwtTokenDetector):
+            if not detector.is_formally_valid(value):
+                continue
+            tail = _JWT_TAIL.match(text, end)  # its pattern stops before the signature
+            end = tail.end() if tail else end
+        yield Found(match.start(group), end, detector.secret_type)
+
+
+def _assigned(line: str, offset: int) -> Iterator[Found]:
+    """The values a line assigns to a keyword (`password`, `secret`, `api_key`, …)."""
+    if any(quote in line for quote in "'\"`"):  # each rule of _QUOTED needs one
+        for value in _KEYWORDS.analyze_string(line, _QUOTED):
+            yield from _each(line, offset, value, _KEYWORD_KIND)
+    if "=" not in line:
+        return
+    for match in _UNQUOTED.finditer(line):
+        yield Found(offset + match.start("value"), offset + match.end("value"), _KEYWORD_KIND)
+
+
+def _each(line: str, offset: int, value: str, kind: str) -> Iterator[Found]:
+    """Every place of a detected value in its line (detect-secrets names the value only)."""
+    if not value:
+        return
+    start = line.find(value)
+    while start >= 0:
+        yield Found(offset + start, offset + start + len(value), kind)
+        start = line.find(value, start + len(value))
+
+
+@functools.lru_cache(maxsize=1024)  # the texts a request shows are mostly shown again
+def masked(text: str) -> str:
+    """The text with each credential shown as `[masked: <kind>]`."""
+    return _replaced(text, lambda f: f"[masked: {f.kind}]")
+
+
+def without(text: str) -> str:
+    """The text with each credential left out (a space in its place): what terms count."""
+    return _replaced(text, lambda f: " ")
+
+
+def _replaced(text: str, mark: Callable[[Found], str]) -> str:
+    spans = found(text)
+    if not spans:
+        return text
+    out: list[str] = []
+    at = 0
+    for span in spans:
+        out += (text[at : span.start], mark(span))
+        at = span.end
+    out.append(text[at:])
+    return "".join(out)
+
+
+# Whether the request's account shows its credentials: set once per request (from the
+# account's features, similar_sessions/request_context.py), read by every text it shows, in
+# its task and the tasks and threads it starts. Unset, texts are masked.
+_SHOWS: ContextVar[bool] = ContextVar("shows_credentials", default=False)
+
+
+def show_for(features: frozenset[str]) -> None:
+    """Begin a request of an account with these features."""
+    _SHOWS.set(SHOWN_FEATURE in features)
+
+
+def shown(text: str) -> str:
+    """A text as the request's account is shown it."""
+    return text if _SHOWS.get() else masked(text)

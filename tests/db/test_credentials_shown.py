@@ -1,0 +1,114 @@
+"""Credentials in what the API returns: masked in passages, probes, titles, replay turns,
+REST and search by default, never a shared term or a matched word; a search for one finds
+nothing and says so; an account with the `secrets_shown` feature sees the text as recorded."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data import fits
+from indexer.credentials import SHOWN_FEATURE
+from indexer.lexical import Fit
+from tests.support.comparisons import bearer, graphql
+from tests.support.search_world import MODEL, vector
+from tests.support.world import World
+
+AWS = "AKIAIOSFODNN7EXAMPLE"
+PASSWORD = "hunter2-prod"
+VIEWED = f"deploy failed: AWS_ACCESS_KEY_ID={AWS} password={PASSWORD} refused by orders database"
+TWIN = f"deploy failed again: key {AWS} and password={PASSWORD} refused by orders database"
+OTHER = "the customer asked for a refund of the cancelled flight to Seattle"
+SIMILAR = """query($id: UUID!) { runtimeSession(id: $id) {
+  title replay { content contentTruncated }
+  similarSessions(maxMatchesPerSession: 1) { results { title session { title }
+    matches { text sharedTerms probe { text } } } } } }"""
+SEARCH = """query($q: String!) { searchSessions(text: $q) { degraded { reasons }
+  results { runtimeSessionId title matches { text matchedWords } } } }"""
+
+
+async def secrets_world(engine: AsyncEngine, *features: str) -> dict[str, Any]:
+    """Two sessions whose passages, titles and replay hold the same AWS key and password,
+    a third unlike them, and the account's lexical fit (for shared terms)."""
+    world = World()
+    account, key = world.account(model=MODEL, features=("similarSessions", *features))
+    ids = {}
+    for name, text in {"viewed": VIEWED, "twin": TWIN, "other": OTHER}.items():
+        ids[name] = world.session(account, f"{name} with {AWS}")
+        world.chunk(ids[name], vector(text), content=text, model=MODEL)
+        world.activity(ids[name], 0, text)
+    await world.write(engine)
+    fit = Fit.of_sessions([[VIEWED], [TWIN], [OTHER], ["orders database"]])
+    async with engine.begin() as conn:
+        await fits.save_fit(conn, uuid.UUID(account), fit.identity, fit.sessions, fit.to_bytes())
+    return {"key": key, **ids}
+
+
+def _leaks(body: Any) -> list[str]:
+    text = json.dumps(body)
+    return [s for s in (AWS, PASSWORD, AWS.lower(), PASSWORD.split("-")[0]) if s in text]
+
+
+async def test_every_shown_text_is_masked_by_default(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = await secrets_world(engine)
+    body = await graphql(client, world["key"], SIMILAR, id=world["viewed"])
+    session = body["data"]["runtimeSession"]
+    assert session["title"] == "viewed with [masked: AWS Access Key]"
+    assert session["replay"] == [
+        {
+            "content": "deploy failed: AWS_ACCESS_KEY_ID=[masked: AWS Access Key] "
+            "password=[masked: Secret Keyword] refused by orders database",
+            "contentTruncated": False,
+        }
+    ]
+    (twin,) = [r for r in session["similarSessions"]["results"] if "twin" in r["title"]]
+    assert twin["title"] == twin["session"]["title"] == "twin with [masked: AWS Access Key]"
+    (match,) = twin["matches"]
+    assert "[masked: AWS Access Key]" in match["text"]
+    assert "[masked: Secret Keyword]" in match["probe"]["text"]
+    assert match["sharedTerms"]  # the pair shares words, and none of them is a credential
+    assert _leaks(body) == []
+    rest = await client.get(
+        f"/api/v1/runtime-sessions/{world['viewed']}/similar", headers=bearer(world["key"])
+    )
+    assert rest.status_code == 200 and rest.json()["results"]
+    assert _leaks(rest.json()) == []
+
+
+async def test_a_search_for_a_credential_finds_nothing_and_says_so(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = await secrets_world(engine)
+    alone = (await graphql(client, world["key"], SEARCH, q=AWS))["data"]["searchSessions"]
+    assert alone["results"] == []
+    assert "SEARCH_TEXT_CREDENTIAL_MASKED" in alone["degraded"]["reasons"]
+    mixed = await graphql(client, world["key"], SEARCH, q=f"orders database password={PASSWORD}")
+    found = mixed["data"]["searchSessions"]
+    assert {r["runtimeSessionId"] for r in found["results"]} == {world["viewed"], world["twin"]}
+    assert "SEARCH_TEXT_CREDENTIAL_MASKED" in found["degraded"]["reasons"]
+    words = {w for r in found["results"] for m in r["matches"] for w in m["matchedWords"]}
+    assert {"orders", "database"} <= words
+    assert _leaks(found) == []
+    plain = (await graphql(client, world["key"], SEARCH, q="orders database"))["data"]
+    assert "SEARCH_TEXT_CREDENTIAL_MASKED" not in plain["searchSessions"]["degraded"]["reasons"]
+
+
+async def test_an_account_that_shows_credentials_sees_them(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = await secrets_world(engine, SHOWN_FEATURE)
+    body = await graphql(client, world["key"], SIMILAR, id=world["viewed"])
+    session = body["data"]["runtimeSession"]
+    assert session["title"] == f"viewed with {AWS}"
+    assert session["replay"][0]["content"] == VIEWED
+    (twin,) = [r for r in session["similarSessions"]["results"] if "twin" in r["title"]]
+    assert twin["matches"][0]["text"] == TWIN
+    assert twin["matches"][0]["probe"]["text"] == VIEWED
+    # Shown, but still no term: a credential is never a feature of the fit.
+    assert not {AWS.lower(), PASSWORD} & set(twin["matches"][0]["sharedTerms"])
