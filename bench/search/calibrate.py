@@ -30,12 +30,11 @@ import numpy as np
 from bench.common.databases import with_database
 from bench.quality import labelled
 from bench.quality.calibrate import CLOSE_PRECISION, RELATED_PRECISION, PageDetails, meets
-from bench.quality.vector_cache import CachedEmbedder
+from bench.quality.vector_cache import cached_minilm
 from bench.search.stored import Stored, stored
 from config.settings import Settings
 from data.engine import make_engine
 from data.server import resolve_url
-from indexer.embedders import MiniLMEmbedder
 from indexer.lexical import Fit, LexicalEmbedder
 
 PROBE_WORDS = 25
@@ -85,7 +84,7 @@ async def stored_of(corpus: labelled.Corpus, settings: Settings, column: str) ->
 
 
 def embedder(family: Family, fit: Fit | None) -> Any:
-    return LexicalEmbedder(fit) if "lexical" in family.name else CachedEmbedder(MiniLMEmbedder())
+    return LexicalEmbedder(fit) if "lexical" in family.name else cached_minilm()
 
 
 def measure(corpus: labelled.Corpus, family: Family, settings: Settings) -> Measured:

