@@ -22,15 +22,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.lookups import Ask
 from data.model_indexes import vector_expression
-from data.vector_slots import Space
+from data.vector_slots import Space, repeated
 
 BM25_K1 = 1.2
 BM25_B = 0.75
 MAX_TERMS = 32  # the text's distinct terms weighed, first ones first
 
 # What the lexical leg searches: clear passages that are not boilerplate (`skipped` as
-# repeated content); their vectors do not matter.
-_SEARCHABLE = "c.redaction_state = 'clear' AND c.embedding_state <> 'skipped'"
+# repeated content); their vectors do not matter, so a passage without a vector of the
+# configured model (no feature of its fit: a new script) is searched too.
+_SEARCHABLE = f"c.redaction_state = 'clear' AND NOT {repeated('c')}"
 _FILTERS = (
     "(CAST(:cutoff AS timestamptz) IS NULL OR c.occurred_at >= CAST(:cutoff AS timestamptz)) "
     "AND (CAST(:statuses AS text[]) IS NULL OR s.status = ANY(CAST(:statuses AS text[]))) "
@@ -42,7 +43,7 @@ BM25 = f"""
 WITH terms AS MATERIALIZED (
   SELECT t.lexeme, quote_literal(t.lexeme)::tsquery AS query
   FROM (SELECT DISTINCT u.lexeme
-        FROM unnest(to_tsvector('english'::regconfig, CAST(:text AS text))) AS u
+        FROM unnest(search_terms_of(CAST(:text AS text))) AS u
         LIMIT {MAX_TERMS}) t),
 docs AS MATERIALIZED (  -- N: every passage of the account, counted on its primary key
   SELECT count(*)::float8 AS n FROM session_chunks c WHERE c.account_id = :account_id),

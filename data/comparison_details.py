@@ -105,12 +105,12 @@ def _matched_words(preview: str) -> str:
     """The preview's words whose stem is one of the search text's terms (:search_text)."""
     terms = (
         "(SELECT string_agg(quote_literal(u.lexeme), ' | ')::tsquery "
-        "FROM unnest(to_tsvector('english'::regconfig, CAST(:search_text AS text))) AS u)"
+        "FROM unnest(search_terms_of(CAST(:search_text AS text))) AS u)"
     )
     return (
         f"ARRAY(SELECT DISTINCT lower(w) FROM regexp_split_to_table({preview}, "
         "'[^[:alnum:]_]+') AS w WHERE w <> '' "
-        f"AND to_tsvector('english'::regconfig, w) @@ {terms} ORDER BY 1)"
+        f"AND search_terms_of(w) @@ {terms} ORDER BY 1)"
     )
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.model_identity import ModelIdentity
-from data.vector_slots import VectorSlot
+from data.vector_slots import NO_DIRECTION, VectorSlot
 
 _SUMMARY_ONLY = "(NOT :summaries_only OR source_kind = 'session_summary')"
 # A chunk's dense vector as it is before the dense model embeds it.
@@ -152,7 +152,8 @@ async def skip_repeated(
         sa.text(
             "WITH total AS (SELECT count(*) AS n FROM runtime_sessions WHERE account_id = :a) "
             "UPDATE session_chunks c SET embedding_state = 'skipped', embedding = NULL, "
-            "embedding_model = NULL, embedded_at = NULL, in_shared_index = true "
+            "embedding_model = NULL, embedded_at = NULL, embed_error = NULL, "
+            "in_shared_index = true "
             "FROM (SELECT content_hash FROM session_chunks "
             "  WHERE account_id = :a AND content_hash IS NOT NULL "
             "  GROUP BY content_hash "
@@ -180,16 +181,17 @@ async def skip_chunks(
     ids: Sequence[UUID],
     slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> int:
-    """Mark claimed chunks `skipped` in the slot: their vector would have no direction."""
+    """Mark claimed chunks `skipped` in the slot: their vector would have no direction (their
+    error says so, NO_DIRECTION: unlike a repeated chunk, a search still reads it)."""
     if not ids:
         return 0
     result = await conn.execute(
         sa.text(
             f"UPDATE session_chunks SET {slot.state} = 'skipped', {slot.vector} = NULL, "
-            f"{slot.model} = NULL, {slot.embedded_at} = NULL "
+            f"{slot.model} = NULL, {slot.embedded_at} = NULL, {slot.error} = :why "
             "WHERE account_id = :a AND id = ANY(CAST(:ids AS uuid[]))"
         ),
-        {"a": account_id, "ids": list(ids)},
+        {"a": account_id, "ids": list(ids), "why": NO_DIRECTION},
     )
     return int(result.rowcount)
 

@@ -210,12 +210,9 @@ session_chunks = sa.Table(
         sa.BigInteger,
         server_default=sa.text("nextval('session_chunks_written_seq')"),
     ),
-    # The words of the content, stemmed (migration 0009): what a search's lexical leg ranks.
-    sa.Column(
-        "search_terms",
-        TSVECTOR,
-        sa.Computed("to_tsvector('english'::regconfig, content)", persisted=True),
-    ),
+    # The words of the content, stemmed, and the character pairs of its unspaced scripts
+    # (migrations 0009, 0013): what a search's lexical leg ranks.
+    sa.Column("search_terms", TSVECTOR, sa.Computed("search_terms_of(content)", persisted=True)),
     # The vector of the account's dense model beside its configured one (a search's dense
     # leg), with its own state, attempts and error; the same passage, another model's space.
     sa.Column("dense_embedding", Vector()),

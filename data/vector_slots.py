@@ -22,6 +22,20 @@ class Columns(NamedTuple):
     waiting: str  # what a chunk must be for the slot's model to embed it
 
 
+# The error of a chunk skipped because its text has no feature of the configured model (a
+# script or words the account's lexical fit has not seen): its vector would have no
+# direction. Unlike a chunk skipped as repeated, it is still searched by its words and
+# embedded by the dense model.
+NO_DIRECTION = "no feature of the model: its vector would have no direction"
+
+
+def repeated(alias: str = "") -> str:
+    """SQL: the chunk (of table alias `alias`) was skipped as repeated (boilerplate), which
+    neither leg of a search reads."""
+    c = f"{alias}." if alias else ""
+    return f"({c}embedding_state = 'skipped' AND {c}embed_error IS DISTINCT FROM '{NO_DIRECTION}')"
+
+
 class VectorSlot(Enum):
     # The configured model's: every comparison reads it.
     PRIMARY = Columns(
@@ -41,7 +55,7 @@ class VectorSlot(Enum):
         "dense_embedded_at",
         "dense_attempts",
         "dense_error",
-        "dense_state = 'pending' AND embedding_state <> 'skipped'",
+        f"dense_state = 'pending' AND NOT {repeated()}",
     )
 
     def __getattr__(self, role: str) -> str:

@@ -277,6 +277,10 @@ class SearchLeg:
     reasons: list[DegradedReason] = strawberry.field(  # type: ignore[valid-type]
         description="Why it did not run, when it did not."
     )
+    elapsed_ms: float = strawberry.field(
+        description="How long the leg took, in milliseconds: its lookup, and for the dense "
+        "leg the text's embedding by its model before it (or the attempt, when it failed)."
+    )
 
     @classmethod
     def of(cls, leg: LegAnswer) -> SearchLeg:

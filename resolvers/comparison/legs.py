@@ -44,7 +44,8 @@ class Found:
 @dataclass(frozen=True, slots=True)
 class LegAnswer:
     """What one leg did: whether it ran (else the reason codes why not), in which model, with
-    which floor, on which lookup path, and the passages it found, best first."""
+    which floor, on which lookup path, the passages it found, best first, and how long it
+    took (its lookup, and for the dense leg the text's embedding before it)."""
 
     leg: Leg
     model: str | None
@@ -54,6 +55,7 @@ class LegAnswer:
     path: LookupPath | None = None
     reasons: frozenset[str] = frozenset()
     unverified: bool = False
+    elapsed_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,7 @@ class Search:
     setting: EmbeddingSetting | None
     reasons: frozenset[str]
     started: float
+    embed_ms: float = 0.0  # the text's embedding by the dense model, when it was asked
 
     def with_reasons(self, *codes: str) -> Search:
         return replace(self, reasons=self.reasons | set(codes))
@@ -122,7 +123,9 @@ async def _dense_text(
         return space, None, search.with_reasons(*refused)
     if space is None:
         return None, None, search
+    started = time.perf_counter()
     vector = await _embedded(services, search, space.identity)
+    search = replace(search, embed_ms=elapsed_ms(started))
     if isinstance(vector, frozenset):
         return space, None, search.with_reasons(*vector, "search_dense_leg_failed")
     return space, vector, search
@@ -178,16 +181,19 @@ async def _legs(
     dense: Space | None,
     vector: str | None,
 ) -> list[LegAnswer]:
-    legs = [await lexical_leg(conn, search.text)]
+    started = time.perf_counter()
+    legs = [replace(await lexical_leg(conn, search.text), elapsed_ms=elapsed_ms(started))]
     if dense is None:
         return legs
     model = str(dense.identity)
     if vector is None:  # why: the reasons the text's embedding gave, not what was asked
         why = search.reasons - {"similar_window_applied", "similar_filter_applied"}
-        return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=why)]
+        return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=why, elapsed_ms=search.embed_ms)]
     floor = calibration(model, ProbeKind.TEXT).floor
     tuning, checks = services.tuning, services.checks
-    legs.append(await dense_leg(conn, search.text, dense, vector, floor, tuning, checks))
+    started = time.perf_counter()
+    leg = await dense_leg(conn, search.text, dense, vector, floor, tuning, checks)
+    legs.append(replace(leg, elapsed_ms=search.embed_ms + elapsed_ms(started)))
     return legs
 
 

@@ -45,6 +45,13 @@ async def test_graphql_and_rest_search_within_the_account(
     ids = {r["runtimeSessionId"] for r in found["results"]}
     assert ids == {sessions["migration"], sessions["migration again"]}
     assert found["legs"] == [{"leg": "LEXICAL", "ran": True}]
+    timed = await graphql(
+        client,
+        key,
+        "query($q: String!) { searchSessions(text: $q) { legs { elapsedMs } } }",
+        q=QUESTION,
+    )
+    assert timed["data"]["searchSessions"]["legs"][0]["elapsedMs"] > 0
     words = {w for r in found["results"] for m in r["matches"] for w in m["matchedWords"]}
     assert {"migration", "lock", "timeout", "orders"} <= words
     rest = await client.get(

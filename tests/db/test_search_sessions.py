@@ -100,6 +100,11 @@ async def test_the_legs_are_fused_by_reciprocal_rank(engine: AsyncEngine) -> Non
     assert [n.session.id for n in both.results] == expected
     assert [n.score for n in both.results] == pytest.approx([rrf[s] for s in expected])
     assert both.model_identity == DENSE_MODEL
+    # Found by both legs, a session is listed once.
+    ids = [n.session.id for n in both.results]
+    assert len(ids) == len(set(ids)) and set(orders[0]) & set(orders[1])
+    # Each leg says how long it took; the dense leg's time holds the text's embedding.
+    assert all(leg.elapsed_ms > 0 for leg in both.legs)
 
 
 async def test_the_dense_slot_beside_the_lexical_model_is_searched_exactly(

@@ -119,7 +119,7 @@ async def reference_bm25(engine: AsyncEngine, account: str, text: str) -> list[t
     async with engine.connect() as conn:
         query = (
             await conn.execute(
-                sa.text("SELECT array_agg(lexeme) FROM unnest(to_tsvector('english', :t))"),
+                sa.text("SELECT array_agg(lexeme) FROM unnest(search_terms_of(:t))"),
                 {"t": text},
             )
         ).scalar_one() or []
