@@ -121,10 +121,25 @@ def checked(queries: Sequence[Query], corpus: labelled.Corpus) -> list[Query]:
     return list(queries)
 
 
-def query_set(name: str, corpus: labelled.Corpus | None = None) -> list[Query]:
-    """The set named after a corpus, checked against that corpus (loaded if not given)."""
+def query_set(name: str, corpus: labelled.Corpus | None = None, kind: str = "") -> list[Query]:
+    """The set named after a corpus (`kind` "holdout": its held-out set), checked against
+    that corpus (loaded if not given)."""
     corpus = corpus or labelled.CORPORA[name]()
-    return checked(load(QUERIES_DIR / f"{name}.jsonl"), corpus)
+    return checked(load(QUERIES_DIR / f"{name}{'-' + kind if kind else ''}.jsonl"), corpus)
+
+
+# The sets of a corpus: the one written with the product (issue #26), and the one written
+# after it by someone who had not tuned anything on it (issue #38), never used to tune.
+SETS = {"authored": "", "held out": "holdout"}
+
+
+def query_sets(name: str, corpus: labelled.Corpus) -> dict[str, list[Query]]:
+    """Every set the corpus has, by label."""
+    return {
+        label: query_set(name, corpus, kind)
+        for label, kind in SETS.items()
+        if (QUERIES_DIR / f"{name}{'-' + kind if kind else ''}.jsonl").exists()
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,12 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"unknown corpus {name!r}; known: {', '.join(labelled.CORPORA)}")
             return 2
         try:
-            queries = query_set(name)
+            sets = query_sets(name, labelled.CORPORA[name]())
         except QuerySetError as exc:
             print(exc)
             return 1
-        tasks = len({q.task for q in queries})
-        print(f"{name}: {len(queries)} descriptions over {tasks} tasks follow the rule")
+        for label, queries in sets.items():
+            tasks = len({q.task for q in queries})
+            print(
+                f"{name} ({label}): {len(queries)} descriptions over {tasks} tasks follow the rule"
+            )
     return 0
 
 

@@ -37,6 +37,14 @@ def test_the_tau_bench_set_follows_the_rule_on_the_demo_corpus() -> None:
     assert len({query.task for query in queries}) >= 45
 
 
+def test_the_held_out_tau_bench_set_follows_the_rule_and_names_40_tasks() -> None:
+    held = query_set("tau-bench", kind="holdout")
+    assert len({query.task for query in held}) >= 40
+    authored = {q.task: q.text for q in query_set("tau-bench")}
+    for query in held:  # not the authored description again, in other words or the same
+        assert not runs(query.text) & runs(authored.get(query.task, ""))
+
+
 def test_the_coding_set_names_45_tasks_over_the_repos() -> None:
     queries = load(QUERIES_DIR / "coding-agents.jsonl")
     assert len({query.task for query in queries}) >= 45
