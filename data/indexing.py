@@ -5,7 +5,7 @@ writes are data/chunk_writes.py's."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -129,7 +129,17 @@ async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
 async def forget_other_dense_models(
     conn: AsyncConnection, account_id: UUID, identity: ModelIdentity
 ) -> int:
-    """Dense vectors of a model the account no longer names wait to be embedded again."""
+    """Dense vectors of a model the account no longer names wait to be embedded again (and
+    their windows go)."""
+    await conn.execute(
+        sa.text(
+            "DELETE FROM session_chunk_windows w USING session_chunks c "
+            "WHERE w.account_id = :account_id AND c.account_id = :account_id "
+            "AND c.id = w.chunk_id AND c.dense_model IS DISTINCT FROM :model "
+            "AND c.dense_state IN ('embedded', 'skipped', 'failed')"
+        ),
+        {"account_id": account_id, "model": str(identity)},
+    )
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks SET dense_embedding = NULL, dense_model = NULL, "
@@ -255,6 +265,35 @@ async def write_vectors(
         {"account_id": account_id, "model": str(identity), "ids": list(ids), "vecs": list(vectors)},
     )
     return int(result.rowcount)
+
+
+async def write_windows(
+    conn: AsyncConnection,
+    account_id: UUID,
+    windows: Mapping[UUID, Sequence[str]],
+) -> None:
+    """The dense model's windows (pgvector text form) of the chunks just embedded in its
+    slot, in place of any they had; a chunk of one window has none (it is its own vector)."""
+    await conn.execute(
+        sa.text(
+            "DELETE FROM session_chunk_windows "
+            "WHERE account_id = :a AND chunk_id = ANY(CAST(:ids AS uuid[]))"
+        ),
+        {"a": account_id, "ids": list(windows)},
+    )
+    rows = [(chunk, n, v) for chunk, vs in windows.items() if len(vs) > 1 for n, v in enumerate(vs)]
+    if rows:
+        chunks, numbers, vectors = zip(*rows, strict=True)
+        await conn.execute(
+            sa.text(
+                "INSERT INTO session_chunk_windows (account_id, chunk_id, window_index, embedding) "
+                "SELECT :a, w.chunk_id, w.n, CAST(w.vec AS vector) "
+                "FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[]), CAST(:vecs AS text[])) "
+                "AS w(chunk_id, n, vec) JOIN session_chunks c "
+                "ON c.account_id = :a AND c.id = w.chunk_id AND c.redaction_state = 'clear'"
+            ),
+            {"a": account_id, "ids": list(chunks), "ns": list(numbers), "vecs": list(vectors)},
+        )
 
 
 async def record_failure(

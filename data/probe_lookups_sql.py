@@ -100,6 +100,20 @@ def floor_of(n: int) -> str:
     return f"CAST(:floor_{n} AS float8)"
 
 
+def _distance(identity: ModelIdentity, slot: VectorSlot) -> str:
+    """A chunk's (alias `c`) distance to the probe's vector: in the dense slot, its best
+    window's when the dense model read it in several (session_chunk_windows), which the
+    windows' average blurs; NULL windows (none) leave the chunk's own."""
+    own = f"({vector_expression(identity, 'c', slot)} <=> p.v)"
+    if slot is not VectorSlot.DENSE:
+        return own
+    best = (
+        f"(SELECT min(w.embedding::vector({identity.dimensions}) <=> p.v) "
+        "FROM session_chunk_windows w WHERE w.account_id = c.account_id AND w.chunk_id = c.id)"
+    )
+    return f"least({own}, {best})"
+
+
 def exact_scan(
     n: int,
     identity: ModelIdentity,
@@ -116,7 +130,7 @@ def exact_scan(
     `hits`. `+ 0` keeps the HNSW index from serving the ORDER BY: this pass must not be
     approximate."""
     scope = scope or f"c.account_id = :account_id AND {comparable_predicate(identity, 'c', slot)}"
-    distance = f"({vector_expression(identity, 'c', slot)} <=> p.v)"
+    distance = _distance(identity, slot)
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "

@@ -279,6 +279,22 @@ session_chunks = sa.Table(
     ),
 )
 
+# The dense model's windows of a passage it read in more than one (migration 0014): a search
+# scores the passage by its best window.
+session_chunk_windows = sa.Table(
+    "session_chunk_windows",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("chunk_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("window_index", sa.Integer, primary_key=True),
+    sa.Column("embedding", Vector(), nullable=False),
+    sa.ForeignKeyConstraint(
+        ["account_id", "chunk_id"],
+        ["session_chunks.account_id", "session_chunks.id"],
+        ondelete="CASCADE",
+    ),
+)
+
 # One row per model identity in use, with the name of its partial HNSW index.
 embedding_models = sa.Table(
     "embedding_models",

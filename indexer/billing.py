@@ -14,14 +14,17 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from indexer.embedders import Embedder, tokens_of
+from indexer.whole_passages import WholePassages
 
 
 @dataclass(frozen=True, slots=True)
 class Embedding:
-    """Unit vectors, one per text, and the tokens billed for them."""
+    """Unit vectors, one per text, and the tokens billed for them; and, from an embedder
+    that reads a text in windows, each text's windows' vectors."""
 
     vectors: np.ndarray
     tokens: int
+    windows: list[np.ndarray] | None = None
 
 
 @runtime_checkable
@@ -48,4 +51,8 @@ def embed_metered(embedder: Embedder, texts: Sequence[str]) -> Embedding:
     """Embed and say what it cost: the provider's count, or the local one."""
     if isinstance(embedder, Metered):
         return embedder.embed_metered(texts)
-    return Embedding(embedder.embed(texts), sum(tokens_of(embedder, t) for t in texts))
+    tokens = sum(tokens_of(embedder, t) for t in texts)
+    if isinstance(embedder, WholePassages):
+        vectors, windows = embedder.embed_windows(texts)
+        return Embedding(vectors, tokens, windows)
+    return Embedding(embedder.embed(texts), tokens)

@@ -6,7 +6,9 @@ model (cutting the windows for all-MiniLM-L6-v2's 254 word pieces cost tau-bench
 -> 0.830). A passage longer than the dense model reads is cut into consecutive windows of at
 most that many of its tokens, each embedded, and their vectors averaged (then normalised):
 cutting it short instead kept only its first 254 word pieces (tau-bench hit@5 of the dense
-leg 0.880 -> 0.740, bench/results/search.md)."""
+leg 0.880 -> 0.740, bench/results/search.md). The windows' own vectors are kept too
+(session_chunk_windows): a search scores a passage by its best window, which the average
+blurs."""
 
 from __future__ import annotations
 
@@ -50,6 +52,11 @@ class WholePassages:
         return [*out, " ".join(words)] if words else out or [text]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_windows(texts)[0]
+
+    def embed_windows(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each text's vector (its windows' average, normalised) and its windows' own
+        vectors (one row a window): a search scores a passage by its best window."""
         owners: list[int] = []
         pieces: list[str] = []
         for n, text in enumerate(texts):
@@ -60,4 +67,6 @@ class WholePassages:
         summed = np.zeros((len(texts), vectors.shape[1]), dtype=np.float64)
         np.add.at(summed, owners, vectors)
         norms = np.linalg.norm(summed, axis=1, keepdims=True)
-        return (summed / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        averaged = (summed / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        at = np.asarray(owners)
+        return averaged, [vectors[at == n].astype(np.float32) for n in range(len(texts))]

@@ -331,7 +331,7 @@ async def embed_batch(
                 )
                 return BatchOutcome(error=str(exc), attempted=len(batch), failed=failed)
             units, cost = embedded.tokens, spend_cap.batch_cost(embedded.tokens, price)
-            skipped = await _write(conn, work, ids, embedded.vectors, slot)
+            skipped = await _write(conn, work, ids, embedded, slot)
             await sql.record_usage(conn, work.account_id, work.identity, units, cost)
     # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
     # embedder's bill), so the next batch may still fit more.
@@ -350,15 +350,24 @@ async def _write(
     conn: AsyncConnection,
     work: sql.AccountWork,
     ids: list[UUID],
-    vectors: np.ndarray,
+    embedded: billing.Embedding,
     slot: VectorSlot,
 ) -> int:
-    """Store the vectors with a direction; a vector without one (nothing the embedder could
-    read) is never stored: its chunk is `skipped` in the slot. The number skipped."""
+    """Store the vectors with a direction, and the windows' vectors of a chunk read in
+    several; a vector without one (nothing the embedder could read) is never stored: its
+    chunk is `skipped` in the slot. The number skipped."""
+    vectors = embedded.vectors
     live = np.linalg.norm(vectors, axis=1) > 0
     kept = [chunk for chunk, ok in zip(ids, live.tolist(), strict=True) if ok]
     texts = as_text(vectors[live])
     await sql.write_vectors(conn, work.account_id, work.identity, kept, texts, slot)
+    if embedded.windows is not None and slot is VectorSlot.DENSE:
+        windows = {
+            chunk: as_text(rows)
+            for chunk, rows, ok in zip(ids, embedded.windows, live.tolist(), strict=True)
+            if ok
+        }
+        await sql.write_windows(conn, work.account_id, windows)
     await sql.skip_chunks(conn, work.account_id, [c for c in ids if c not in set(kept)], slot)
     return len(ids) - len(kept)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
@@ -16,10 +17,12 @@ from data.account_indexes import ensure_account_index
 from data.lookups import Ask
 from indexer.embedders import Registry
 from indexer.lexical import LexicalEmbedder
+from indexer.whole_passages import WholePassages
 from resolvers.comparison.legs import Leg
 from resolvers.rules import ranking
 from resolvers.rules.fusion import reciprocal_rank_fusion
 from resolvers.tuning import Tuning
+from tests.support.embedders import WordsEmbedder
 from tests.support.search_world import (
     DENSE,
     DENSE_MODEL,
@@ -204,3 +207,56 @@ async def test_a_priced_model_records_the_search_spend_and_stops_at_the_cap(
         "search_dense_leg_failed",
     )
     assert await spend(engine, account) == pytest.approx(0.08), "nothing spent past the cap"
+
+
+class ShortWords(WordsEmbedder):
+    """The words embedder reading at most 8 words: a longer passage is read in windows."""
+
+    max_tokens: int | None = 8
+
+
+async def test_the_dense_leg_scores_a_passage_by_its_best_window(engine: AsyncEngine) -> None:
+    """A passage the dense model reads in windows keeps each window's vector: the dense leg
+    finds it by the window that says what the text says, which the windows' average blurs."""
+    from indexer.commands import config_from
+    from indexer.worker import index_once
+
+    world = World()
+    account, _ = world.account(model=MODEL)
+    world.lines[-1]["embedding"]["dense"] = {
+        "provider": "local",
+        "model": "words-384",
+        "dimensions": 384,
+    }
+    window = "database migration failed with lock timeout on orders"
+    others = " ".join(TOPICS[t] for t in ("deploy", "billing"))
+    long_id = world.session(account, "long")
+    world.activity(long_id, 0, f"{window} {others}")
+    short_id = world.session(account, "short")
+    world.activity(short_id, 0, "orders")
+    await world.write(engine)
+    dense = ShortWords(identity=DENSE_MODEL)
+    registry = Registry({MODEL: LexicalEmbedder, DENSE_MODEL: lambda: dense})
+    await index_once(engine, registry, config_from(Settings.from_env({}), progress=False))
+    async with engine.connect() as conn:
+        windows = dict(
+            (
+                await conn.execute(
+                    sa.text(
+                        "SELECT s.title, count(w.window_index) FROM runtime_sessions s "
+                        "JOIN session_chunks c ON c.account_id = s.account_id "
+                        "AND c.runtime_session_id = s.id LEFT JOIN session_chunk_windows w "
+                        "ON w.account_id = c.account_id AND w.chunk_id = c.id "
+                        "WHERE s.account_id = :a GROUP BY s.title"
+                    ),
+                    {"a": account},
+                )
+            ).all()
+        )
+    words = len(f"{window} {others}".split())
+    assert windows == {"long": -(-words // 8), "short": 0}  # one window: its own vector
+    result = await searched(engine, account, window, registry=registry, only=Leg.DENSE, limit=5)
+    best = {n.session.id: n.similarity for n in result.results}
+    assert best[uuid.UUID(long_id)] == pytest.approx(1.0, abs=1e-6)  # its first window
+    averaged = float(WholePassages(dense).embed([f"{window} {others}"])[0] @ dense.vector(window))
+    assert averaged < 0.7
