@@ -1,4 +1,4 @@
-"""The README's configuration tables are the ones the settings' declarations generate."""
+"""docs/configuration.md's settings tables are the ones the settings' declarations generate."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from config.settings import GROUPS
 from config.tables import marked
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 @pytest.mark.parametrize("group", GROUPS)
-def test_the_readme_shows_the_declared_settings(group: str) -> None:
-    assert marked(group) in README.read_text(encoding="utf-8"), (
-        f"README's {group} settings table drifted: paste `python -m config.tables`"
+def test_the_configuration_page_shows_the_declared_settings(group: str) -> None:
+    assert marked(group) in CONFIGURATION.read_text(encoding="utf-8"), (
+        f"docs/configuration.md's {group} settings table drifted: paste `python -m config.tables`"
     )
