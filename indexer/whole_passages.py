@@ -29,7 +29,9 @@ class WholePassages:
         self.inner = inner
         self.identity: ModelIdentity = inner.identity
         self.usd_per_1k_tokens = inner.usd_per_1k_tokens
-        self.limit = inner.max_tokens
+        # The window a model reads best, when it names one (all-MiniLM-L6-v2: the length it
+        # was trained on), else as much as it reads.
+        self.limit = getattr(inner, "window_tokens", inner.max_tokens)
 
     def token_cost(self, word: str) -> int:
         return self.inner.token_cost(word)
