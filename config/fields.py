@@ -1,5 +1,5 @@
 """What every settings group shares: where the repository is, the variables' prefix, the
-README's groups, and `setting()`, one field's default, bounds and description."""
+configuration page's groups (docs/configuration.md), and `setting()`, one field's default, bounds and description."""
 
 from __future__ import annotations
 
@@ -15,5 +15,5 @@ GROUPS: tuple[Group, ...] = ("server", "indexer", "providers", "observability")
 
 
 def setting(default: Any, description: str, group: Group = "server", **bounds: Any) -> Any:
-    """A field with its default, bounds and the description the README's tables show."""
+    """A field with its default, bounds and the description docs/configuration.md's tables show."""
     return Field(default, description=description, json_schema_extra={"group": group}, **bounds)

@@ -25,7 +25,7 @@ class SettingsError(ValueError):
 
 
 class Settings(ObservabilitySettings, ProviderSettings, IndexerSettings, ServerSettings):
-    """Everything configurable, the groups in the README's order (server first); the README's
+    """Everything configurable, the groups in docs/configuration.md's order (server first); its
     configuration tables are generated from it."""
 
     model_config = SettingsConfigDict(

@@ -1,4 +1,4 @@
-"""The README's configuration tables, generated from the settings' declarations.
+"""The configuration tables of docs/configuration.md, generated from the settings' declarations.
 
 python -m config.tables      # prints both tables
 """
@@ -34,7 +34,7 @@ def table(group: str) -> str:
 
 
 def marked(group: str) -> str:
-    """The table between the README markers that keep it in step with the declarations."""
+    """The table between the markers of docs/configuration.md that keep it in step with the declarations."""
     return f"<!-- settings:{group} -->\n{table(group)}\n<!-- /settings:{group} -->"
 
 

@@ -15,7 +15,7 @@ from data.vector_slots import VectorSlot
 HNSW_M = 16
 # pgvector's default of 64 leaves some of an account's topic clusters reachable only by
 # chance (the 1M benchmark's worst probes); 200 makes that rare, for a longer build. Only
-# indexes built from now on take it: see the README ("When the index cannot vouch").
+# indexes built from now on take it: see docs/architecture.md ("When the index cannot vouch").
 HNSW_EF_CONSTRUCTION = 200
 HNSW_MAX_DIMENSIONS = 2000  # pgvector's limit for an HNSW index on the vector type
 # The memory an HNSW build is given: enough for its graph to stay in memory (an on-disk
