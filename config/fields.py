@@ -1,5 +1,6 @@
 """What every settings group shares: where the repository is, the variables' prefix, the
-configuration page's groups (docs/configuration.md), and `setting()`, one field's default, bounds and description."""
+groups of docs/configuration.md, and `setting()`, one field's default, bounds and
+description."""
 
 from __future__ import annotations
 

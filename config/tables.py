@@ -34,7 +34,8 @@ def table(group: str) -> str:
 
 
 def marked(group: str) -> str:
-    """The table between the markers of docs/configuration.md that keep it in step with the declarations."""
+    """The table between the markers of docs/configuration.md that keep it in step with
+    the declarations."""
     return f"<!-- settings:{group} -->\n{table(group)}\n<!-- /settings:{group} -->"
 
 
