@@ -1,6 +1,7 @@
 # Two commands on a fresh machine with Python 3.11+ and make:
 #   make run    the API and console on the demo corpus (embedded PostgreSQL)
-#   make test   ruff, mypy and the whole test suite (both embedders, the browser tests)
+#   make test   ruff, mypy and the whole test suite (both embedders, the browser tests);
+#               its lanes: make test-unit, make test-db, make test-browser
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ PORT ?= 8000
 # LEXICAL=1: the demo with the lexical model alone (by default all-MiniLM-L6-v2 is beside it)
 LEXICAL ?=
 
-.PHONY: install run demo test lint schema
+.PHONY: install run demo test test-unit test-db test-browser lint schema
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +36,20 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The whole suite, as CI runs it; the slowest tests are printed at the end.
 test: lint install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
+
+# The lanes (docs/testing.md): no database, seconds; the database tests on every core;
+# the console in headless Chromium.
+test-unit: install
+	$(BIN)/python -m pytest tests/unit -q
+
+test-db: install
+	$(BIN)/python -m pytest tests/db -q -n auto
+
+test-browser: install
+	$(BIN)/python -m pytest tests/browser -q
 
 schema: install
 	$(BIN)/strawberry export-schema schema:schema --output schema.graphql

@@ -23,6 +23,26 @@ from similar_sessions.app import create_app
 
 _counter = itertools.count()
 configure_logging("WARNING")
+LANES = ("unit", "db", "browser")  # tests/<lane>/, marked so by directory
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its lane (its directory under tests/); one in no lane fails."""
+    root = config.rootpath / "tests"
+    for item in items:
+        lane = item.path.relative_to(root).parts[0] if item.path.is_relative_to(root) else ""
+        if lane not in LANES:
+            raise pytest.UsageError(f"{item.nodeid}: in no lane; a test lives in tests/{LANES}")
+        item.add_marker(getattr(pytest.mark, lane))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, the controller starts the embedded server once, before its workers (each
+    would otherwise race to start it); each worker then makes its own databases."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        return
+    settings = Settings.from_env()
+    resolve_url(settings.database_url, settings.data_dir)
 
 
 def _with_database(url: str, database: str) -> str:

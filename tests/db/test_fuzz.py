@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.comparisons import bearer
+from tests.support.fuzz import examples
 from tests.support.transfer_files import counts
 from tests.support.world import pair_world
 
@@ -50,7 +51,7 @@ PARAMETERS = [
     "source_type",
 ]
 FUZZ = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

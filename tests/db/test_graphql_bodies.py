@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from similar_sessions.graphql_app import NESTED_TOO_DEEP, NOT_AN_OBJECT, NOT_UTF8
 from tests.support.comparisons import bearer
+from tests.support.fuzz import examples
 from tests.support.world import pair_world
 
 NESTED = "[" * 3000 + "]" * 3000  # 6 KB, well under the body limit
@@ -87,7 +88,7 @@ JSON_DOCUMENTS = st.recursive(
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -136,7 +137,7 @@ async def test_a_body_that_is_not_utf8_is_answered_400_and_the_connection_kept(
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

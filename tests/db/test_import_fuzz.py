@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests.support.fuzz import examples
 from tests.support.transfer_files import counts, write_file
 from tests.support.world import World, blend, direction
 from transfer.errors import ErrorLog, ImportRefused
@@ -109,7 +110,7 @@ def mutate(lines: list[Any], data: st.DataObject) -> tuple[list[str], int]:
     return texts, index + 1
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data(), file_format=st.sampled_from(sorted(FORMATS)))
 def test_every_reader_turns_any_line_into_records_or_reasons(
     data: st.DataObject, file_format: str
@@ -125,7 +126,7 @@ def test_every_reader_turns_any_line_into_records_or_reasons(
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.times import LATEST
 from tests.db.test_import_fuzz import JSON_VALUES
+from tests.support.fuzz import examples
 from tests.support.transfer_files import counts, write_file
 from tests.support.world import World, blend, direction
 from transfer.errors import ErrorLog, ImportRefused
@@ -35,11 +36,11 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 TWO_DAYS = 2 * 86_400 * 10**6  # microseconds
 LATEST_NANOS = (LATEST - EPOCH) // timedelta(microseconds=1) * 1000 + 999
 DB_FUZZ = settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-READER_FUZZ = settings(max_examples=80, deadline=None)
+READER_FUZZ = settings(max_examples=examples(80), deadline=None)
 
 WALL_TIMES = st.one_of(
     st.integers(0, TWO_DAYS).map(lambda us: datetime.min + timedelta(microseconds=us)),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.comparisons import bearer, graphql
+from tests.support.fuzz import examples
 from tests.support.world import World, blend, direction
 
 STATES = ["clear", "clear", "redacted", "metadata_only", "withheld"]
@@ -54,7 +55,7 @@ def uuids_in(value: Any) -> set[str]:
 
 
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.support.comparisons import bearer, graphql
+from tests.support.fuzz import examples
 from tests.support.world import World
 
 SEARCH = """query($search: String, $first: Int! = 20, $after: String) {
@@ -104,7 +105,7 @@ async def test_too_long_or_unstorable_text_is_bad_user_input(
 
 
 FUZZ = settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
