@@ -58,6 +58,15 @@ SELECT c.account_id, md5(c.id::text || :copy)::uuid, md5(c.runtime_session_id::t
 FROM session_chunks c JOIN runtime_sessions s
   ON s.account_id = c.account_id AND s.id = c.runtime_session_id AND s.source_id NOT LIKE '%#%'
 WHERE c.account_id = :a"""
+# The dense model's windows of the copied chunks (a search scores a passage by its best).
+_COPY_WINDOWS = """
+INSERT INTO session_chunk_windows (account_id, chunk_id, window_index, embedding)
+SELECT w.account_id, md5(w.chunk_id::text || :copy)::uuid, w.window_index, w.embedding
+FROM session_chunk_windows w JOIN session_chunks c
+  ON c.account_id = w.account_id AND c.id = w.chunk_id
+JOIN runtime_sessions s
+  ON s.account_id = c.account_id AND s.id = c.runtime_session_id AND s.source_id NOT LIKE '%#%'
+WHERE w.account_id = :a"""
 
 
 async def scaled(url: str, account: UUID, chunks: int) -> AsyncEngine:
@@ -96,6 +105,7 @@ async def grow(engine: AsyncEngine, account: UUID, chunks: int) -> None:
         async with engine.begin() as conn:
             await conn.execute(sa.text(_COPY_SESSIONS), {"a": account, "copy": str(copy)})
             await conn.execute(sa.text(_COPY_CHUNKS), {"a": account, "copy": str(copy)})
+            await conn.execute(sa.text(_COPY_WINDOWS), {"a": account, "copy": str(copy)})
         print(f"copy {copy}: {base * (copy + 1):,} passages", file=sys.stderr)
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
