@@ -1,4 +1,5 @@
-"""Measurements run by hand, not tests: one command per module here (`python -m bench.run`,
-`bench.quality`, `bench.importing`, `bench.loadtest`, `bench.ablation`, `bench.calibrate`,
-`bench.vector_storage`), their code in a folder per kind (latency/, quality/, importing/,
-load/), what the kinds share in common/, and their figures in results/."""
+"""Measurements run by hand, not tests: one command per module (`python -m bench.run`,
+`bench.quality`, `bench.importing`, `bench.load.harness`, `bench.quality.ablation`,
+`bench.quality.calibrate`, `bench.latency.vector_storage` and the others bench/README.md
+lists by the question each answers), their code in a folder per kind (latency/, quality/,
+importing/, load/, search/), what the kinds share in common/, and their figures in results/."""

@@ -1,6 +1,6 @@
 """Where a vector is stored and what an exact scan pays for it:
 
-    python -m bench.vector_storage [--database ss_quality_coding_agents]
+    python -m bench.latency.vector_storage [--database ss_quality_coding_agents]
 
 On a database `bench.quality` left behind (real sessions: passages beside their vectors),
 the largest account's exact scan of one probe (its 25 nearest by a sequential scan), timed
@@ -78,3 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--database", default="ss_quality_coding_agents")
     asyncio.run(compare(parser.parse_args(argv).database))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,1 @@
-"""The load run, `python -m bench.loadtest`: many clients on a running server."""
+"""The load run, `python -m bench.load.harness`: many clients on a running server."""

@@ -1,6 +1,6 @@
 """Load harness: drive the REST route and the GraphQL field of a running server.
 
-    python -m bench.loadtest --base-url http://127.0.0.1:8000 --key sk-demo-tau-bench-airline \
+    python -m bench.load.harness --base-url http://127.0.0.1:8000 --key sk-demo-tau-bench-airline \
         --concurrency 20 --seconds 30
 
 Prints throughput, p50/p95/p99 latency and the count of each status; a 503 with Retry-After

@@ -1,3 +1,3 @@
 """Ranking quality on the labelled corpora: `python -m bench.quality` measures the product's
-pipeline, `bench.ablation` explores indexer variants without a database, and
-`bench.calibrate` chooses the band cut points from the kept rankings."""
+pipeline, `bench.quality.ablation` explores indexer variants without a database, and
+`bench.quality.calibrate` chooses the band cut points from the kept rankings."""

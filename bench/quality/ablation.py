@@ -2,7 +2,7 @@
 bench/quality/simulate.py (no database) for the default and for one change at a time, scored
 on all tasks and on each half of them (a split by task, so a gain on one half only shows).
 
-    python -m bench.ablation [--out bench/results/ablation.md]"""
+    python -m bench.quality.ablation [--out bench/results/ablation.md]"""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         for variant in variants(settings):
             lines.append(row(corpus, variant))
             print(lines[-1], file=sys.stderr, flush=True)
-    lines += ["", "Reproduce: `python -m bench.ablation`", ""]
+    lines += ["", "Reproduce: `python -m bench.quality.ablation`", ""]
     Path(opts.out).write_text("\n".join(lines), encoding="utf-8")
     return 0
 

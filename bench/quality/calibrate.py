@@ -3,7 +3,7 @@
 whose band below it does at least 60%, on each corpus and on each half of its tasks (a
 subset showing fewer than 20 neighbours in a band is too small to judge).
 
-    python -m bench.quality && python -m bench.calibrate [--out docs/calibration.md]
+    python -m bench.quality && python -m bench.quality.calibrate [--out docs/calibration.md]
 
 Prints the CALIBRATED entries for resolvers/rules/calibration.py and writes the table."""
 
@@ -169,7 +169,7 @@ chosen on.
 
 {table}
 
-Reproduce: `python -m bench.quality && python -m bench.calibrate` (writes this page and
+Reproduce: `python -m bench.quality && python -m bench.quality.calibrate` (writes this page and
 prints the `CALIBRATED` entries of `resolvers/rules/calibration.py`).
 """
 

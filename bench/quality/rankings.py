@@ -1,5 +1,5 @@
 """The rankings bench.quality measured, kept in bench/.cache/rankings.json so that
-`--report-only` and bench.calibrate score them again without measuring."""
+`--report-only` and bench.quality.calibrate score them again without measuring."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def report(results: dict[str, dict[str, Any]], settings: Settings) -> str:
             f"repeat_min_share_percent={settings.repeat_min_share_percent}.",
             *notes,
             "",
-            "Reproduce: `python -m bench.quality` (then `python -m bench.calibrate`).",
+            "Reproduce: `python -m bench.quality` (then `python -m bench.quality.calibrate`).",
             "",
         ]
     )

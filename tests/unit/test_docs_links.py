@@ -1,4 +1,5 @@
-"""Every path README.md and docs/*.md cite exists: relative links, and backticked repo paths.
+"""Every path README.md, docs/*.md and bench/README.md cite exists: relative links, and
+backticked repo paths.
 
 A markdown link's target (`[text](path)`, images too) is resolved against the page that holds
 it; http(s) and mailto links are left alone, and a `#fragment` is dropped for that check (a
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "README.md"]
 
 PATH_ENDINGS = (".py", ".md", ".json", ".jsonl", ".toml", ".png", ".ini", ".graphql", ".txt", "/")
 
