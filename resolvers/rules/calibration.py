@@ -39,7 +39,7 @@ class Calibration(NamedTuple):
 CONTRACT_CUTS = BandCuts(SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED)
 CONTRACT = Calibration(MIN_SIMILAR_SIMILARITY, CONTRACT_CUTS)
 
-# Reproduce with `python -m bench.quality && python -m bench.calibrate` (passages) and
+# Reproduce with `python -m bench.quality && python -m bench.quality.calibrate` (passages) and
 # `python -m bench.search && python -m bench.search.calibrate` (texts); docs/calibration.md.
 CALIBRATED: dict[tuple[str, ProbeKind], Calibration] = {
     ("local:lexical-384@384", ProbeKind.PASSAGE): Calibration(0.35, BandCuts(0.89, 0.35)),
