@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from strawberry.dataloader import DataLoader
@@ -16,6 +16,7 @@ from data.comparison import reading
 from data.comparison_details import ChunkDetail, show
 from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
 from indexer import credentials
+from resolvers.budgets import ContentBudget
 from resolvers.comparison.phases import SimilarKey, compare_sessions
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.timeline import TimelineKey, TimelineResult, timelines
@@ -158,7 +159,3 @@ def passage_loader(
         return [shown.chunks.get(chunk) for chunk, _ in keys]
 
     return DataLoader(load_fn=load)
-
-
-if TYPE_CHECKING:
-    from resolvers.context import ContentBudget

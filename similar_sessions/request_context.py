@@ -6,7 +6,8 @@ from starlette.requests import HTTPConnection
 
 from data.secrets import deployment_secret
 from indexer import credentials
-from resolvers.context import ContentBudget, Context
+from resolvers.budgets import ContentBudget
+from resolvers.context import Context
 from resolvers.cursors import Cursors
 from resolvers.services import share_reads
 

@@ -12,7 +12,7 @@ from graphql import get_introspection_query
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
-from resolvers.context import MAX_SIMILAR_PER_REQUEST
+from resolvers.budgets import MAX_SIMILAR_PER_REQUEST
 from schema.query import MAX_ALIASES, MAX_QUERY_DEPTH, MAX_QUERY_TOKENS
 from similar_sessions.app import create_app
 from similar_sessions.body_limit import MAX_BODY_BYTES
