@@ -14,6 +14,7 @@ from data.lookups import Inventory
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers.comparison.state import Batch, Comparison
+from resolvers.rules.calibration import NO_FLOOR
 from resolvers.tuning import Tuning
 
 # The probes of a comparison to look up again (none: the comparison is not asked again).
@@ -64,9 +65,6 @@ async def look_again(
     comparisons = (c.answered(n, next(again), exact) if n else c for c, n in picked)
     batch = batch.with_comparisons(comparisons)
     return batch if exact else replace(batch, paths=batch.paths | looked.paths)
-
-
-NO_FLOOR = -1.0  # every passage: the nearest are offered when nothing passed the floor
 
 
 async def look_nearest(

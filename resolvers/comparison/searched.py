@@ -16,10 +16,10 @@ from data.vector_slots import Space
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Found, Leg, LegAnswer, Text
 from resolvers.rules import ranking
+from resolvers.rules.calibration import NO_FLOOR
 from resolvers.rules.fusion import Fused, leg_order, reciprocal_rank_fusion, weighted_blend
 from resolvers.tuning import Tuning
 
-NO_FLOOR = -1.0  # every passage: the nearest are offered when nothing passed the floor
 BLEND_LEXICAL_WEIGHT = 0.5  # the weighted blend's share of the lexical leg (measured beside)
 
 

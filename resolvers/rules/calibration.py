@@ -38,6 +38,8 @@ class Calibration(NamedTuple):
 
 CONTRACT_CUTS = BandCuts(SIMILARITY_BAND_CLOSE, SIMILARITY_BAND_RELATED)
 CONTRACT = Calibration(MIN_SIMILAR_SIMILARITY, CONTRACT_CUTS)
+# No floor at all: every passage, for the nearest offered when nothing passed the floor.
+NO_FLOOR = -1.0
 
 # Reproduce with `python -m bench.quality && python -m bench.quality.calibrate` (passages) and
 # `python -m bench.search && python -m bench.search.calibrate` (texts); docs/calibration.md.
