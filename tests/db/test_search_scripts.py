@@ -53,17 +53,24 @@ async def _titles(client: httpx.AsyncClient, key: str, text: str) -> list[str]:
     return [r["title"] for r in body["data"]["searchSessions"]["results"]]
 
 
-async def test_unspaced_scripts_are_searched_by_their_character_pairs(
-    engine: AsyncEngine, client: httpx.AsyncClient
-) -> None:
+async def _indexed(engine: AsyncEngine, **others: str) -> tuple[World, str, str]:
+    """An account of English sessions (each text twice) and `others` (title: text), written
+    and indexed with the default model, fitted."""
     world = World()
     account, key = world.account(model=str(DEFAULT_MODEL))
     for n, text in enumerate([*ENGLISH, *ENGLISH]):
         world.activity(world.session(account, f"english {n}", day=n), 0, text)
-    world.activity(world.session(account, "chinese"), 0, CHINESE)
-    world.activity(world.session(account, "japanese"), 0, JAPANESE)
+    for title, text in others.items():
+        world.activity(world.session(account, title), 0, text)
     await world.write(engine)
     await index_once(engine, Registry(), CONFIG, account_ids=[account])
+    return world, account, key
+
+
+async def test_unspaced_scripts_are_searched_by_their_character_pairs(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    _, account, key = await _indexed(engine, chinese=CHINESE, japanese=JAPANESE)
 
     # Words inside a run, not the run: PostgreSQL's parser alone read each run as one word.
     assert await _titles(client, key, "支付失败") == ["chinese"]
@@ -90,12 +97,7 @@ async def test_unspaced_scripts_are_searched_by_their_character_pairs(
 async def test_a_session_in_a_script_the_fit_never_saw_is_searched(
     engine: AsyncEngine, client: httpx.AsyncClient
 ) -> None:
-    world = World()
-    account, key = world.account(model=str(DEFAULT_MODEL))
-    for n, text in enumerate([*ENGLISH, *ENGLISH]):
-        world.activity(world.session(account, f"english {n}", day=n), 0, text)
-    await world.write(engine)
-    await index_once(engine, Registry(), CONFIG, account_ids=[account])
+    world, account, key = await _indexed(engine)
 
     world.activity(world.session(account, "thai"), 0, THAI)  # after the fit
     await world.write(engine)  # an upsert: the sessions before are unchanged

@@ -118,13 +118,7 @@ async def test_the_dense_slot_beside_the_lexical_model_is_searched_exactly(
     from indexer.commands import config_from
     from indexer.worker import index_once
 
-    world = World()
-    account, _ = world.account(model=MODEL)
-    world.lines[-1]["embedding"]["dense"] = {
-        "provider": "local",
-        "model": "words-384",
-        "dimensions": 384,
-    }
+    world, account = _with_dense_words()
     for name, text in [*TOPICS.items(), ("migration again", TOPICS["migration"] + " twice")]:
         sid = world.session(account, name)
         for ordinal in range(2):
@@ -209,6 +203,18 @@ async def test_a_priced_model_records_the_search_spend_and_stops_at_the_cap(
     assert await spend(engine, account) == pytest.approx(0.08), "nothing spent past the cap"
 
 
+def _with_dense_words() -> tuple[World, str]:
+    """A world of one account on the lexical model with the words model as its dense one."""
+    world = World()
+    account, _ = world.account(model=MODEL)
+    world.lines[-1]["embedding"]["dense"] = {
+        "provider": "local",
+        "model": "words-384",
+        "dimensions": 384,
+    }
+    return world, account
+
+
 class ShortWords(WordsEmbedder):
     """The words embedder reading at most 8 words: a longer passage is read in windows."""
 
@@ -221,13 +227,7 @@ async def test_the_dense_leg_scores_a_passage_by_its_best_window(engine: AsyncEn
     from indexer.commands import config_from
     from indexer.worker import index_once
 
-    world = World()
-    account, _ = world.account(model=MODEL)
-    world.lines[-1]["embedding"]["dense"] = {
-        "provider": "local",
-        "model": "words-384",
-        "dimensions": 384,
-    }
+    world, account = _with_dense_words()
     window = "database migration failed with lock timeout on orders"
     others = " ".join(TOPICS[t] for t in ("deploy", "billing"))
     long_id = world.session(account, "long")
