@@ -11,6 +11,8 @@ makes a new question. Concurrent askers of one key share one computation."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,7 +77,7 @@ class Groupings:
         that goes away does not cancel the others' wait."""
         future = self._kept.get(key)
         if future is None:
-            future = asyncio.ensure_future(compute())
+            future = asyncio.ensure_future(_trimmed_after(compute))
             self._kept[key] = future
             future.add_done_callback(lambda done: self._forget_failed(key, done))
         return await asyncio.shield(future)
@@ -90,3 +92,17 @@ class Groupings:
     def _forget_failed(self, key: Hashable, done: asyncio.Future[Grouping]) -> None:
         if (done.cancelled() or done.exception() is not None) and self._kept.get(key) is done:
             del self._kept[key]
+
+
+_LIBC = ctypes.util.find_library("c")
+_MALLOC_TRIM = getattr(ctypes.CDLL(_LIBC), "malloc_trim", None) if _LIBC else None
+
+
+async def _trimmed_after(compute: Callable[[], Awaitable[Grouping]]) -> Grouping:
+    """The grouping; then the heap the pass freed (its hundreds of comparisons) is given
+    back to the system (glibc's malloc_trim, in a worker thread; nothing elsewhere), or the
+    process would keep its high water for good."""
+    grouping = await compute()
+    if _MALLOC_TRIM is not None:
+        await asyncio.to_thread(_MALLOC_TRIM, 0)
+    return grouping
