@@ -23,4 +23,3 @@ async def test_the_heap_is_trimmed_once_after_the_pass(monkeypatch: pytest.Monke
     assert await kept.get("question", compute) is made
     assert await kept.get("question", compute) is made  # kept: no second pass, no trim
     assert calls == ["pass", ("trim", 0)]
-
