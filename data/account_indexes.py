@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from uuid import UUID
 
+from cachetools import TTLCache
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -97,27 +98,24 @@ ACCOUNT_MARKS = (
 
 class OwnIndexMarks:
     """Process-wide, per account: the watermark of each own index (model identity -> mark),
-    which a statement's text inlines. Read again after ttl_s, or when the model catalog
-    reads the account's fits (data/model_catalog.py puts them). A stale mark still answers
-    right: a newer index's predicate is implied by an older mark's, and the rows between the
-    two are looked up with the tail."""
+    which a statement's text inlines, kept in cachetools' TTLCache (the least recently used
+    of `accounts` out first). Read again after ttl_s, or when the model catalog reads the
+    account's fits (data/model_catalog.py puts them). A stale mark still answers right: a
+    newer index's predicate is implied by an older mark's, and the rows between the two are
+    looked up with the tail."""
 
     def __init__(self, ttl_s: float = 60.0, accounts: int = 10_000) -> None:
-        self.ttl_s, self.accounts = ttl_s, accounts
-        self._marks: dict[UUID, tuple[float, Mapping[str, int]]] = {}
+        self._marks: TTLCache[UUID, Mapping[str, int]] = TTLCache(accounts, ttl_s)
 
     async def of(self, conn: AsyncConnection, account_id: UUID) -> Mapping[str, int]:
         known = self._marks.get(account_id)
-        if known is not None and time.monotonic() - known[0] < self.ttl_s:
-            return known[1]
+        if known is not None:
+            return known
         rows = await conn.execute(text(ACCOUNT_MARKS), {"account_id": account_id})
         return self.put(account_id, {model: int(mark) for model, mark in rows.all()})
 
     def put(self, account_id: UUID, marks: Mapping[str, int]) -> Mapping[str, int]:
-        self._marks.pop(account_id, None)
-        self._marks[account_id] = (time.monotonic(), marks)
-        while len(self._marks) > self.accounts:
-            del self._marks[next(iter(self._marks))]
+        self._marks[account_id] = marks
         return marks
 
     def forget(self, account_id: UUID) -> None:

@@ -1,18 +1,18 @@
 """The model identities an account compares in (its configured one and those its comparable
-chunks carry), cached for a while: the comparison's first statement has a lookup branch for
-each. A model the catalog has not seen yet is answered 'unserved', and the catalog is read
-again (`forget`). Beside them, the ef_search fitted on each of the account's own indexes
-(data/ef_fits.py), and their watermarks (given to data.account_indexes.MARKS)."""
+chunks carry), cached for a while (cachetools' TTLCache: CATALOG_TTL_S, the least recently
+used of CATALOG_ACCOUNTS accounts out first): the comparison's first statement has a lookup
+branch for each. A model the catalog has not seen yet is answered 'unserved', and the
+catalog is read again (`forget`). Beside them, the ef_search fitted on each of the account's
+own indexes (data/ef_fits.py), and their watermarks (given to data.account_indexes.MARKS)."""
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
 import sqlalchemy as sa
+from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.account_indexes import MARKS
@@ -47,7 +47,6 @@ ACCOUNT_FITS = (
 
 @dataclass(frozen=True, slots=True)
 class _Known:
-    read_at: float
     models: list[ModelIdentity]
     fitted: dict[str, int | None]  # per model with an own index: its fitted ef_search
 
@@ -56,8 +55,7 @@ class ModelCatalog:
     """Process-wide, per account."""
 
     def __init__(self, ttl_s: float = CATALOG_TTL_S) -> None:
-        self.ttl_s = ttl_s
-        self._accounts: OrderedDict[UUID, _Known] = OrderedDict()
+        self._accounts: TTLCache[UUID, _Known] = TTLCache(CATALOG_ACCOUNTS, ttl_s)
 
     async def models(self, conn: AsyncConnection, account_id: UUID) -> list[ModelIdentity]:
         return (await self._known(conn, account_id)).models
@@ -76,19 +74,15 @@ class ModelCatalog:
 
     async def _known(self, conn: AsyncConnection, account_id: UUID) -> _Known:
         known = self._accounts.get(account_id)
-        if known is not None and time.monotonic() - known.read_at < self.ttl_s:
-            self._accounts.move_to_end(account_id)
+        if known is not None:
             return known
         rows = await conn.execute(sa.text(ACCOUNT_MODELS), {"account_id": account_id})
         models = sorted((ModelIdentity.parse(row[0]) for row in rows), key=str)
         fits = (await conn.execute(sa.text(ACCOUNT_FITS), {"account_id": account_id})).all()
-        known = _Known(time.monotonic(), models, {model: ef for model, ef, _ in fits})
+        known = _Known(models, {model: ef for model, ef, _ in fits})
         # the own indexes' watermarks, read with the fits: the statements' texts inline them
         MARKS.put(account_id, {model: int(mark) for model, _, mark in fits if mark is not None})
         self._accounts[account_id] = known
-        self._accounts.move_to_end(account_id)
-        while len(self._accounts) > CATALOG_ACCOUNTS:
-            self._accounts.popitem(last=False)
         return known
 
     def forget(self, account_id: UUID) -> None:

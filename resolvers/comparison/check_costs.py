@@ -24,36 +24,45 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import structlog
+from cachetools import TTLCache
 
 log = structlog.get_logger(__name__)
 
 CHECK_COSTS_TTL_S = 300.0
 CHECK_COSTS_ACCOUNTS = 10_000  # accounts kept, least recently used first out
 
-Learned = OrderedDict[UUID, tuple[float, float]]  # per account: (when, what was learned)
+Learned = TTLCache[UUID, float]  # per account: what was learned, for ttl_s since
+
+
+def _learned(ttl_s: float) -> TTLCache[UUID, Any]:
+    """Per account, forgotten ttl_s after it was learned; past CHECK_COSTS_ACCOUNTS, the least
+    recently used go first. The clock is looked up at each use (a test sets it)."""
+    return TTLCache(CHECK_COSTS_ACCOUNTS, ttl_s, timer=lambda: time.monotonic())
 
 
 class CheckCosts:
-    """Per account, the last check's cost per lookup and when it was learned (process-wide,
-    like the model catalog; a worker process learns on its own)."""
+    """Per account, the last check's cost per lookup, kept for ttl_s after it was learned
+    (cachetools' TTLCache; process-wide, like the model catalog; a worker process learns on
+    its own)."""
 
     def __init__(self, ttl_s: float = CHECK_COSTS_TTL_S) -> None:
         self.ttl_s = ttl_s
-        self._per_lookup_ms: Learned = OrderedDict()
-        self._exact_ms: Learned = OrderedDict()  # from passes that finished: not a lower bound
-        # per account, its last approximate comparisons: (when, cost per lookup)
-        self._approximate: OrderedDict[UUID, deque[tuple[float, float]]] = OrderedDict()
+        self._per_lookup_ms: Learned = _learned(ttl_s)
+        self._exact_ms: Learned = _learned(ttl_s)  # from passes that finished: not a lower bound
+        # per account, its last approximate comparisons: (when, cost per lookup); the account
+        # is kept for ttl_s after its newest
+        self._approximate: TTLCache[UUID, deque[tuple[float, float]]] = _learned(ttl_s)
 
     def routes_exact(self, account_id: UUID) -> bool:
         """Whether the account's comparisons take the exact path at once: both costs are
         known, and an exact lookup costs no more than an approximate one."""
-        exact = _recent(self._exact_ms, account_id, self.ttl_s)
+        exact = self._exact_ms.get(account_id)
         approximate = self.approximate_ms(account_id)
         return exact is not None and approximate is not None and exact <= approximate
 
@@ -69,14 +78,14 @@ class CheckCosts:
         """An approximate comparison of `lookups` lookups cost `cost_ms`, checks included."""
         if lookups <= 0:
             return
-        samples = self._approximate.setdefault(account_id, deque(maxlen=ROUTE_SAMPLES))
+        samples = self._approximate.get(account_id) or deque(maxlen=ROUTE_SAMPLES)
         samples.append((time.monotonic(), cost_ms / lookups))
-        _newest(self._approximate, account_id)
+        self._approximate[account_id] = samples  # used last, and kept for ttl_s from now
 
     def per_lookup_ms(self, account_id: UUID) -> float | None:
         """What a lookup of the account's last check cost, or None when nothing recent is
         known."""
-        return _recent(self._per_lookup_ms, account_id, self.ttl_s)
+        return self._per_lookup_ms.get(account_id)
 
     def affordable(self, account_id: UUID, lookups: int, budget_ms: int) -> bool:
         """Whether a check of `lookups` lookups is expected to finish within `budget_ms`
@@ -88,18 +97,9 @@ class CheckCosts:
         """A check (or an exact pass) of `lookups` lookups cost `cost_ms` (its whole budget
         when it could not finish: then only a lower bound, which never routes exact)."""
         if lookups > 0:
-            _keep(self._per_lookup_ms, account_id, cost_ms / lookups)
+            self._per_lookup_ms[account_id] = cost_ms / lookups
             if finished:
-                _blend(self._exact_ms, account_id, cost_ms / lookups, self.ttl_s)
-
-
-def _recent(known: Learned, account: UUID, ttl_s: float) -> float | None:
-    """The account's value, when learned within ttl_s."""
-    value = known.get(account)
-    if value is None or time.monotonic() - value[0] >= ttl_s:
-        return None
-    known.move_to_end(account)
-    return value[1]
+                _blend(self._exact_ms, account_id, cost_ms / lookups)
 
 
 # The exact path's cost is averaged (an exponential moving average with this weight on the
@@ -111,25 +111,11 @@ ROUTE_SAMPLES = 5
 ROUTE_MIN_SAMPLES = 3
 
 
-def _blend(known: Learned, account: UUID, value: float, ttl_s: float) -> None:
-    """The account's cost, averaged with what was learned before (when still recent)."""
-    before = _recent(known, account, ttl_s)
-    _keep(
-        known, account, value if before is None else before + ROUTE_COST_WEIGHT * (value - before)
-    )
-
-
-def _keep(known: Learned, account: UUID, value: float) -> None:
-    """The account's value, learned now; the least recently used accounts go first."""
-    known[account] = (time.monotonic(), value)
-    _newest(known, account)
-
-
-def _newest(known: OrderedDict[UUID, Any], account: UUID) -> None:
-    """The account used last; past CHECK_COSTS_ACCOUNTS, the least recently used go."""
-    known.move_to_end(account)
-    while len(known) > CHECK_COSTS_ACCOUNTS:
-        known.popitem(last=False)
+def _blend(known: Learned, account: UUID, value: float) -> None:
+    """The account's cost, averaged with what was learned before (when still recent), learned
+    now."""
+    before = known.get(account)
+    known[account] = value if before is None else before + ROUTE_COST_WEIGHT * (value - before)
 
 
 @dataclass(frozen=True, slots=True)
