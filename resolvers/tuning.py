@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from config.settings import Settings, default_of
 from data.engine import ComparisonSettings
-from data.lookups import Limits
-from data.model_identity import ModelIdentity
-from resolvers.rules import ranking
-from resolvers.rules.calibration import ProbeKind, calibration
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,23 +21,6 @@ class Tuning:
     failure_modes_sessions: int = default_of("failure_modes_sessions")
     failure_modes_timeout_ms: int = default_of("failure_modes_timeout_ms")
     page_connections: int = default_of("page_connections")
-
-    @property
-    def limits(self) -> Limits:
-        """The bounds of a comparison's or a search text's lookups."""
-        return Limits(
-            per_probe=ranking.SIMILAR_NEIGHBOURS_PER_PROBE,
-            floor=ranking.MIN_SIMILAR_SIMILARITY,
-            overfetch=self.overfetch,
-            exact_scan_max_chunks=self.exact_scan_max_chunks,
-            probes=ranking.SIMILAR_PROBE_CHUNKS,
-        )
-
-    def limits_for(self, models: Sequence[ModelIdentity]) -> Limits:
-        """The bounds of a comparison's lookups in these models: each with its calibrated
-        floor for a session's passages (the contract's for a model without one)."""
-        floors = tuple((str(m), calibration(str(m), ProbeKind.PASSAGE).floor) for m in models)
-        return replace(self.limits, floors=floors)
 
     @property
     def comparison_settings(self) -> ComparisonSettings:

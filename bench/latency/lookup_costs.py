@@ -23,6 +23,7 @@ from data import comparison
 from data.engine import ComparisonSettings, make_engine
 from data.lookups import Ask, Hit, Limits
 from data.model_identity import ModelIdentity
+from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.tuning import Tuning
 
 # (ef_search, over-fetch): the defaults first, then less of each
@@ -95,7 +96,7 @@ async def _account_costs(report: Report, engine: AsyncEngine, label: str, accoun
     probes = [await probes_of(engine, account.id, s, identity) for s in sessions]
     probes = [p for p in probes if p.chunks]
     truths = [await exact(engine, p, identity) for p in probes]
-    base = Tuning().limits
+    base = plan(Caller.COMPARISON, Tuning()).limits()
     exact_limits = replace(base, exact_scan_max_chunks=EXACT_PATH)
     exact_ms = [
         (await first_statement(engine, p, identity, exact_limits, 40))[0]

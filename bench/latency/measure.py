@@ -18,10 +18,11 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
-from resolvers.comparison.phases import look_up, plan
+from resolvers.comparison.phases import batch_of, look_up
 from resolvers.comparison.state import Batch
 from resolvers.rules import ranking
 from resolvers.rules.lookup_path import LookupPath
+from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.tuning import Tuning
 
 PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
@@ -94,7 +95,7 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
     the exact-scan size that forces the path (the account's own index when it has one)."""
     cap = 100_000_000 if path is LookupPath.EXACT else 0
     forced = dataclasses.replace(tuning, exact_scan_max_chunks=cap)
-    batch = plan(probe.account, [(probe.session, SimilarArgs())], datetime.now(UTC))
+    batch = batch_of(probe.account, [(probe.session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
         return await look_up(conn, batch, forced, ModelCatalog(), CheckCosts())
 
@@ -102,7 +103,9 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
 async def served(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning) -> list[Hit]:
     """The served per-probe lists; on the shared index even where the account has its own."""
     if path is LookupPath.INDEX:
-        limits = replace(tuning.limits, exact_scan_max_chunks=0, own_index=False)
+        limits = replace(
+            plan(Caller.COMPARISON, tuning).limits(), exact_scan_max_chunks=0, own_index=False
+        )
         async with engine.begin() as conn:
             await comparison.configure_comparison(conn, tuning.comparison_settings)
             ask = Ask(0, probe.session)
@@ -146,7 +149,7 @@ async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> Lo
                 {"a": account},
             )
         ).scalar_one()
-    batch = plan(account, [(session, SimilarArgs())], datetime.now(UTC))
+    batch = batch_of(account, [(session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
         batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(str(IDENTITY))

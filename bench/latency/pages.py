@@ -19,7 +19,8 @@ from bench.latency.server import LeanClient
 from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.comparison.phases import compare_sessions, plan
+from resolvers.comparison.phases import batch_of, compare_sessions
+from resolvers.rules.lookup_plan import Caller, plan
 
 PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
   similarSessions(limit: 10) { results { runtimeSessionId score } } } } }"""
@@ -145,11 +146,11 @@ async def lookup_share(
         async with comparison.reading(engine) as conn:
             ms, _ = await clocked(compare_sessions(conn, account.id, keys, report.tuning))
             whole.append(ms)
-        batch = plan(account.id, keys, datetime.now(UTC))
+        batch = batch_of(account.id, keys, datetime.now(UTC))
         async with engine.connect() as conn:
             await comparison.ensure_configured(conn, report.tuning.comparison_settings)
             models = await ModelCatalog().models(conn, account.id)
-            limits = report.tuning.limits  # the statement the comparison runs first
+            limits = plan(Caller.COMPARISON, report.tuning).limits()  # the first statement's
             asks = [c.ask for c in batch.comparisons]
             ms, _ = await clocked(comparison.look_up(conn, account.id, asks, models, limits))
             first.append(ms)

@@ -34,7 +34,9 @@ from data.engine import make_engine
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
-from resolvers.comparison.phases import account_settings, compare_sessions, look_up, plan
+from resolvers.comparison.phases import batch_of, compare_sessions, look_up
+from resolvers.comparison.plans import account_plan
+from resolvers.rules.lookup_plan import Caller
 from resolvers.tuning import Tuning
 
 EXACT_FORCED = (
@@ -148,7 +150,8 @@ async def fitted_ef_search(engine: AsyncEngine, account: uuid.UUID, tuning: Tuni
     catalog = ModelCatalog()
     async with engine.connect() as conn:
         models = await catalog.models(conn, account)
-        served = (await account_settings(conn, catalog, account, models, tuning)).ef_search
+        comparing = await account_plan(conn, Caller.COMPARISON, tuning, catalog, account, models)
+        served = comparing.ef_search
     return f"{served} (fitted)" if served != tuning.ef_search else str(served)
 
 
@@ -230,7 +233,7 @@ async def served_path(
     engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID, tuning: Tuning
 ) -> str:
     """The path the product takes for the session's comparison model on the account."""
-    batch = plan(account, [(session, SimilarArgs())], datetime.now(UTC))
+    batch = batch_of(account, [(session, SimilarArgs())], datetime.now(UTC))
     async with engine.connect() as conn:
         batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(batch.comparisons[0].model)

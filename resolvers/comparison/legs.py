@@ -5,7 +5,7 @@ their similarity to the text in the answer's one space (the published number).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from uuid import UUID
 
@@ -17,7 +17,7 @@ from data.lookups import Ask, Limits, LookupPath, TextAnswer
 from data.vector_slots import Space
 from resolvers.comparison.check_costs import CheckCosts, begin_check
 from resolvers.rules.lookup_path import vouches_for
-from resolvers.tuning import Tuning
+from resolvers.rules.lookup_plan import LookupPlan
 
 # Passages a search's lexical leg answers, and the candidates it scores at most (rarest terms
 # first); a dense leg answers the contract's 25 nearest.
@@ -91,13 +91,13 @@ async def dense_leg(
     space: Space,
     vector: str,
     floor: float,
-    tuning: Tuning,
+    plan: LookupPlan,
     checks: CheckCosts,
 ) -> LegAnswer:
     """The passages nearest the text's vector in the dense model's space, at or above the
-    model's floor for a text; an approximate lookup that cannot vouch for its answer is
-    checked by an exact pass, as a comparison's probes are."""
-    limits = replace(tuning.limits, floor=floor)
+    model's floor for a text, as the search's plan says; an approximate lookup that cannot
+    vouch for its answer is checked by an exact pass, as a comparison's probes are."""
+    limits = plan.limits(floor=floor)
     looked = await sql.look_up_text(
         conn, text.account_id, space.identity, vector, text.ask, limits, slot=space.slot
     )
@@ -105,7 +105,7 @@ async def dense_leg(
     if looked.path.path.approximate and not vouches_for(
         looked.answer.window, limits.window, limits.per_probe
     ):
-        exact = await _checked(conn, text, space, vector, limits, tuning, checks)
+        exact = await _checked(conn, text, space, vector, limits, plan, checks)
         unverified = exact is None
         # the path reported stays the one the lookup took
         looked = looked if exact is None else TextAnswer(looked.path, exact.answer)
@@ -124,12 +124,12 @@ async def _checked(
     space: Space,
     vector: str,
     limits: Limits,
-    tuning: Tuning,
+    plan: LookupPlan,
     checks: CheckCosts,
 ) -> TextAnswer | None:
-    """The text's lookup by an exact pass within the check's budget; None past it, or when
-    the account's last checks predict it would run past it."""
-    budget_ms = tuning.verify_budget_ms
+    """The text's lookup by an exact pass within the plan's check budget; None past it, or
+    when the account's last checks predict it would run past it."""
+    budget_ms = plan.check_budget_ms
     clock = None if budget_ms <= 0 else begin_check(checks, text.account_id, 1, budget_ms)
     if clock is None:
         return None

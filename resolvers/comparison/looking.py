@@ -14,32 +14,24 @@ from data.lookups import Inventory
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers.comparison.state import Batch, Comparison
-from resolvers.rules.calibration import NO_FLOOR
-from resolvers.tuning import Tuning
+from resolvers.rules.calibration import NO_FLOOR, passage_floors
+from resolvers.rules.lookup_plan import LookupPlan
 
 # The probes of a comparison to look up again (none: the comparison is not asked again).
 Pick = Callable[[Comparison], frozenset[int]]
-
-# An account routed to the exact path (resolvers/comparison/check_costs.py) is compared as if
-# the exact scan's size were this: every account the routing can choose is within it.
-ROUTED_EXACT_MAX_CHUNKS = 1_000_000_000
 
 
 async def first_look(
     conn: AsyncConnection,
     batch: Batch,
     models: Sequence[ModelIdentity],
-    tuning: Tuning,
-    exact: bool = False,
+    plan: LookupPlan,
 ) -> Batch:
-    """Every comparison of the batch in one statement: its session, inventory, probes and
-    their lookups, the account's setting and each model's path (`exact`: an account routed
-    to the exact path, as if its size were within the exact scan's)."""
+    """Every comparison of the batch in one statement, as the plan says: its session,
+    inventory, probes and their lookups, the account's setting and each model's path."""
     asks = [c.ask for c in batch.comparisons]
-    limits = tuning.limits_for(models)
-    if exact:  # the plan of an exact scan by size: measured faster than forcing the path
-        limits = replace(limits, exact_scan_max_chunks=ROUTED_EXACT_MAX_CHUNKS)
-    looked = await sql.look_up(conn, batch.account_id, asks, models, limits)
+    limits = plan.limits(floors=passage_floors(models))
+    looked = await sql.look_up(conn, batch.account_id, asks, models, limits, plan.exact)
     found = zip(batch.comparisons, looked.inventories, strict=True)
     comparisons = tuple(replace(c, found=inventory) for c, inventory in found)
     return replace(batch, comparisons=comparisons, setting=looked.setting, paths=looked.paths)
@@ -49,17 +41,18 @@ async def look_again(
     conn: AsyncConnection,
     batch: Batch,
     models: Sequence[ModelIdentity],
-    tuning: Tuning,
+    plan: LookupPlan,
     pick: Pick,
-    exact: bool = False,
 ) -> Batch:
-    """The picked probes looked up again (`exact`: by an exact pass), in one statement; their
-    answers replace the ones they had, and the paths their models took now are kept."""
+    """The picked probes looked up again as the plan says (an exact check's plan: by an exact
+    pass), in one statement; their answers replace the ones they had, and the paths their
+    models took now are kept (a check's path is not the comparison's)."""
     picked = [(c, pick(c)) for c in batch.comparisons]
     asks = [replace(c.ask, again=tuple(sorted(n))) for c, n in picked if n]
     if not asks:
         return batch
-    limits = tuning.limits_for(models)
+    exact = plan.exact
+    limits = plan.limits(floors=passage_floors(models))
     looked = await sql.look_up(conn, batch.account_id, asks, models, limits, exact=exact)
     again = iter(looked.inventories)
     comparisons = (c.answered(n, next(again), exact) if n else c for c, n in picked)
@@ -68,16 +61,17 @@ async def look_again(
 
 
 async def look_nearest(
-    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], tuning: Tuning
+    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], plan: LookupPlan
 ) -> Batch:
     """For the comparisons that found no hit (and offer the nearest), their probes' nearest
-    passages without a floor (one statement, only when there are such comparisons)."""
+    passages without a floor, as the nearest passages' plan says (one statement, only when
+    there are such comparisons)."""
     hitless = [
         c for c in batch.found if c.model is not None and not c.has_hits and c.args.offer_nearest
     ]
     if not hitless:
         return batch
-    limits = replace(tuning.limits, floor=NO_FLOOR)
+    limits = plan.limits(floor=NO_FLOOR)
     asks = [c.ask for c in hitless]
     looked = await sql.look_up(conn, batch.account_id, asks, models, limits)
     nearest = {

@@ -17,21 +17,21 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
-from data.engine import ComparisonSettings
 from data.errors import ComparisonTimedOut
 from data.lookups import Ask, LookupPath
 from data.model_catalog import ModelCatalog
-from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.looking import after_timeout, first_look, look_again, look_nearest
+from resolvers.comparison.plans import account_plan
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.comparison.verify import doubtful, verify
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.lookup_path import reached_floor
+from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
 from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
@@ -49,7 +49,7 @@ async def compare_sessions(
     """One result per key, in key order; None for a session this account does not have.
     `catalog` and `checks` are the process's (a fresh one each when not given)."""
     started = time.perf_counter()
-    batch = plan(account_id, keys, datetime.now(UTC))
+    batch = batch_of(account_id, keys, datetime.now(UTC))
     batch = await look_up(conn, batch, tuning, catalog or ModelCatalog(), checks or CheckCosts())
     batch = rank(batch)
     results = await assemble(conn, batch, tuning, started)
@@ -61,7 +61,8 @@ async def compare_sessions(
         hits=sum(1 for c in batch.comparisons for _ in c.hits()),
         paths={model: p.path.value for model, p in batch.paths.items()},
         comparable_chunks={model: p.comparable for model, p in batch.paths.items()},
-        exact_scan_max_chunks=tuning.exact_scan_max_chunks,
+        exact_scan_max_chunks=None if batch.plan is None else batch.plan.exact_scan_max_chunks,
+        routed_exact=batch.plan is not None and batch.plan.routed,
         timed_out=batch.timed_out,
         unverified=sum(c.unverified for c in batch.comparisons),
         elapsed_ms=elapsed_ms(started),
@@ -69,31 +70,13 @@ async def compare_sessions(
     return results
 
 
-def plan(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
+def batch_of(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
     """One comparison per asked key, with its window's start."""
     comparisons = tuple(
         Comparison(ask_of(n, session_id, args, now), args)
         for n, (session_id, args) in enumerate(keys)
     )
     return Batch(account_id, comparisons)
-
-
-async def account_settings(
-    conn: AsyncConnection,
-    catalog: ModelCatalog,
-    account_id: UUID,
-    models: Sequence[ModelIdentity],
-    tuning: Tuning,
-) -> ComparisonSettings:
-    """What the account's comparisons run under: the ef_search fitted on its own indexes
-    (data/ef_fits.py) when it is below the configured one. The wider retry and the exact
-    check stay as they are, so a lookup the narrower search cannot vouch for is still asked
-    again, and checked."""
-    settings = tuning.comparison_settings
-    fitted = await catalog.ef_search(conn, account_id, models) if tuning.ef_search_fitted else None
-    if fitted is not None and fitted < settings.ef_search:
-        return replace(settings, ef_search=fitted)
-    return settings
 
 
 async def look_up(
@@ -103,27 +86,30 @@ async def look_up(
     lookup answered short are asked again, once, with a wider search, and those whose lookup
     still cannot vouch for its answer are checked by an exact pass."""
     started = time.perf_counter()
+    account_id = batch.account_id
     try:
         with sql.within_budget():
-            models = await catalog.models(conn, batch.account_id)
-            settings = await account_settings(conn, catalog, batch.account_id, models, tuning)
-            await sql.ensure_configured(conn, settings)
-            routed_exact = checks.routes_exact(batch.account_id)
-            batch = await first_look(conn, batch, models, tuning, routed_exact)
+            models = await catalog.models(conn, account_id)
+            planned = await account_plan(
+                conn, Caller.COMPARISON, tuning, catalog, account_id, models, checks
+            )
+            await sql.ensure_configured(conn, planned.settings)
+            batch = await first_look(conn, replace(batch, plan=planned), models, planned)
             if any(p.path is LookupPath.UNSERVED for p in batch.paths.values()):
-                catalog.forget(batch.account_id)  # a model appeared since it was read
-                models = await catalog.models(conn, batch.account_id)
-                batch = await look_again(conn, batch, models, tuning, _unserved(batch))
-            widen = _worth_widening(batch, tuning, checks)
+                catalog.forget(account_id)  # a model appeared since it was read
+                models = await catalog.models(conn, account_id)
+                batch = await look_again(conn, batch, models, planned, _unserved(batch))
+            widen = _worth_widening(batch, planned, checks)
             short = sum(len(widen(c)) for c in batch.comparisons)
-            if short and tuning.ef_search_retry > tuning.ef_search:
-                await sql.widen_search(conn, tuning.ef_search_retry)
-                batch = await look_again(conn, batch, models, tuning, widen)
+            if short and planned.widen_ef_search is not None:
+                await sql.widen_search(conn, planned.widen_ef_search)
+                batch = await look_again(conn, batch, models, planned, widen)
                 log.info("similar_sessions_widened", probes=short)
-            if any(doubtful(c, batch, tuning) for c in batch.comparisons):
-                batch = await verify(conn, batch, models, tuning, checks)
-            _learn_route(checks, batch, routed_exact, (time.perf_counter() - started) * 1000)
-            batch = await look_nearest(conn, batch, models, tuning)
+            if any(doubtful(c, batch, planned) for c in batch.comparisons):
+                batch = await verify(conn, batch, models, planned, checks)
+            _learn_route(checks, batch, planned.routed, (time.perf_counter() - started) * 1000)
+            nearest = plan(Caller.NEAREST, tuning)
+            batch = await look_nearest(conn, batch, models, nearest)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         return await after_timeout(conn, batch)
@@ -157,7 +143,7 @@ def _unserved(batch: Batch) -> Callable[[Comparison], frozenset[int]]:
 
 
 def _worth_widening(
-    batch: Batch, tuning: Tuning, checks: CheckCosts
+    batch: Batch, planned: LookupPlan, checks: CheckCosts
 ) -> Callable[[Comparison], frozenset[int]]:
     """The short probes a wider search may help: approximate probes answered with fewer than
     the per-probe number of rows (the HNSW scan can end inside a tight cluster of the probe's
@@ -165,7 +151,7 @@ def _worth_widening(
     its scan went astray, and the exact check that follows settles that either way: it is
     widened only when the account cannot afford that check (sparse neighbourhoods, the usual
     case for lexical vectors on real sessions, then cost one statement less)."""
-    window, budget_ms = tuning.limits.window, tuning.verify_budget_ms
+    window, budget_ms = planned.limits().window, planned.check_budget_ms
     short = {c.ask.key: _short(c, batch) for c in batch.comparisons}
     past = {
         c.ask.key: frozenset(

@@ -31,6 +31,7 @@ from resolvers.comparison.searched import Fusion, fused_page, nearest_page
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.degraded import degraded
+from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.services import Services
 
 MAX_SEARCH_CHARS = 2000
@@ -68,7 +69,7 @@ async def search_sessions(
 ) -> SearchResult:
     """The account's sessions nearest the text (already checked); `only` one leg, and the
     `fusion` of their rankings, are for measuring the legs (bench/search)."""
-    search = await _plan(services, account_id, text, args)
+    search = await _begun(services, account_id, text, args)
     if not search.text.words.strip():  # nothing left once a credential was left out
         return _empty(search)
     dense, vector, search = await _dense_text(services, search)
@@ -76,7 +77,7 @@ async def search_sessions(
     async with sql.reading(services.comparison_engine) as conn:
         try:
             with sql.within_budget():
-                await sql.ensure_configured(conn, services.tuning.comparison_settings)
+                await sql.ensure_configured(conn, plan(Caller.SEARCH, services.tuning).settings)
                 legs = await _legs(conn, services, search, dense, vector)
         except ComparisonTimedOut:
             return _empty(search.with_reasons("similar_comparison_timed_out"))
@@ -84,7 +85,7 @@ async def search_sessions(
         return await _answer(conn, services, search, ran, fusion)
 
 
-async def _plan(services: Services, account_id: UUID, text: str, args: SimilarArgs) -> Search:
+async def _begun(services: Services, account_id: UUID, text: str, args: SimilarArgs) -> Search:
     now = datetime.now(UTC)
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     asked = {"similar_window_applied"} if args.window_days is not None else set()
@@ -190,9 +191,9 @@ async def _legs(
         why = search.reasons - {"similar_window_applied", "similar_filter_applied"}
         return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=why, elapsed_ms=search.embed_ms)]
     floor = calibration(model, ProbeKind.TEXT).floor
-    tuning, checks = services.tuning, services.checks
+    searching = plan(Caller.SEARCH, services.tuning)
     started = time.perf_counter()
-    leg = await dense_leg(conn, search.text, dense, vector, floor, tuning, checks)
+    leg = await dense_leg(conn, search.text, dense, vector, floor, searching, services.checks)
     legs.append(replace(leg, elapsed_ms=search.embed_ms + elapsed_ms(started)))
     return legs
 
@@ -213,7 +214,8 @@ async def _answer(
     nearest: list[ranking.Neighbour] = []
     if not page and not args.after:
         if answer is not None:
-            nearest = await nearest_page(conn, search.text, answer, services.tuning, args)
+            loose = plan(Caller.NEAREST, services.tuning)
+            nearest = await nearest_page(conn, search.text, answer, loose, args)
         nothing = nearest or answer is None  # else nothing of the model to compare with
         reason = "similar_nothing_close_enough" if nothing else "similar_no_comparable_sessions"
         search = search.with_reasons(reason)

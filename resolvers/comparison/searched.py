@@ -5,7 +5,6 @@ and each session is shown by its passages most similar to the text in the answer
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from enum import StrEnum
 from uuid import UUID
 
@@ -18,7 +17,7 @@ from resolvers.comparison.legs import Found, Leg, LegAnswer, Text
 from resolvers.rules import ranking
 from resolvers.rules.calibration import NO_FLOOR
 from resolvers.rules.fusion import Fused, leg_order, reciprocal_rank_fusion, weighted_blend
-from resolvers.tuning import Tuning
+from resolvers.rules.lookup_plan import LookupPlan
 
 BLEND_LEXICAL_WEIGHT = 0.5  # the weighted blend's share of the lexical leg (measured beside)
 
@@ -85,12 +84,16 @@ def neighbour(fused: Fused, chunks: dict[UUID, float], max_matches: int) -> rank
 
 
 async def nearest_page(
-    conn: AsyncConnection, text: Text, answer: tuple[Space, str], tuning: Tuning, args: SimilarArgs
+    conn: AsyncConnection,
+    text: Text,
+    answer: tuple[Space, str],
+    nearest: LookupPlan,
+    args: SimilarArgs,
 ) -> list[ranking.Neighbour]:
     """The sessions of the passages nearest the text in the answer's space, floor or no
     floor, ranked by the contract's rule: offered (loose) when nothing passed."""
     space, vector = answer
-    limits = replace(tuning.limits, floor=NO_FLOOR)
+    limits = nearest.limits(floor=NO_FLOOR)
     looked = await sql.look_up_text(
         conn, text.account_id, space.identity, vector, text.ask, limits, slot=space.slot
     )

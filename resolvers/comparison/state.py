@@ -12,6 +12,7 @@ from data.accounts import EmbeddingSetting
 from data.lookups import Ask, Hit, Inventory, Lookup, LookupPath, ModelPath, Probe
 from resolvers.arguments import SimilarArgs
 from resolvers.rules import ranking
+from resolvers.rules.lookup_plan import LookupPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +76,14 @@ class Comparison:
 @dataclass(frozen=True, slots=True)
 class Batch:
     """The comparisons of one account asked together, and what their statements found of
-    the account: its setting and each model's lookup path."""
+    the account: its setting, the plan its lookups followed and each model's lookup path."""
 
     account_id: UUID
     comparisons: tuple[Comparison, ...]
     setting: EmbeddingSetting | None = None
     paths: dict[str, ModelPath] = field(default_factory=dict)
     timed_out: bool = False
+    plan: LookupPlan | None = None
 
     def path(self, model: str | None) -> LookupPath | None:
         """The path the model's probes took; None when none was looked up."""

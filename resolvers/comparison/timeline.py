@@ -19,13 +19,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Ask, Counted, Limits, LookupPath
+from data.lookups import Ask, Counted, LookupPath
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
-from resolvers.comparison.phases import account_settings, ask_of
+from resolvers.comparison.phases import ask_of
+from resolvers.comparison.plans import account_plan
 from resolvers.rules import ranking
 from resolvers.rules.degraded import Degraded, degraded
+from resolvers.rules.lookup_plan import Caller
 from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
@@ -93,20 +95,17 @@ async def _count(
     catalog: ModelCatalog,
 ) -> Sequence[Counted | None] | None:
     """Each ask's counts (None for a missing session); None when the budget ran out."""
-    limits = Limits(
-        per_probe=TIMELINE_NEIGHBOURS_PER_PROBE,
-        floor=ranking.MIN_SIMILAR_SIMILARITY,  # no model's related cut point is below it
-        overfetch=TIMELINE_NEIGHBOURS_PER_PROBE,
-        exact_scan_max_chunks=tuning.exact_scan_max_chunks,
-        probes=ranking.SIMILAR_PROBE_CHUNKS,
-    )
     try:
         with sql.within_budget():
             for attempt in range(2):
                 models = await catalog.models(conn, account_id)
                 if not attempt:
-                    settings = await account_settings(conn, catalog, account_id, models, tuning)
-                    await sql.ensure_configured(conn, settings)
+                    counting = await account_plan(
+                        conn, Caller.TIMELINE, tuning, catalog, account_id, models
+                    )
+                    await sql.ensure_configured(conn, counting.settings)
+                # no model's related cut point is below the contract's floor
+                limits = counting.limits(per_probe=TIMELINE_NEIGHBOURS_PER_PROBE)
                 related = {str(m): bands_of(str(m)).related for m in models}
                 counted = await sql.count_matches(
                     conn, account_id, asks, models, limits, bucket.value, related

@@ -25,17 +25,17 @@ from resolvers.comparison.check_costs import CheckCosts, begin_check
 from resolvers.comparison.looking import Pick, look_again
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules.lookup_path import vouches_for
-from resolvers.tuning import Tuning
+from resolvers.rules.lookup_plan import LookupPlan
 
 log = structlog.get_logger(__name__)
 
 
-def doubtful(c: Comparison, batch: Batch, tuning: Tuning) -> frozenset[int]:
+def doubtful(c: Comparison, batch: Batch, plan: LookupPlan) -> frozenset[int]:
     """The comparison's approximate probes whose lookup cannot vouch for its answer."""
     path = batch.path(c.model)
     if path is None or not path.approximate:
         return frozenset()
-    limits = tuning.limits
+    limits = plan.limits()
     return frozenset(
         p.number
         for p in c.probes
@@ -47,25 +47,25 @@ async def verify(
     conn: AsyncConnection,
     batch: Batch,
     models: Sequence[ModelIdentity],
-    tuning: Tuning,
+    plan: LookupPlan,
     checks: CheckCosts,
 ) -> Batch:
-    """The batch with its doubtful lookups checked, as many comparisons as the budget lets;
-    the others marked unverified."""
-    unsure = {c.ask.key: d for c in batch.comparisons if (d := doubtful(c, batch, tuning))}
+    """The batch with its doubtful lookups checked, as many comparisons as the plan's check
+    budget lets; the others marked unverified."""
+    unsure = {c.ask.key: d for c in batch.comparisons if (d := doubtful(c, batch, plan))}
     waiting = sorted(
         (c.lookups(unsure[c.ask.key]), c.ask.key) for c in batch.found if unsure.get(c.ask.key)
     )
     started = time.perf_counter()
     while waiting:
-        left_ms = tuning.verify_budget_ms - int((time.perf_counter() - started) * 1000)
+        left_ms = plan.check_budget_ms - int((time.perf_counter() - started) * 1000)
         if left_ms <= 0:
             break
         per_lookup_ms = checks.per_lookup_ms(batch.account_id)
         taken = fitting(per_lookup_ms, [n for n, _ in waiting], left_ms)
         pick = _picking(unsure, {key for _, key in waiting[:taken]})
         lookups = sum(n for n, _ in waiting[:taken])  # comparisons share no lookup
-        checked = await _check(conn, batch, models, tuning, checks, pick, lookups, left_ms)
+        checked = await _check(conn, batch, models, plan, checks, pick, lookups, left_ms)
         probes = sum(len(unsure[key]) for _, key in waiting[:taken])
         log.info("similar_sessions_verified", probes=probes, exact=checked is not None)
         if checked is None:
@@ -88,7 +88,7 @@ async def _check(
     conn: AsyncConnection,
     batch: Batch,
     models: Sequence[ModelIdentity],
-    tuning: Tuning,
+    plan: LookupPlan,
     checks: CheckCosts,
     pick: Pick,
     lookups: int,
@@ -101,7 +101,7 @@ async def _check(
         return None
     checked = None
     async with sql.own_budget(conn, budget_ms):
-        checked = await look_again(conn, batch, models, tuning, pick, exact=True)
+        checked = await look_again(conn, batch, models, plan.checked(), pick)
     clock.end(finished=checked is not None)
     return checked
 

@@ -38,9 +38,11 @@ from data.window_pool import (
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms, in_slices
 from resolvers.comparison.looking import after_timeout, first_look
-from resolvers.comparison.phases import cutoff, plan, ranked
+from resolvers.comparison.phases import batch_of, cutoff, ranked
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison
+from resolvers.rules.calibration import passage_floors
+from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
 from resolvers.rules.nearest import candidates
 from resolvers.tuning import Tuning
 
@@ -60,21 +62,22 @@ async def compare_exactly(
     its window ending at `now`, within the failure modes' budget; one result per id, in id
     order (None for a session the account does not have)."""
     started = time.perf_counter()
-    batch = plan(account_id, [(i, args) for i in ids], now)
-    settings = replace(tuning.comparison_settings, timeout_ms=tuning.failure_modes_timeout_ms)
+    batch = batch_of(account_id, [(i, args) for i in ids], now)
+    exactly = plan(Caller.FAILURE_MODES, tuning)
+    settings = exactly.settings
     where = PoolFilter(cutoff(args, now), args.statuses, args.source_types, args.started_before)
     try:
         with sql.within_budget():
             models = await catalog.models(conn, account_id)
             await sql.ensure_configured(conn, settings)
-            planned = await _planned(conn, batch, models, tuning)
+            planned = await _planned(conn, batch, models, exactly)
             if any(p.path is LookupPath.UNSERVED for p in planned.paths.values()):
                 catalog.forget(account_id)  # a model appeared since it was read
                 models = await catalog.models(conn, account_id)
-                planned = await _planned(conn, batch, models, tuning)
+                planned = await _planned(conn, batch, models, exactly)
             batch = planned
             for identity in models:
-                batch = await _looked_up(conn, batch, identity, where, tuning)
+                batch = await _looked_up(conn, batch, identity, where, exactly)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=settings.timeout_ms)
         batch = await after_timeout(conn, batch)
@@ -92,14 +95,14 @@ async def compare_exactly(
 
 
 async def _planned(
-    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], tuning: Tuning
+    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], exactly: LookupPlan
 ) -> Batch:
     """The first statement with no probe looked up (every ask's `again` empty): each
     comparison's inventory and probes, the setting and the models' paths (exact)."""
     bare = batch.with_comparisons(
         replace(c, ask=replace(c.ask, again=())) for c in batch.comparisons
     )
-    looked = await first_look(conn, bare, models, tuning, exact=True)
+    looked = await first_look(conn, bare, models, exactly)
     pairs = zip(looked.comparisons, batch.comparisons, strict=True)
     return looked.with_comparisons(replace(c, ask=asked.ask) for c, asked in pairs)
 
@@ -110,7 +113,11 @@ Probes = list[tuple[int, Probe]]  # (comparison's place in the batch, its probe)
 
 
 async def _looked_up(
-    conn: AsyncConnection, batch: Batch, identity: ModelIdentity, where: PoolFilter, tuning: Tuning
+    conn: AsyncConnection,
+    batch: Batch,
+    identity: ModelIdentity,
+    where: PoolFilter,
+    exactly: LookupPlan,
 ) -> Batch:
     """Every probe of the model's comparisons answered with its nearest pool chunks. The
     ranking in memory and the folding of hundreds of thousands of rows run in a worker
@@ -121,8 +128,8 @@ async def _looked_up(
         return batch
     pool = await pool_vectors(conn, batch.account_id, identity, where)
     vectors = await chunk_vectors(conn, batch.account_id, identity, [p.chunk_id for _, p in probes])
-    per_probe = tuning.limits.per_probe
-    floor = tuning.limits_for([identity]).floor_for(model)
+    limits = exactly.limits(floors=passage_floors([identity]))
+    per_probe, floor = limits.per_probe, limits.floor_for(model)
     owners = [batch.comparisons[n].ask.session_id for n, _ in probes]
     pairs = await asyncio.to_thread(_pairs, owners, vectors, pool, per_probe, floor)
     distances: list[float | None] = []

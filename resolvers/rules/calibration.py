@@ -7,6 +7,7 @@ passages do). A model without a calibration keeps the contract's 0.35 floor and 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -78,3 +79,9 @@ def calibration(identity: str | None, kind: ProbeKind = ProbeKind.PASSAGE) -> Ca
 def cut_points(identity: str, kind: ProbeKind = ProbeKind.PASSAGE) -> BandCuts:
     """The band cut points of a model identity for a kind of probe."""
     return calibration(identity, kind).bands
+
+
+def passage_floors(models: Iterable[object]) -> tuple[tuple[str, float], ...]:
+    """Each model's calibrated floor for a session's passages (the contract's for a model
+    without one), as a statement's lookups take them."""
+    return tuple((str(m), calibration(str(m), ProbeKind.PASSAGE).floor) for m in models)
