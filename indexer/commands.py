@@ -16,8 +16,9 @@ from data.sessions import sessions_by_id
 from indexer import demo
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
+from indexer.passes import IndexerConfig, PassReport
 from indexer.providers import providers_for
-from indexer.worker import IndexerConfig, PassReport, index_once, watch
+from indexer.worker import index_once, watch
 from observability.tracing import configure_tracing, trace_engine
 from transfer.importing import import_lines
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -16,7 +16,6 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
-from config.settings import default_of
 from data import chunk_writes
 from data import indexing as sql
 from data.account_indexes import BuiltIndex, ensure_large_account_indexes
@@ -25,9 +24,9 @@ from data.own_index_rebuilds import Tail, fit_again, merge_due
 from data.vector_slots import VectorSlot
 from indexer import billing, lexical, spend_cap
 from indexer.batches import BatchOutcome, observe_batch
-from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.fitting import ensure_fit
+from indexer.passes import IndexerConfig, PassReport, mark_degraded
 from indexer.providers import EmbeddingFailed
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.vectors import as_text
@@ -36,44 +35,6 @@ from observability import metrics
 
 log = structlog.get_logger(__name__)
 tracer = trace.get_tracer(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class IndexerConfig:
-    """The worker's settings (indexer/commands.py reads them); defaults the declared ones."""
-
-    policy: ChunkPolicy = field(default_factory=ChunkPolicy)
-    repeat_min_sessions: int = default_of("repeat_min_sessions")
-    batch_size: int = default_of("embed_batch")
-    progress: bool | None = None  # None: shown only on a terminal
-    # Accounts past this many comparable chunks get their own HNSW index (None: never).
-    account_index_min_chunks: int | None = None
-    max_attempts: int = default_of("embed_max_attempts")  # failed batches before `failed`
-    repeat_min_share_percent: int = default_of("repeat_min_share_percent")
-    refit_growth_percent: int = default_of("lexical_refit_growth_percent")
-    template_min_sessions: int = default_of("template_min_sessions")
-
-    @property
-    def repeat(self) -> sql.RepeatRule:
-        return sql.RepeatRule(self.repeat_min_sessions, self.repeat_min_share_percent)
-
-
-@dataclass
-class PassReport:
-    """What one pass did, summed over accounts."""
-
-    accounts: int = 0
-    sessions_chunked: int = 0
-    chunks_written: int = 0
-    chunks_skipped: int = 0
-    zero_vectors_skipped: int = 0
-    vectors_stripped: int = 0
-    chunks_embedded: int = 0
-    batches: int = 0
-    batches_failed: int = 0
-    chunks_failed: int = 0
-    tails_merged: int = 0
-    degraded: dict[UUID, str] = field(default_factory=dict)
 
 
 async def index_once(
@@ -132,7 +93,7 @@ async def index_account(
         report.degraded[work.account_id] = spend_cap.CAP_REACHED
         return
     if work.degraded_reason is not None:
-        await _mark(engine, work, None, None)
+        await mark_degraded(engine, work, None, None)
     try:
         await embed_account(engine, config, work, embedder, report, now)
         if dense is not None and work.dense is not None:
@@ -226,7 +187,7 @@ async def chunk_account(
         stale = await chunk_writes.stale_sessions(
             conn, work.account_id, fingerprint(config.policy, embedder)
         )
-    bar = tqdm(stale, desc="chunking", unit="session", disable=_quiet(config), leave=False)
+    bar = tqdm(stale, desc="chunking", unit="session", disable=config.hide_progress, leave=False)
     for session in bar:
         written = await rechunk_session(engine, work.account_id, session, config.policy, embedder)
         if written is not None:
@@ -256,7 +217,7 @@ async def embed_account(
     if not total:
         return
     desc = "embedding" if slot is VectorSlot.PRIMARY else "embedding (dense)"
-    with tqdm(total=total, desc=desc, unit="chunk", disable=_quiet(config)) as bar:
+    with tqdm(total=total, desc=desc, unit="chunk", disable=config.hide_progress) as bar:
         while True:
             with tracer.start_as_current_span("indexer.batch") as span:
                 span.set_attribute("similar_sessions.model_identity", str(work.identity))
@@ -281,7 +242,7 @@ async def embed_account(
                 )
                 return  # the provider is down or refusing: the next pass tries again
             if capped:
-                await _mark(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
+                await mark_degraded(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
                 report.degraded[work.account_id] = spend_cap.CAP_REACHED
                 log.warning("daily_cap_reached", account_id=str(work.account_id))
                 return
@@ -394,16 +355,5 @@ async def _unavailable(
     engine: AsyncEngine, work: sql.AccountWork, report: PassReport, exc: EmbedderUnavailable
 ) -> None:
     log.warning("embedder_unavailable", account_id=str(work.account_id), reason=str(exc))
-    await _mark(engine, work, spend_cap.EMBEDDER_UNAVAILABLE, None)
+    await mark_degraded(engine, work, spend_cap.EMBEDDER_UNAVAILABLE, None)
     report.degraded[work.account_id] = spend_cap.EMBEDDER_UNAVAILABLE
-
-
-async def _mark(
-    engine: AsyncEngine, work: sql.AccountWork, reason: str | None, until: datetime | None
-) -> None:
-    async with engine.begin() as conn:
-        await sql.set_degraded(conn, work.account_id, reason, until)
-
-
-def _quiet(config: IndexerConfig) -> bool | None:
-    return None if config.progress is None else not config.progress

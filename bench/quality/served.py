@@ -19,7 +19,8 @@ from config.settings import Settings
 from data import comparison
 from indexer.commands import config_from
 from indexer.embedders import Registry
-from indexer.worker import PassReport, index_once
+from indexer.passes import PassReport
+from indexer.worker import index_once
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
 from resolvers.tuning import Tuning

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from indexer import demo
 from indexer.commands import load_demo
 from indexer.embedders import Registry
-from indexer.worker import IndexerConfig
+from indexer.passes import IndexerConfig
 
 AUTH = {"Authorization": f"Bearer {demo.DEMO_API_KEY}"}
 CONFIG = IndexerConfig(progress=False)

@@ -12,7 +12,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from indexer.embedders import DEFAULT_MODEL, Registry
-from indexer.worker import IndexerConfig, index_once
+from indexer.passes import IndexerConfig
+from indexer.worker import index_once
 from tests.support.comparisons import bearer, graphql
 from tests.support.failures import at, failures_world
 from tests.support.world import World

@@ -14,7 +14,8 @@ from data.model_identity import ModelIdentity
 from indexer import spend_cap
 from indexer.chunking import chunk_id
 from indexer.embedders import Registry
-from indexer.worker import IndexerConfig, index_once
+from indexer.passes import IndexerConfig
+from indexer.worker import index_once
 from tests.support.indexing import (
     CONFIG,
     WORDS,

@@ -15,7 +15,8 @@ from data.model_identity import ModelIdentity
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.lexical import is_lexical
-from indexer.worker import IndexerConfig, index_once
+from indexer.passes import IndexerConfig
+from indexer.worker import index_once
 from tests.support.world import World
 
 CONFIG = IndexerConfig(progress=False)

@@ -16,8 +16,9 @@ from config.settings import Settings
 from data import indexing as sql
 from indexer import spend_cap
 from indexer.embedders import Registry
+from indexer.passes import IndexerConfig
 from indexer.providers import providers_for
-from indexer.worker import IndexerConfig, index_once
+from indexer.worker import index_once
 from tests.support.embedders import WordsEmbedder
 from tests.support.fake_openai import (
     HANG,

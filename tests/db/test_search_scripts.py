@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.vector_slots import NO_DIRECTION, VectorSlot
 from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.lexical import _plain, features
-from indexer.worker import IndexerConfig, index_once
+from indexer.passes import IndexerConfig
+from indexer.worker import index_once
 from tests.support.comparisons import graphql
 from tests.support.world import World
 

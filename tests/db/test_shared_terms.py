@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data import fits
 from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.lexical import Fit
-from indexer.worker import IndexerConfig, index_once
+from indexer.passes import IndexerConfig
+from indexer.worker import index_once
 from tests.support.comparisons import bearer, counted_statements, graphql
 from tests.support.world import World, blend, direction, unit
 

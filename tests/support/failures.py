@@ -258,7 +258,8 @@ async def lexical_failures(
     last week, one of them also failing a month ago, and completed sessions between;
     indexed, so the account has its fit. Its key, and its failed sessions by kind."""
     from indexer.embedders import DEFAULT_MODEL, Registry
-    from indexer.worker import IndexerConfig, index_once
+    from indexer.passes import IndexerConfig
+    from indexer.worker import index_once
 
     world = World()
     account, key = world.account("failures", model=str(DEFAULT_MODEL))

@@ -15,7 +15,7 @@ from data.model_identity import ModelIdentity
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Embedder
 from indexer.lexical import LexicalEmbedder
-from indexer.worker import IndexerConfig
+from indexer.passes import IndexerConfig
 from tests.support.world import T0, World
 
 WORDS = ModelIdentity.parse("local:words-384@384")
