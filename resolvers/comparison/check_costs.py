@@ -25,12 +25,16 @@ from __future__ import annotations
 import statistics
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import structlog
 from cachetools import TTLCache
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from data import comparison as sql
 
 log = structlog.get_logger(__name__)
 
@@ -143,3 +147,27 @@ def begin_check(checks: CheckCosts, account_id: UUID, lookups: int, budget_ms: i
         log.info("exact_check", lookups=lookups, started=False, finished=False)
         return None
     return Clock(checks, account_id, lookups, budget_ms, time.perf_counter())
+
+
+Checked = TypeVar("Checked")
+
+
+async def exact_check(
+    conn: AsyncConnection,
+    checks: CheckCosts,
+    account_id: UUID,
+    lookups: int,
+    budget_ms: int,
+    look: Callable[[], Awaitable[Checked]],
+) -> Checked | None:
+    """The exact check of `lookups` lookups (`look`, an exact pass) within `budget_ms`, which
+    teaches its cost; None when it ran past the budget, or was not started because the
+    account's last checks predict it would (the one exact check of comparisons and search)."""
+    clock = begin_check(checks, account_id, lookups, budget_ms)
+    if clock is None:
+        return None
+    checked: Checked | None = None
+    async with sql.own_budget(conn, budget_ms):
+        checked = await look()
+    clock.end(finished=checked is not None)
+    return checked

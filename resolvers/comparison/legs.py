@@ -15,7 +15,7 @@ from data import bm25
 from data import comparison as sql
 from data.lookups import Ask, Limits, LookupPath, TextAnswer
 from data.vector_slots import Space
-from resolvers.comparison.check_costs import CheckCosts, begin_check
+from resolvers.comparison.check_costs import CheckCosts, exact_check
 from resolvers.rules.lookup_path import vouches_for
 from resolvers.rules.lookup_plan import LookupPlan
 
@@ -130,13 +130,12 @@ async def _checked(
     """The text's lookup by an exact pass within the plan's check budget; None past it, or
     when the account's last checks predict it would run past it."""
     budget_ms = plan.check_budget_ms
-    clock = None if budget_ms <= 0 else begin_check(checks, text.account_id, 1, budget_ms)
-    if clock is None:
+    if budget_ms <= 0:
         return None
-    exact: TextAnswer | None = None
-    async with sql.own_budget(conn, budget_ms):
-        exact = await sql.look_up_text(
+
+    async def look() -> TextAnswer:
+        return await sql.look_up_text(
             conn, text.account_id, space.identity, vector, text.ask, limits, True, space.slot
         )
-    clock.end(finished=exact is not None)
-    return exact
+
+    return await exact_check(conn, checks, text.account_id, 1, budget_ms, look)

@@ -4,13 +4,16 @@ an exact check), each answer folded into the comparisons' records."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import TypeVar
+from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
-from data.lookups import Inventory
+from data.lookups import Inventory, LookupPath, ModelPath
+from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers.comparison.state import Batch, Comparison
@@ -19,6 +22,25 @@ from resolvers.rules.lookup_plan import LookupPlan
 
 # The probes of a comparison to look up again (none: the comparison is not asked again).
 Pick = Callable[[Comparison], frozenset[int]]
+Looked = TypeVar("Looked")
+
+
+async def served(
+    conn: AsyncConnection,
+    catalog: ModelCatalog,
+    account_id: UUID,
+    looked: Looked,
+    paths: Iterable[ModelPath],
+    again: Callable[[Sequence[ModelIdentity]], Awaitable[Looked]],
+) -> tuple[Looked, Sequence[ModelIdentity] | None]:
+    """A statement's answer when every model it met had a branch in it; else (a model
+    appeared since the catalog read the account's) the catalog read again and `again` asked
+    with the models it now has, once: that answer and those models (None: not asked again)."""
+    if not any(p.path is LookupPath.UNSERVED for p in paths):
+        return looked, None
+    catalog.forget(account_id)
+    models = await catalog.models(conn, account_id)
+    return await again(models), models
 
 
 async def first_look(

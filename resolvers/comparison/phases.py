@@ -20,10 +20,17 @@ from data import comparison as sql
 from data.errors import ComparisonTimedOut
 from data.lookups import Ask, LookupPath
 from data.model_catalog import ModelCatalog
+from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms
 from resolvers.comparison.check_costs import CheckCosts
-from resolvers.comparison.looking import after_timeout, first_look, look_again, look_nearest
+from resolvers.comparison.looking import (
+    after_timeout,
+    first_look,
+    look_again,
+    look_nearest,
+    served,
+)
 from resolvers.comparison.plans import account_plan
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison
@@ -89,16 +96,20 @@ async def look_up(
     account_id = batch.account_id
     try:
         with sql.within_budget():
-            models = await catalog.models(conn, account_id)
+            models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)
             planned = await account_plan(
                 conn, Caller.COMPARISON, tuning, catalog, account_id, models, checks
             )
             await sql.ensure_configured(conn, planned.settings)
             batch = await first_look(conn, replace(batch, plan=planned), models, planned)
-            if any(p.path is LookupPath.UNSERVED for p in batch.paths.values()):
-                catalog.forget(account_id)  # a model appeared since it was read
-                models = await catalog.models(conn, account_id)
-                batch = await look_again(conn, batch, models, planned, _unserved(batch))
+
+            async def unserved(models: Sequence[ModelIdentity]) -> Batch:
+                return await look_again(conn, batch, models, planned, _unserved(batch))
+
+            batch, newer = await served(
+                conn, catalog, account_id, batch, batch.paths.values(), unserved
+            )
+            models = models if newer is None else newer
             widen = _worth_widening(batch, planned, checks)
             short = sum(len(widen(c)) for c in batch.comparisons)
             if short and planned.widen_ef_search is not None:

@@ -19,10 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Ask, Counted, LookupPath
+from data.lookups import Ask, Counted
 from data.model_catalog import ModelCatalog
+from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
+from resolvers.comparison.looking import served
 from resolvers.comparison.phases import ask_of
 from resolvers.comparison.plans import account_plan
 from resolvers.rules import ranking
@@ -97,23 +99,25 @@ async def _count(
     """Each ask's counts (None for a missing session); None when the budget ran out."""
     try:
         with sql.within_budget():
-            for attempt in range(2):
-                models = await catalog.models(conn, account_id)
-                if not attempt:
-                    counting = await account_plan(
-                        conn, Caller.TIMELINE, tuning, catalog, account_id, models
-                    )
-                    await sql.ensure_configured(conn, counting.settings)
-                # no model's related cut point is below the contract's floor
-                limits = counting.limits(per_probe=TIMELINE_NEIGHBOURS_PER_PROBE)
+            models = await catalog.models(conn, account_id)
+            counting = await account_plan(
+                conn, Caller.TIMELINE, tuning, catalog, account_id, models
+            )
+            await sql.ensure_configured(conn, counting.settings)
+            # no model's related cut point is below the contract's floor
+            limits = counting.limits(per_probe=TIMELINE_NEIGHBOURS_PER_PROBE)
+
+            async def count(models: Sequence[ModelIdentity]) -> sql.Timeline:
                 related = {str(m): bands_of(str(m)).related for m in models}
-                counted = await sql.count_matches(
+                return await sql.count_matches(
                     conn, account_id, asks, models, limits, bucket.value, related
                 )
-                paths = [p.path for p in counted.paths.values()]
-                if attempt or LookupPath.UNSERVED not in paths:
-                    return counted.counts
-                catalog.forget(account_id)  # a model appeared since it was read
+
+            counted = await count(models)
+            counted, _ = await served(
+                conn, catalog, account_id, counted, counted.paths.values(), count
+            )
+            return counted.counts
     except ComparisonTimedOut:
         log.warning("similar_timeline_timed_out", budget_ms=tuning.comparison_timeout_ms)
         await conn.rollback()

@@ -19,9 +19,8 @@ from dataclasses import replace
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from data import comparison as sql
 from data.model_identity import ModelIdentity
-from resolvers.comparison.check_costs import CheckCosts, begin_check
+from resolvers.comparison.check_costs import CheckCosts, exact_check
 from resolvers.comparison.looking import Pick, look_again
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules.lookup_path import vouches_for
@@ -96,14 +95,11 @@ async def _check(
 ) -> Batch | None:
     """The picked probes answered by one exact pass within `budget_ms`; None when it ran
     past it, or was not started because the account's last checks predict it would."""
-    clock = begin_check(checks, batch.account_id, lookups, budget_ms)
-    if clock is None:
-        return None
-    checked = None
-    async with sql.own_budget(conn, budget_ms):
-        checked = await look_again(conn, batch, models, plan.checked(), pick)
-    clock.end(finished=checked is not None)
-    return checked
+
+    async def look() -> Batch:
+        return await look_again(conn, batch, models, plan.checked(), pick)
+
+    return await exact_check(conn, checks, batch.account_id, lookups, budget_ms, look)
 
 
 def fitting(per_lookup_ms: float | None, lookups: list[int], left_ms: int) -> int:

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Hit, Lookup, LookupPath, Probe
+from data.lookups import Hit, Lookup, Probe
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.window_pool import (
@@ -37,7 +37,7 @@ from data.window_pool import (
 )
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms, in_slices
-from resolvers.comparison.looking import after_timeout, first_look
+from resolvers.comparison.looking import after_timeout, first_look, served
 from resolvers.comparison.phases import batch_of, cutoff, ranked
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison
@@ -68,14 +68,17 @@ async def compare_exactly(
     where = PoolFilter(cutoff(args, now), args.statuses, args.source_types, args.started_before)
     try:
         with sql.within_budget():
-            models = await catalog.models(conn, account_id)
+            models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)
             await sql.ensure_configured(conn, settings)
             planned = await _planned(conn, batch, models, exactly)
-            if any(p.path is LookupPath.UNSERVED for p in planned.paths.values()):
-                catalog.forget(account_id)  # a model appeared since it was read
-                models = await catalog.models(conn, account_id)
-                planned = await _planned(conn, batch, models, exactly)
-            batch = planned
+
+            async def unserved(models: Sequence[ModelIdentity]) -> Batch:
+                return await _planned(conn, batch, models, exactly)
+
+            batch, newer = await served(
+                conn, catalog, account_id, planned, planned.paths.values(), unserved
+            )
+            models = models if newer is None else newer
             for identity in models:
                 batch = await _looked_up(conn, batch, identity, where, exactly)
     except ComparisonTimedOut:
