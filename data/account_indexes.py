@@ -125,13 +125,19 @@ class OwnIndexMarks:
 MARKS = OwnIndexMarks()
 
 
-# The registered index of (:account_id, :identity), joined to the catalog so that only an
-# index PostgreSQL has finished building (indisvalid) counts.
-VALID_ACCOUNT_INDEX = (
-    "SELECT r.index_name, r.watermark FROM account_model_indexes r "
-    "JOIN pg_class i ON i.relname = r.index_name "
-    "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
-    "WHERE r.account_id = :account_id AND r.model_identity = :identity"
+def valid_registered(account: str, model: str) -> str:
+    """FROM and WHERE of the registered own index (`r`) of the account and model (SQL
+    expressions), joined to the catalog so that only an index PostgreSQL has finished
+    building (indisvalid) counts: every statement asking for a ready own index uses it."""
+    return (
+        "account_model_indexes r JOIN pg_class i ON i.relname = r.index_name "
+        "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
+        f"WHERE r.account_id = {account} AND r.model_identity = {model}"
+    )
+
+
+VALID_ACCOUNT_INDEX = "SELECT r.index_name, r.watermark FROM " + valid_registered(
+    ":account_id", ":identity"
 )
 
 
@@ -275,10 +281,9 @@ async def ensure_large_account_indexes(
             "SELECT c.account_id, c.embedding_model FROM session_chunks c "
             "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
             "AND (CAST(:accounts AS uuid[]) IS NULL OR c.account_id = ANY(:accounts)) "
-            "AND NOT EXISTS (SELECT 1 FROM account_model_indexes r "
-            "JOIN pg_class i ON i.relname = r.index_name "
-            "JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid "
-            "WHERE r.account_id = c.account_id AND r.model_identity = c.embedding_model) "
+            "AND NOT EXISTS (SELECT 1 FROM "
+            + valid_registered("c.account_id", "c.embedding_model")
+            + ") "
             "GROUP BY c.account_id, c.embedding_model HAVING count(*) > :min_chunks "
             "ORDER BY c.account_id, c.embedding_model"
         ),

@@ -227,7 +227,6 @@ def _limit_params(limits: Limits, exact: bool) -> dict[str, Any]:
     return {
         "exact": exact,
         "cap": limits.exact_scan_max_chunks,
-        "own_index": limits.own_index,
         "per_probe": limits.per_probe,
         "overfetch": limits.window,
         "probes": limits.probes,

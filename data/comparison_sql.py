@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 from uuid import UUID
 
-from data.account_indexes import account_predicate, tail_predicate
+from data.account_indexes import account_predicate, tail_predicate, valid_registered
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import shared_predicate
@@ -46,12 +46,9 @@ ACCOUNT_INDEX, INDEX, UNSERVED = (
 # account whose own index is registered but not ready (rebuilt after an import) is exact:
 # the rows written since it had one are not in the shared index.
 PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXACT}
-              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
-                           JOIN pg_class i ON i.relname = r.index_name
-                           JOIN pg_index x ON x.indexrelid = i.oid AND x.indisvalid
-                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
+              WHEN EXISTS (SELECT 1 FROM {valid_registered(":account_id", "d.model")})
                 THEN {ACCOUNT_INDEX}
-              WHEN :own_index AND EXISTS (SELECT 1 FROM account_model_indexes r
+              WHEN EXISTS (SELECT 1 FROM account_model_indexes r
                            WHERE r.account_id = :account_id AND r.model_identity = d.model)
                 THEN {EXACT}
               ELSE {INDEX}"""

@@ -42,7 +42,6 @@ class Limits:
     overfetch: int
     exact_scan_max_chunks: int
     probes: int  # probes per comparison (the contract's SIMILAR_PROBE_CHUNKS)
-    own_index: bool = True  # False: the shared index even where the account has its own
     floors: tuple[tuple[str, float], ...] = ()  # (model, its floor): calibrated per model
 
     def floor_for(self, model: str) -> float:
@@ -164,10 +163,6 @@ class LookupAnswer:
     setting: EmbeddingSetting | None
     inventories: tuple[Inventory | None, ...]
     paths: dict[str, ModelPath]
-
-    def path(self, model: str | None) -> LookupPath | None:
-        known = self.paths.get(model or "")
-        return None if known is None else known.path
 
 
 @dataclass(frozen=True, slots=True)

@@ -225,6 +225,7 @@ async def run(args: argparse.Namespace) -> None:
         tuned = settings.model_copy(
             update={
                 "rate_limit": None,
+                "account_rate_limit": None,
                 "failure_modes_sessions": max(args.sizes),
                 "database_url": url,
             }

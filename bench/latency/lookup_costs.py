@@ -59,7 +59,8 @@ async def first_statement(
     doubts: Counter[str] = Counter()
     hits: list[Hit] = []
     if found is not None:
-        path = looked.path(found.model)
+        known = looked.paths.get(found.model or "")
+        path = None if known is None else known.path
         for p in found.probes:
             hits += p.answer.hits
             if path is not None and path.approximate and p.lookup == p.number:

@@ -101,15 +101,19 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
 
 
 async def served(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning) -> list[Hit]:
-    """The served per-probe lists; on the shared index even where the account has its own."""
+    """The served per-probe lists; on the shared index even where the account has its own (its
+    registration is deleted within the lookup's transaction, which is rolled back)."""
     if path is LookupPath.INDEX:
-        limits = replace(
-            plan(Caller.COMPARISON, tuning).limits(), exact_scan_max_chunks=0, own_index=False
-        )
-        async with engine.begin() as conn:
+        limits = replace(plan(Caller.COMPARISON, tuning).limits(), exact_scan_max_chunks=0)
+        async with engine.connect() as conn, conn.begin() as unregistered:
+            await conn.execute(
+                sa.text("DELETE FROM account_model_indexes WHERE account_id = :a"),
+                {"a": probe.account},
+            )
             await comparison.configure_comparison(conn, tuning.comparison_settings)
             ask = Ask(0, probe.session)
             looked = await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits)
+            await unregistered.rollback()
         found = looked.inventories[0]
         return [] if found is None else [h for p in found.probes for h in p.answer.hits]
     batch = await _looked(engine, probe, path, tuning)

@@ -83,7 +83,8 @@ def doubt(window: ScanWindow | None, limits: Limits) -> str:
 
 def _judge(tally: Tally, answer: LookupAnswer, limits: Limits) -> None:
     for inventory in answer.inventories:
-        path = None if inventory is None else answer.path(inventory.model)
+        known = None if inventory is None else answer.paths.get(inventory.model or "")
+        path = None if known is None else known.path
         if inventory is None or path is None or not path.approximate:
             continue
         for probe in inventory.probes:

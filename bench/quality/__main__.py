@@ -44,11 +44,12 @@ async def main(argv: list[str] | None = None) -> int:
     configure_logging(settings.log_level)
     # Generous bounds: a comparison cut short would be a wrong figure, not a slow one.
     settings = settings.model_copy(
-        # one key asks every session back to back: no per-key rate limit
+        # one key asks every session back to back: no per-key or per-account rate limit
         update={
             "comparison_timeout_ms": 120_000,
             "statement_timeout_ms": 600_000,
             "rate_limit": None,
+            "account_rate_limit": None,
         }
     )
     results: dict[str, Any] = stored()

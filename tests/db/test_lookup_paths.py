@@ -141,7 +141,6 @@ async def _plan_after_executions(
             "probes": SIMILAR_PROBE_CHUNKS,
             "exact": False,
             "cap": 0,
-            "own_index": True,
             "per_probe": 25,
             "floor_0": 0.35,
             "overfetch": 100,
