@@ -14,20 +14,21 @@ from data import fits
 from data import indexing as sql
 from data.accounts import EmbeddingSetting
 from data.model_identity import ModelIdentity
+from data.reasons import Reason
 from indexer import billing, lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.lexical import Fit
 from indexer.providers import EmbeddingFailed
 from indexer.vectors import as_text
 
-TEXT_NOT_EMBEDDED = "search_text_not_embedded"
-CAP_REACHED = "semantic_daily_cap_reached"
+TEXT_NOT_EMBEDDED = Reason.SEARCH_TEXT_NOT_EMBEDDED
+CAP_REACHED = Reason.SEMANTIC_DAILY_CAP_REACHED
 
 
 class QueryNotEmbedded(Exception):
     """The text could not be embedded; carries the degraded reason codes that say why."""
 
-    def __init__(self, *reasons: str) -> None:
+    def __init__(self, *reasons: Reason) -> None:
         super().__init__(", ".join(reasons))
         self.reasons = frozenset({TEXT_NOT_EMBEDDED, *reasons})
 

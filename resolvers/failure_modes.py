@@ -23,6 +23,7 @@ from uuid import UUID
 
 from data.comparison import reading
 from data.failures import InWindow, Pin, account_watermark, sessions_in_window
+from data.reasons import Reason
 from data.window_pool import PoolFilter, pool_size
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
@@ -35,13 +36,13 @@ from resolvers.groupings import Grouping
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.degraded import Degraded, degraded
 
-TIMED_OUT = "similar_comparison_timed_out"
-REGROUPED = "failure_modes_regrouped"
+TIMED_OUT = Reason.SIMILAR_COMPARISON_TIMED_OUT
+REGROUPED = Reason.FAILURE_MODES_REGROUPED
 # Sessions compared in one batch of the loader for isNew (each batch's lookup statement must
 # finish within the comparison budget, SIMILAR_SESSIONS_COMPARISON_TIMEOUT_MS, 3 s: at 100k
 # chunks under load one session's lookups took 116 ms p50 and 400 ms p90 here).
 FAILURE_MODES_BATCH = 16
-UNVERIFIED = "similar_approximate_unverified"
+UNVERIFIED = Reason.SIMILAR_APPROXIMATE_UNVERIFIED
 # The sessions before the window are compared with in one exact pass up to this many
 # passages (a pass over 25k of them for 100 groups' representatives took well under a
 # second here); above it, through the lookup paths, whose cost does not grow with them.
@@ -281,16 +282,16 @@ def _recurs(result: SimilarResult) -> bool:
 
 def _reasons(
     found: InWindow, bound: int, results: Sequence[SimilarResult], not_embedded: int
-) -> set[str]:
+) -> set[Reason]:
     """The answer's codes: a comparison past its budget (named so, never as sessions not
     embedded), approximate lookups left unchecked, the bound, sessions not embedded."""
     reasons = {TIMED_OUT} if _timed_out(results) else set()
     if any(UNVERIFIED in r.degraded.reasons for r in results):
         reasons.add(UNVERIFIED)
     if found.total > bound:
-        reasons.add("failure_modes_bounded")
+        reasons.add(Reason.FAILURE_MODES_BOUNDED)
     if not_embedded:
-        reasons.add("failure_modes_not_embedded")
+        reasons.add(Reason.FAILURE_MODES_NOT_EMBEDDED)
     return reasons
 
 

@@ -14,6 +14,7 @@ from uuid import UUID
 import strawberry
 
 from data.lookups import LookupPath
+from data.reasons import Reason
 from data.sessions import SessionRow
 from indexer import credentials
 from resolvers.arguments import SimilarArgs
@@ -34,7 +35,7 @@ from resolvers.sessions import similar_timeline
 from resolvers.turns import TakesTurn
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
-from schema.reasons import DegradedReason, ReasonCode
+from schema.reasons import DegradedReason
 
 if TYPE_CHECKING:
     from schema.sessions import RuntimeSession
@@ -57,7 +58,7 @@ class Degraded:
 
     @classmethod
     def of(cls, d: resolved.Degraded) -> Degraded:
-        return from_result(cls, d, reasons=[ReasonCode(code) for code in d.reasons])
+        return from_result(cls, d, reasons=list(d.reasons))
 
 
 strawberry.enum(
@@ -285,7 +286,7 @@ class SearchLeg:
     @classmethod
     def of(cls, leg: LegAnswer) -> SearchLeg:
         ordered = sorted(leg.reasons, key=resolved.REASON_ORDER.__getitem__)
-        reasons = [ReasonCode(code) for code in ordered if not leg.ran]
+        reasons = [Reason(code) for code in ordered if not leg.ran]
         return from_result(cls, leg, reasons=reasons)
 
 

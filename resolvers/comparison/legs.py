@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from data import bm25
 from data import comparison as sql
 from data.lookups import Ask, Limits, LookupPath, TextAnswer
+from data.reasons import Reason
 from data.vector_slots import Space
 from resolvers.comparison.check_costs import CheckCosts, exact_check
 from resolvers.rules.lookup_path import vouches_for
@@ -53,7 +54,7 @@ class LegAnswer:
     found: tuple[Found, ...] = ()
     floor: float | None = None
     path: LookupPath | None = None
-    reasons: frozenset[str] = frozenset()
+    reasons: frozenset[Reason] = frozenset()
     unverified: bool = False
     elapsed_ms: float = 0.0
 

@@ -20,6 +20,7 @@ from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
+from data.reasons import ASKED, Reason
 from data.vector_slots import Space, VectorSlot
 from indexer import credentials, lexical
 from indexer.query import QueryNotEmbedded, embed_query
@@ -51,11 +52,11 @@ class Search:
     text: Text
     args: SimilarArgs
     setting: EmbeddingSetting | None
-    reasons: frozenset[str]
+    reasons: frozenset[Reason]
     started: float
     embed_ms: float = 0.0  # the text's embedding by the dense model, when it was asked
 
-    def with_reasons(self, *codes: str) -> Search:
+    def with_reasons(self, *codes: Reason) -> Search:
         return replace(self, reasons=self.reasons | set(codes))
 
 
@@ -80,7 +81,7 @@ async def search_sessions(
                 await sql.ensure_configured(conn, plan(Caller.SEARCH, services.tuning).settings)
                 legs = await _legs(conn, services, search, dense, vector)
         except ComparisonTimedOut:
-            return _empty(search.with_reasons("similar_comparison_timed_out"))
+            return _empty(search.with_reasons(Reason.SIMILAR_COMPARISON_TIMED_OUT))
         ran = [leg for leg in legs if only is None or leg.leg is only]
         return await _answer(conn, services, search, ran, fusion)
 
@@ -88,12 +89,12 @@ async def search_sessions(
 async def _begun(services: Services, account_id: UUID, text: str, args: SimilarArgs) -> Search:
     now = datetime.now(UTC)
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
-    asked = {"similar_window_applied"} if args.window_days is not None else set()
-    asked |= {"similar_filter_applied"} if args.filtered else set()
+    asked = {Reason.SIMILAR_WINDOW_APPLIED} if args.window_days is not None else set()
+    asked |= {Reason.SIMILAR_FILTER_APPLIED} if args.filtered else set()
     # A credential is no search term: searching for one finds nothing, and says so.
     kept = credentials.without(text)
     if kept != text:
-        asked.add("search_text_credential_masked")
+        asked.add(Reason.SEARCH_TEXT_CREDENTIAL_MASKED)
         text = kept
     async with services.read() as conn:
         setting = await embedding_setting(conn, account_id)
@@ -128,21 +129,21 @@ async def _dense_text(
     vector = await _embedded(services, search, space.identity)
     search = replace(search, embed_ms=elapsed_ms(started))
     if isinstance(vector, frozenset):
-        return space, None, search.with_reasons(*vector, "search_dense_leg_failed")
+        return space, None, search.with_reasons(*vector, Reason.SEARCH_DENSE_LEG_FAILED)
     return space, vector, search
 
 
-def _refusal(services: Services, setting: EmbeddingSetting | None) -> frozenset[str]:
+def _refusal(services: Services, setting: EmbeddingSetting | None) -> frozenset[Reason]:
     if not services.tuning.embeddings_enabled:
-        return frozenset({"semantic_disabled_by_deployment", "search_text_not_embedded"})
+        return frozenset({Reason.SEMANTIC_DISABLED_BY_DEPLOYMENT, Reason.SEARCH_TEXT_NOT_EMBEDDED})
     if setting is None or not setting.enabled:
-        return frozenset({"semantic_not_enabled", "search_text_not_embedded"})
+        return frozenset({Reason.SEMANTIC_NOT_ENABLED, Reason.SEARCH_TEXT_NOT_EMBEDDED})
     return frozenset()
 
 
 async def _embedded(
     services: Services, search: Search, identity: ModelIdentity
-) -> str | frozenset[str]:
+) -> str | frozenset[Reason]:
     """The text's vector in a model, or the reason codes why it could not be embedded."""
     assert search.setting is not None
     setting = replace(search.setting, identity=identity)
@@ -188,7 +189,7 @@ async def _legs(
         return legs
     model = str(dense.identity)
     if vector is None:  # why: the reasons the text's embedding gave, not what was asked
-        why = search.reasons - {"similar_window_applied", "similar_filter_applied"}
+        why = search.reasons - ASKED
         return [*legs, LegAnswer(Leg.DENSE, model, False, reasons=why, elapsed_ms=search.embed_ms)]
     floor = calibration(model, ProbeKind.TEXT).floor
     searching = plan(Caller.SEARCH, services.tuning)
@@ -217,10 +218,14 @@ async def _answer(
             loose = plan(Caller.NEAREST, services.tuning)
             nearest = await nearest_page(conn, search.text, answer, loose, args)
         nothing = nearest or answer is None  # else nothing of the model to compare with
-        reason = "similar_nothing_close_enough" if nothing else "similar_no_comparable_sessions"
+        reason = (
+            Reason.SIMILAR_NOTHING_CLOSE_ENOUGH
+            if nothing
+            else Reason.SIMILAR_NO_COMPARABLE_SESSIONS
+        )
         search = search.with_reasons(reason)
     if any(leg.unverified for leg in legs):
-        search = search.with_reasons("similar_approximate_unverified")
+        search = search.with_reasons(Reason.SIMILAR_APPROXIMATE_UNVERIFIED)
     shown = await _shown(conn, search, [*page, *nearest])
     return SearchResult(
         model_identity=model,

@@ -22,6 +22,7 @@ from data.errors import ComparisonTimedOut
 from data.lookups import Ask, Counted
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
+from data.reasons import Reason
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
 from resolvers.comparison.looking import served
@@ -127,10 +128,10 @@ async def _count(
 def _result(
     args: SimilarArgs, bucket: TimelineBucket, counted: Counted, timed_out: bool
 ) -> TimelineResult:
-    reasons = {"similar_timeline_bounded"} if counted.bounded else set()
-    reasons |= {"similar_window_applied"} if args.window_days is not None else set()
-    reasons |= {"similar_filter_applied"} if args.filtered else set()
-    reasons |= {"similar_comparison_timed_out"} if timed_out else set()
+    reasons = {Reason.SIMILAR_TIMELINE_BOUNDED} if counted.bounded else set()
+    reasons |= {Reason.SIMILAR_WINDOW_APPLIED} if args.window_days is not None else set()
+    reasons |= {Reason.SIMILAR_FILTER_APPLIED} if args.filtered else set()
+    reasons |= {Reason.SIMILAR_COMPARISON_TIMED_OUT} if timed_out else set()
     return TimelineResult(
         bucket=bucket,
         per_probe_bound=TIMELINE_NEIGHBOURS_PER_PROBE,

@@ -2,87 +2,89 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
+from data.reasons import Reason
 from resolvers.rules.ranking import TIMELINE_NEIGHBOURS_PER_PROBE
 
 # In the contract's order; codes the product adds come after the contract's own.
-SENTENCES: dict[str, str] = {
-    "semantic_disabled_by_deployment": (
+SENTENCES: dict[Reason, str] = {
+    Reason.SEMANTIC_DISABLED_BY_DEPLOYMENT: (
         "Embeddings are turned off for this deployment and this session has no vectors."
     ),
-    "semantic_not_enabled": (
+    Reason.SEMANTIC_NOT_ENABLED: (
         "Embeddings are not enabled for this account and this session has no vectors."
     ),
-    "similar_session_not_embedded": "This session has no embedded passages to compare yet.",
-    "semantic_backfill_incomplete": (
+    Reason.SIMILAR_SESSION_NOT_EMBEDDED: "This session has no embedded passages to compare yet.",
+    Reason.SEMANTIC_BACKFILL_INCOMPLETE: (
         "Some passages of this session are still waiting to be embedded; they were not compared."
     ),
-    "semantic_model_mismatch": (
+    Reason.SEMANTIC_MODEL_MISMATCH: (
         "This session was embedded with a model other than the account's configured one; "
         "it was compared only with sessions embedded by the same model."
     ),
-    "similar_window_applied": (
+    Reason.SIMILAR_WINDOW_APPLIED: (
         "Only sessions with passages inside the requested window were compared."
     ),
-    "similar_session_sampled": (
+    Reason.SIMILAR_SESSION_SAMPLED: (
         "This session is longer than the probe budget; a sample of its passages was compared."
     ),
-    "similar_no_comparable_sessions": (
+    Reason.SIMILAR_NO_COMPARABLE_SESSIONS: (
         "No other session of this account has embedded passages of the same model to compare with."
     ),
-    "similar_comparison_timed_out": (
+    Reason.SIMILAR_COMPARISON_TIMED_OUT: (
         "The comparison ran past its time budget; the list is empty rather than late."
     ),
-    "similar_filter_applied": (
+    Reason.SIMILAR_FILTER_APPLIED: (
         "Only sessions of the requested status or source type were compared."
     ),
-    "semantic_daily_cap_reached": (
+    Reason.SEMANTIC_DAILY_CAP_REACHED: (
         "The account has reached its daily embedding cap; the search text was not embedded."
     ),
-    "similar_timeline_bounded": (
+    Reason.SIMILAR_TIMELINE_BOUNDED: (
         f"The timeline counted among the {TIMELINE_NEIGHBOURS_PER_PROBE} nearest passages of "
         "each probe, and some probe reached that bound: more sessions may match than were "
         "counted."
     ),
-    "search_text_not_embedded": (
+    Reason.SEARCH_TEXT_NOT_EMBEDDED: (
         "The search text could not be embedded with the account's model; only its words were "
         "compared."
     ),
-    "similar_approximate_unverified": (
+    Reason.SIMILAR_APPROXIMATE_UNVERIFIED: (
         "Some passages were looked up in the approximate index, which could not vouch for its "
         "answer, and the exact check ran past its time budget; the list may miss or misorder "
         "neighbours."
     ),
-    "search_dense_leg_failed": (
+    Reason.SEARCH_DENSE_LEG_FAILED: (
         "The search by meaning (the dense model) could not run; only the text's words were "
         "compared."
     ),
-    "similar_nothing_close_enough": (
+    Reason.SIMILAR_NOTHING_CLOSE_ENOUGH: (
         "Nothing was close enough to pass the model's floor; the nearest passages, if any, are "
         "offered instead, labelled loose."
     ),
-    "failure_modes_bounded": (
+    Reason.FAILURE_MODES_BOUNDED: (
         "The window holds more sessions than one request compares; the oldest were left out."
     ),
-    "failure_modes_not_embedded": (
+    Reason.FAILURE_MODES_NOT_EMBEDDED: (
         "Some sessions of the window have no embedded passages to compare yet; they are in no "
         "group."
     ),
-    "failure_modes_regrouped": (
+    Reason.FAILURE_MODES_REGROUPED: (
         "The account's data changed since the page this one follows: the window was grouped "
         "again, as of now, and this page is of the new grouping."
     ),
-    "search_text_credential_masked": (
+    Reason.SEARCH_TEXT_CREDENTIAL_MASKED: (
         "The search text holds a credential; it was left out of the search, and no passage is "
         "found by it (shown passages have their credentials masked)."
     ),
 }
-REASON_ORDER = {code: i for i, code in enumerate(SENTENCES)}
+REASON_ORDER = {code: i for i, code in enumerate(Reason)}
 # The sentences that name the window when one was asked for.
-WINDOWED: dict[str, str] = {
-    "similar_window_applied": "Only passages from the last {days} days were compared.",
-    "similar_no_comparable_sessions": (
+WINDOWED: dict[Reason, str] = {
+    Reason.SIMILAR_WINDOW_APPLIED: "Only passages from the last {days} days were compared.",
+    Reason.SIMILAR_NO_COMPARABLE_SESSIONS: (
         "No other session of this account has embedded passages of the same model from the "
         "last {days} days to compare with."
     ),
@@ -90,12 +92,12 @@ WINDOWED: dict[str, str] = {
 
 
 # The sentences that name what was counted, when the answer gives the counts (`values`).
-COUNTED: dict[str, str] = {
-    "failure_modes_bounded": (
+COUNTED: dict[Reason, str] = {
+    Reason.FAILURE_MODES_BOUNDED: (
         "The window holds {sessions} sessions and one request compares at most {bound}: the "
         "oldest {left_out}, which started before {compared_since}, were left out."
     ),
-    "failure_modes_not_embedded": (
+    Reason.FAILURE_MODES_NOT_EMBEDDED: (
         "{not_embedded} of the sessions compared have no embedded passages yet; they are in no "
         "group."
     ),
@@ -105,7 +107,7 @@ COUNTED: dict[str, str] = {
 @dataclass(frozen=True, slots=True)
 class Degraded:
     semantic: bool
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     window_days: int | None = None
     values: tuple[tuple[str, str], ...] = ()  # what COUNTED's sentences name, when known
 
@@ -113,7 +115,7 @@ class Degraded:
     def detail(self) -> str | None:
         return " ".join(self.sentence(r) for r in self.reasons) or None
 
-    def sentence(self, code: str) -> str:
+    def sentence(self, code: Reason) -> str:
         if self.window_days is not None and code in WINDOWED:
             return WINDOWED[code].format(days=self.window_days)
         if code in COUNTED and self.values:
@@ -140,43 +142,45 @@ class Facts:
     unverified: bool = False  # an approximate lookup could not vouch, and was not checked
 
 
-def reasons_for(f: Facts) -> set[str]:
+def reasons_for(f: Facts) -> set[Reason]:
     """The reason codes of a comparison, as the contract defines each. A comparison that
     ran past its budget knows nothing of its session but the window it was asked."""
-    asked = {"similar_window_applied"} if f.window_applied else set()
-    asked |= {"similar_filter_applied"} if f.filter_applied else set()
+    asked = {Reason.SIMILAR_WINDOW_APPLIED} if f.window_applied else set()
+    asked |= {Reason.SIMILAR_FILTER_APPLIED} if f.filter_applied else set()
     if f.timed_out:
-        return {"similar_comparison_timed_out"} | asked
+        return {Reason.SIMILAR_COMPARISON_TIMED_OUT} | asked
     reasons = asked
     if not f.has_vectors:
-        reasons.add("similar_session_not_embedded")
+        reasons.add(Reason.SIMILAR_SESSION_NOT_EMBEDDED)
         if not f.deployment_enabled:
-            reasons.add("semantic_disabled_by_deployment")
+            reasons.add(Reason.SEMANTIC_DISABLED_BY_DEPLOYMENT)
         if not f.account_enabled:
-            reasons.add("semantic_not_enabled")
+            reasons.add(Reason.SEMANTIC_NOT_ENABLED)
     if f.pending and f.account_enabled and f.deployment_enabled:
-        reasons.add("semantic_backfill_incomplete")
+        reasons.add(Reason.SEMANTIC_BACKFILL_INCOMPLETE)
     if f.model is not None and f.configured is not None and f.model != f.configured:
-        reasons.add("semantic_model_mismatch")
+        reasons.add(Reason.SEMANTIC_MODEL_MISMATCH)
     if f.sampled:
-        reasons.add("similar_session_sampled")
+        reasons.add(Reason.SIMILAR_SESSION_SAMPLED)
     if f.model is not None and not f.found_hits and not f.comparable_elsewhere:
-        reasons.add("similar_no_comparable_sessions")
+        reasons.add(Reason.SIMILAR_NO_COMPARABLE_SESSIONS)
     if f.model is not None and not f.found_hits and f.comparable_elsewhere:
-        reasons.add("similar_nothing_close_enough")
+        reasons.add(Reason.SIMILAR_NOTHING_CLOSE_ENOUGH)
     if f.unverified:
-        reasons.add("similar_approximate_unverified")
+        reasons.add(Reason.SIMILAR_APPROXIMATE_UNVERIFIED)
     return reasons
 
 
 def degraded(
     semantic: bool,
-    reasons: set[str],
+    reasons: Collection[str],
     window_days: int | None = None,
     values: tuple[tuple[str, str], ...] = (),
 ) -> Degraded:
-    unknown = reasons - SENTENCES.keys()
+    """The degraded block of these codes (members of Reason, or their codes), in the
+    contract's order; a code that is not one is refused."""
+    unknown = set(reasons) - SENTENCES.keys()
     if unknown:
         raise ValueError(f"undocumented reason codes: {sorted(unknown)}")
-    ordered = tuple(sorted(reasons, key=REASON_ORDER.__getitem__))
+    ordered = tuple(sorted({Reason(r) for r in reasons}, key=REASON_ORDER.__getitem__))
     return Degraded(semantic, ordered, window_days, values)
