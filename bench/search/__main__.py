@@ -27,18 +27,17 @@ from bench.search.stored import best_passage_rankings, stored
 from config.logs import configure_logging
 from config.settings import Settings
 from resolvers.comparison.legs import Leg
-from resolvers.comparison.searched import Fusion
 
 OUT = ROOT / "bench" / "results" / "search.md"
 Row = tuple[str, str, metrics.Figures]
 # The other way the issue left open: the fitted lexical model's own vectors (IDF-weighted,
 # L2-normalised passages) against the text embedded by the same fit.
 LEXICAL_VECTORS_ROW = "fitted lexical vectors (cosine, best passage, no floor)"
-CONFIGS: list[tuple[str, Leg | None, Fusion, bool]] = [  # (row, only, fusion, needs dense)
-    ("product: lexical leg only (BM25 over passages)", Leg.LEXICAL, Fusion.RRF, False),
-    ("product: dense leg only (all-MiniLM-L6-v2)", Leg.DENSE, Fusion.RRF, True),
-    ("product: hybrid, reciprocal-rank fusion (k 60)", None, Fusion.RRF, True),
-    ("product: hybrid, weighted blend (0.5 / 0.5)", None, Fusion.BLEND, True),
+CONFIGS: list[tuple[str, Leg | None, bool, bool]] = [  # (row, only, blend, needs dense)
+    ("product: lexical leg only (BM25 over passages)", Leg.LEXICAL, False, False),
+    ("product: dense leg only (all-MiniLM-L6-v2)", Leg.DENSE, False, True),
+    ("product: hybrid, reciprocal-rank fusion (k 60)", None, False, True),
+    ("product: hybrid, weighted blend (0.5 / 0.5)", None, True, True),
 ]
 
 
@@ -61,10 +60,10 @@ async def measure(
             )
             by_vectors = best_passage_rankings(vectors, [q.text for q in queries], names)
             rows.append((where, LEXICAL_VECTORS_ROW, metrics.figures(by_vectors, relevant)))
-            for row, only, fusion, needs_dense in CONFIGS:
+            for row, only, blend, needs_dense in CONFIGS:
                 if needs_dense and not dense:
                     continue
-                ranked, took = await rankings(prepared, queries, only, fusion)
+                ranked, took = await rankings(prepared, queries, only, blend)
                 rows.append((where, row, metrics.figures(ranked, relevant)))
                 notes.append(f"{where}, {row}: search median {statistics.median(took):.1f} ms")
     finally:

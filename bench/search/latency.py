@@ -33,7 +33,6 @@ from data.server import resolve_url
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Leg
 from resolvers.comparison.search import search_sessions
-from resolvers.comparison.searched import Fusion
 from resolvers.services import Services
 from resolvers.tuning import Tuning
 
@@ -120,7 +119,7 @@ async def timed(
     took = []
     for text in texts:
         started = time.perf_counter()
-        await search_sessions(services, account, text, args, only, Fusion.RRF)
+        await search_sessions(services, account, text, args, only)
         took.append((time.perf_counter() - started) * 1000)
     return took
 

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bench.common.databases import recreate, with_database
 from bench.quality import labelled, served
 from bench.quality.vector_cache import cached_minilm
+from bench.search.blend import blended_order
 from bench.search.queries import Query
 from config.settings import Settings
 from data.engine import make_engine
@@ -25,7 +26,6 @@ from indexer.onnx_minilm import MINILM
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Leg
 from resolvers.comparison.search import search_sessions
-from resolvers.comparison.searched import Fusion
 from resolvers.services import Services
 from resolvers.tuning import Tuning
 
@@ -79,9 +79,10 @@ async def prepare(
 
 
 async def rankings(
-    prepared: Prepared, queries: Sequence[Query], only: Leg | None, fusion: Fusion
+    prepared: Prepared, queries: Sequence[Query], only: Leg | None, blend: bool = False
 ) -> tuple[Rankings, list[float]]:
-    """Each description's ranked session names (its first TOP), and each search's time (ms)."""
+    """Each description's ranked session names (its first TOP), and each search's time (ms);
+    `blend`: the legs' answers fused by the weighted blend instead of the product's rank."""
     names = {s.id: s.name for s in prepared.corpus.sessions}
     out: Rankings = {}
     took = []
@@ -89,8 +90,11 @@ async def rankings(
     for query in queries:
         started = time.perf_counter()
         answer = await search_sessions(
-            prepared.services, prepared.corpus.account_id, query.text, args, only, fusion
+            prepared.services, prepared.corpus.account_id, query.text, args, only
         )
         took.append((time.perf_counter() - started) * 1000)
-        out[query.text] = [names[n.runtime_session_id] for n in answer.results]
+        if blend:
+            out[query.text] = [names[s] for s in blended_order(answer.legs)[:TOP]]
+        else:
+            out[query.text] = [names[n.runtime_session_id] for n in answer.results]
     return out, took

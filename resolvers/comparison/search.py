@@ -28,7 +28,7 @@ from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison.answer import elapsed_ms, neighbour_of
 from resolvers.comparison.legs import Leg, LegAnswer, Text, dense_leg, lexical_leg
 from resolvers.comparison.results import SearchResult
-from resolvers.comparison.searched import Fusion, fused_page, nearest_page
+from resolvers.comparison.searched import fused_page, nearest_page
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.degraded import degraded
@@ -66,10 +66,9 @@ async def search_sessions(
     text: str,
     args: SimilarArgs,
     only: Leg | None = None,
-    fusion: Fusion = Fusion.RRF,
 ) -> SearchResult:
-    """The account's sessions nearest the text (already checked); `only` one leg, and the
-    `fusion` of their rankings, are for measuring the legs (bench/search)."""
+    """The account's sessions nearest the text (already checked); with `only`, the answer of
+    that leg alone (to look at each leg in isolation)."""
     search = await _begun(services, account_id, text, args)
     if not search.text.words.strip():  # nothing left once a credential was left out
         return _empty(search)
@@ -83,7 +82,7 @@ async def search_sessions(
         except ComparisonTimedOut:
             return _empty(search.with_reasons(Reason.SIMILAR_COMPARISON_TIMED_OUT))
         ran = [leg for leg in legs if only is None or leg.leg is only]
-        return await _answer(conn, services, search, ran, fusion)
+        return await _answer(conn, services, search, ran)
 
 
 async def _begun(services: Services, account_id: UUID, text: str, args: SimilarArgs) -> Search:
@@ -204,14 +203,13 @@ async def _answer(
     services: Services,
     search: Search,
     legs: list[LegAnswer],
-    fusion: Fusion,
 ) -> SearchResult:
     """Fuse the legs, read what the page shows (the second statement), and answer; when
     nothing was found, the nearest passages without a floor, labelled loose."""
     args, answer = search.args, search.text.answer
     model = None if answer is None else str(answer[0].identity)
     cuts = calibration(model, ProbeKind.TEXT)
-    page, more = fused_page(legs, args, fusion)
+    page, more = fused_page(legs, args)
     nearest: list[ranking.Neighbour] = []
     if not page and not args.after:
         if answer is not None:

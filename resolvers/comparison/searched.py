@@ -5,7 +5,6 @@ and each session is shown by its passages most similar to the text in the answer
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from enum import StrEnum
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -13,41 +12,27 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from data import comparison as sql
 from data.vector_slots import Space
 from resolvers.arguments import SimilarArgs
-from resolvers.comparison.legs import Found, Leg, LegAnswer, Text
+from resolvers.comparison.legs import Found, LegAnswer, Text
 from resolvers.rules import ranking
 from resolvers.rules.calibration import NO_FLOOR
-from resolvers.rules.fusion import Fused, leg_order, reciprocal_rank_fusion, weighted_blend
+from resolvers.rules.fusion import Fused, leg_order, reciprocal_rank_fusion
 from resolvers.rules.lookup_plan import LookupPlan
 
-BLEND_LEXICAL_WEIGHT = 0.5  # the weighted blend's share of the lexical leg (measured beside)
 
-
-class Fusion(StrEnum):
-    RRF = "rrf"  # the product's: reciprocal-rank fusion
-    BLEND = "blend"  # measured beside it: a weighted blend of each leg's normalised scores
-
-
-def fused(legs: Sequence[LegAnswer], fusion: Fusion) -> list[Fused]:
-    """The sessions the legs found, fused."""
-    best = [best_of(leg.found) for leg in legs]
-    if fusion is Fusion.RRF:
-        return reciprocal_rank_fusion([leg_order(b) for b in best])
-    weights = [
-        BLEND_LEXICAL_WEIGHT if leg.leg is Leg.LEXICAL else 1 - BLEND_LEXICAL_WEIGHT for leg in legs
-    ]
-    return weighted_blend([{s: v[0] for s, v in b.items()} for b in best], weights)
+def fused(legs: Sequence[LegAnswer]) -> list[Fused]:
+    """The sessions the legs found, fused by reciprocal rank."""
+    return reciprocal_rank_fusion([leg_order(best_of(leg.found)) for leg in legs])
 
 
 def fused_page(
-    legs: Sequence[LegAnswer], args: SimilarArgs, fusion: Fusion = Fusion.RRF
+    legs: Sequence[LegAnswer], args: SimilarArgs
 ) -> tuple[list[ranking.Neighbour], bool]:
     """The legs' sessions fused, in the contract's order over (fused score, similarity,
     session id), and the page the arguments ask for, with whether more follow."""
     ran = [leg for leg in legs if leg.ran]
     passages = passages_by_session(found for leg in ran for found in leg.found)
     neighbours = [
-        neighbour(f, passages[f.session_id], args.max_matches_per_session)
-        for f in fused(ran, fusion)
+        neighbour(f, passages[f.session_id], args.max_matches_per_session) for f in fused(ran)
     ]
     neighbours.sort(key=lambda n: n.sort_key)
     page, more = ranking.page_after(neighbours, args.after, args.limit)

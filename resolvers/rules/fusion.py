@@ -1,9 +1,8 @@
 """How a search's legs become one list: each leg ranks the account's sessions in its own
 space (the lexical leg by BM25, the dense leg by cosine in its model), and their ranks are
 fused, never their scores across models (the design document's rule: no distance across
-models). Reciprocal-rank fusion (Cormack, Clarke and Buettcher, 2009) is the product's; a
-weighted blend of each leg's scores, normalised within the leg, is measured beside it
-(bench/search)."""
+models), by reciprocal-rank fusion (Cormack, Clarke and Buettcher, 2009). A weighted blend of
+each leg's scores is measured beside it, by the benchmark's own code (bench/search/blend.py)."""
 
 from __future__ import annotations
 
@@ -45,20 +44,4 @@ def reciprocal_rank_fusion(
         for s, leg in ranks.items()
     ]
     fused.sort(key=lambda f: (-f.score, min(r for r in f.ranks if r), f.session_id))
-    return fused
-
-
-def weighted_blend(legs: Sequence[Mapping[UUID, float]], weights: Sequence[float]) -> list[Fused]:
-    """Each session's weighted sum of its leg scores, each leg's scores divided by the leg's
-    best (a session a leg did not find scores 0 there), best first (ties: session id)."""
-    ranks: dict[UUID, list[int | None]] = {}
-    totals: dict[UUID, float] = {}
-    for n, (scores, weight) in enumerate(zip(legs, weights, strict=True)):
-        top = max(scores.values(), default=0.0)
-        for rank, session_id in enumerate(sorted(scores, key=lambda s: (-scores[s], s)), 1):
-            ranks.setdefault(session_id, [None] * len(legs))[n] = rank
-            share = scores[session_id] / top if top > 0 else 0.0
-            totals[session_id] = totals.get(session_id, 0.0) + weight * share
-    fused = [Fused(s, totals[s], tuple(ranks[s])) for s in totals]
-    fused.sort(key=lambda f: (-f.score, f.session_id))
     return fused
