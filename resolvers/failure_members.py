@@ -5,12 +5,13 @@ so every group of a page is read in one statement each."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from uuid import UUID
 
 from data.comparison_details import ChunkDetail
-from resolvers.arguments import member_page_size
+from resolvers.arguments import DEFAULT_MEMBERS, member_page_size
 from resolvers.comparison.results import MatchResult
 from resolvers.context import Context
 from resolvers.failure_results import FailureGroupResult, FailureMemberResult, MemberPageResult
@@ -77,6 +78,19 @@ async def members_page(
     if more and members:
         end = context.cursors.failure_members(members[-1].position, binding)
     return MemberPageResult(nodes, end, more)
+
+
+async def first_pages(
+    context: Context, groups: Sequence[FailureGroupResult], terms: bool
+) -> list[MemberPageResult]:
+    """Each group's first page of members (the default size), for an edge that answers them
+    inline (REST); the pages share the request's loaders, so their passages and terms are
+    read in one batch each."""
+    return list(
+        await asyncio.gather(
+            *(members_page(context, g, DEFAULT_MEMBERS, None, terms) for g in groups)
+        )
+    )
 
 
 def _member(

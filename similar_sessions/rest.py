@@ -6,7 +6,6 @@ types serialised with snake_case names, less the fields only GraphQL has."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from datetime import datetime
 from enum import Enum
@@ -17,7 +16,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from resolvers.arguments import (
-    DEFAULT_MEMBERS,
     FAILURE_ARGUMENTS,
     RANKED_ARGUMENTS,
     Argument,
@@ -27,7 +25,7 @@ from resolvers.arguments import (
 from resolvers.comparison.search import checked_text
 from resolvers.cursors import Cursors
 from resolvers.errors import BadArgument
-from resolvers.failure_members import members_page
+from resolvers.failure_members import first_pages
 from resolvers.failure_modes import failure_modes
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
 from schema.failure_modes import FailureMemberPage, FailureModes
@@ -146,9 +144,7 @@ async def failure_modes_route(request: Request) -> JSONResponse:
     )
     result = await failure_modes(context, args, terms=True)
     body = payload(FailureModes.of(result), result.end_cursor)
-    pages = await asyncio.gather(
-        *(members_page(context, g, DEFAULT_MEMBERS, None, True) for g in result.groups)
-    )
+    pages = await first_pages(context, result.groups, terms=True)
     for group, page in zip(body["groups"], pages, strict=True):
         group["members"] = to_json(FailureMemberPage.of(page).nodes)
         group["more_members"] = page.has_next_page
