@@ -1,14 +1,18 @@
-"""What each comparison reports: a span with its lookup path and probe count, and the
-comparison and degraded-reason counters (no account, session or content in any label)."""
+"""What each comparison reports: a span with its lookup path and probe count, a span per
+phase of its batch (the lookups with the plan they followed, the wider retry, the exact
+check, the nearest passages, the ranking, the details), and the comparison and
+degraded-reason counters (no account, session or content in any label)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from opentelemetry import trace
 
 from observability.metrics import COMPARISONS, DEGRADED_REASONS
 from resolvers.comparison.results import SimilarResult
+from resolvers.rules.lookup_plan import LookupPlan
 
 tracer = trace.get_tracer(__name__)
 
@@ -31,3 +35,17 @@ def report_comparisons(
         span.set_attribute("similar_sessions.results", len(result.results))
         span.set_attribute("similar_sessions.degraded_reasons", list(result.degraded.reasons))
         span.end(end_time=ended_ns)
+
+
+@contextmanager
+def phase(name: str, plan: LookupPlan | None = None) -> Iterator[None]:
+    """A span `similar_sessions.<name>` around one phase of a batch's comparison; a lookup
+    phase carries the plan it followed."""
+    with tracer.start_as_current_span(f"similar_sessions.{name}") as span:
+        if plan is not None:
+            span.set_attribute("similar_sessions.plan.caller", plan.caller.value)
+            span.set_attribute("similar_sessions.plan.exact", plan.exact)
+            span.set_attribute("similar_sessions.plan.routed_exact", plan.routed)
+            span.set_attribute("similar_sessions.plan.ef_search", plan.ef_search)
+            span.set_attribute("similar_sessions.plan.check_budget_ms", plan.check_budget_ms)
+        yield

@@ -39,6 +39,7 @@ from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.lookup_path import reached_floor
 from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
+from resolvers.telemetry import phase
 from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
@@ -58,8 +59,10 @@ async def compare_sessions(
     started = time.perf_counter()
     batch = batch_of(account_id, keys, datetime.now(UTC))
     batch = await look_up(conn, batch, tuning, catalog or ModelCatalog(), checks or CheckCosts())
-    batch = rank(batch)
-    results = await assemble(conn, batch, tuning, started)
+    with phase("ranking"):
+        batch = rank(batch)
+    with phase("details"):
+        results = await assemble(conn, batch, tuning, started)
     log.info(
         "similar_sessions",
         account_id=str(account_id),
@@ -101,7 +104,8 @@ async def look_up(
                 conn, Caller.COMPARISON, tuning, catalog, account_id, models, checks
             )
             await sql.ensure_configured(conn, planned.settings)
-            batch = await first_look(conn, replace(batch, plan=planned), models, planned)
+            with phase("lookups", planned):
+                batch = await first_look(conn, replace(batch, plan=planned), models, planned)
 
             async def unserved(models: Sequence[ModelIdentity]) -> Batch:
                 return await look_again(conn, batch, models, planned, _unserved(batch))
@@ -113,14 +117,17 @@ async def look_up(
             widen = _worth_widening(batch, planned, checks)
             short = sum(len(widen(c)) for c in batch.comparisons)
             if short and planned.widen_ef_search is not None:
-                await sql.widen_search(conn, planned.widen_ef_search)
-                batch = await look_again(conn, batch, models, planned, widen)
+                with phase("widened", planned):
+                    await sql.widen_search(conn, planned.widen_ef_search)
+                    batch = await look_again(conn, batch, models, planned, widen)
                 log.info("similar_sessions_widened", probes=short)
             if any(doubtful(c, batch, planned) for c in batch.comparisons):
-                batch = await verify(conn, batch, models, planned, checks)
+                with phase("check", planned):
+                    batch = await verify(conn, batch, models, planned, checks)
             _learn_route(checks, batch, planned.routed, (time.perf_counter() - started) * 1000)
             nearest = plan(Caller.NEAREST, tuning)
-            batch = await look_nearest(conn, batch, models, nearest)
+            with phase("nearest", nearest):
+                batch = await look_nearest(conn, batch, models, nearest)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         return await after_timeout(conn, batch)

@@ -110,6 +110,41 @@ async def test_a_graphql_request_is_traced_through_resolvers_sql_and_the_compari
             assert secret not in said, (span.name, secret)
 
 
+async def test_each_phase_of_a_comparison_is_a_span_under_the_batch_s(
+    traced_client: httpx.AsyncClient, engine: AsyncEngine, spans: InMemorySpanExporter
+) -> None:
+    """The lookups (with the plan they followed), the ranking and the details are spans of
+    the batch's `similar_sessions.compare`; a batch that needed no retry has no such span."""
+    _, viewed = await secret_world(engine)
+    response = await traced_client.post(
+        "/graphql", json={"query": QUERY, "variables": {"id": viewed}}, headers=bearer(KEY)
+    )
+    assert response.status_code == 200
+    finished = list(spans.get_finished_spans())
+    mine = of_trace(finished, server_span(finished, "POST /graphql"))
+    [batch] = [s for s in mine if s.name == "similar_sessions.compare"]
+    assert batch.context is not None
+    phases = {
+        s.name: s
+        for s in mine
+        if s.name.startswith("similar_sessions.")
+        and s.parent is not None
+        and s.parent.span_id == batch.context.span_id
+    }
+    assert {"similar_sessions.lookups", "similar_sessions.ranking"} <= set(phases)
+    assert "similar_sessions.details" in phases
+    assert "similar_sessions.widened" not in phases and "similar_sessions.check" not in phases
+    looked = dict(phases["similar_sessions.lookups"].attributes or {})
+    assert looked["similar_sessions.plan.caller"] == "comparison"
+    assert looked["similar_sessions.plan.routed_exact"] is False
+    assert looked["similar_sessions.plan.ef_search"] == Settings.from_env({}).hnsw_ef_search
+    # every phase lies within the batch's span
+    for span in phases.values():
+        assert span.start_time is not None and batch.start_time is not None
+        assert span.end_time is not None and batch.end_time is not None
+        assert batch.start_time <= span.start_time <= span.end_time <= batch.end_time
+
+
 async def test_a_rest_request_is_named_by_its_route_template_and_gets_a_request_id(
     traced_client: httpx.AsyncClient, engine: AsyncEngine, spans: InMemorySpanExporter
 ) -> None:
