@@ -1,7 +1,8 @@
 """The comparison of a batch of sessions of one account, in phases over its records
-(state.py): plan; look up (the first statement: sessions, inventories, probes, paths and
-every probe's lookup, looking.py), widen the short approximate lookups, check those that
-cannot vouch (verify.py); rank; assemble (the second statement and the answers, answer.py).
+(state.py): the batch; its lookup plan (rules/lookup_plan.py); look up (the first statement:
+sessions, inventories, probes, paths and every probe's lookup, looking.py), widen the short
+approximate lookups, check those that cannot vouch (verify.py); rank; assemble (the second
+statement and the answers, answer.py). Each phase is a span (resolvers/telemetry.py).
 Two statements whatever the batch size, unless an approximate lookup comes back short or
 cannot vouch for its answer."""
 
