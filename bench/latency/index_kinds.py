@@ -3,7 +3,8 @@
 distance), and a `binary_quantize` expression index (one bit a dimension), the last two
 re-ranked in full precision, on one table of clustered vectors:
 
-    python -m bench.latency.index_kinds [--size 100000] [--probes 200] [--out FILE]
+    python -m bench.latency.index_kinds [--size 100000] [--probes 200] [--kinds vector,halfvec]
+        [--out FILE]
 
 A fresh database `ss_index_kinds` holds `size` chunks in sessions of 5 to 40, each session
 on one topic (its centre plus noise 0.9: same-topic cosines near 0.55, the clustered world
@@ -44,6 +45,7 @@ SEED = 39
 
 @dataclass(frozen=True, slots=True)
 class Kind:
+    key: str  # its name on the command line
     name: str
     index: str  # the CREATE INDEX's method and operator class over an expression
     order: str  # the scan's ORDER BY, the probe's vector as $1
@@ -51,14 +53,22 @@ class Kind:
 
 
 KINDS = (
-    Kind("vector (today)", "hnsw (embedding vector_cosine_ops)", "embedding <=> $1", OVERFETCH),
     Kind(
+        "vector",
+        "vector (today)",
+        "hnsw (embedding vector_cosine_ops)",
+        "embedding <=> $1",
+        OVERFETCH,
+    ),
+    Kind(
+        "halfvec",
         "halfvec",
         f"hnsw ((embedding::halfvec({DIMS})) halfvec_cosine_ops)",
         f"embedding::halfvec({DIMS}) <=> $1::halfvec({DIMS})",
         OVERFETCH,
     ),
     Kind(
+        "binary",
         "binary_quantize",
         f"hnsw ((binary_quantize(embedding)::bit({DIMS})) bit_hamming_ops)",
         f"binary_quantize(embedding)::bit({DIMS}) <~> binary_quantize($1::vector({DIMS}))",
@@ -176,7 +186,7 @@ async def measure_kind(
     }
 
 
-async def run(size: int, probes_n: int) -> list[dict[str, str]]:
+async def run(size: int, probes_n: int, kinds: Sequence[Kind] = KINDS) -> list[dict[str, str]]:
     settings = Settings.from_env()
     url = await recreate(resolve_url(settings.database_url, settings.data_dir), "ss_index_kinds")
     rng = np.random.default_rng(SEED)
@@ -189,7 +199,7 @@ async def run(size: int, probes_n: int) -> list[dict[str, str]]:
         probes = [int(p) for p in rng.choice(size, probes_n, replace=False)]
         truths = {p: await exact(conn, vectors[p], int(sessions[p])) for p in probes}
         rows = []
-        for kind in KINDS:
+        for kind in kinds:
             rows.append(await measure_kind(conn, kind, probes, vectors, sessions, truths))
             print(rows[-1], file=sys.stderr)
         return rows
@@ -210,12 +220,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--kinds", default=",".join(k.key for k in KINDS))
     parser.add_argument("--out", default=str(OUT))
     opts = parser.parse_args(argv)
-    rows = asyncio.run(run(opts.size, opts.probes))
+    asked = opts.kinds.split(",")
+    kinds = [k for k in KINDS if k.key in asked]
+    if len(kinds) != len(asked):
+        parser.error(f"--kinds: each of {[k.key for k in KINDS]}")
+    rows = asyncio.run(run(opts.size, opts.probes, kinds))
     text = (
         f"# HNSW index kinds at {opts.size:,} chunks\n\n"
-        f"`python -m bench.latency.index_kinds --size {opts.size} --probes {opts.probes}` "
+        f"`python -m bench.latency.index_kinds --size {opts.size} --probes {opts.probes} "
+        f"--kinds {opts.kinds}` "
         "(see its docstring). One run, side by side, on the shared 2-core machine.\n\n"
         + table(rows)
         + "\n"
