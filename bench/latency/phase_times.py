@@ -98,10 +98,16 @@ def _timed(tally: Tally, phase: str, started: float) -> None:
 
 def _look_up(original: Callable[..., Awaitable[LookupAnswer]]) -> Callable[..., Any]:
     async def look_up(
-        conn: AsyncConnection, account_id: Any, asks: Any, models: Any, limits: Limits, **kw: Any
+        conn: AsyncConnection,
+        account_id: Any,
+        asks: Any,
+        models: Any,
+        limits: Limits,
+        *args: Any,
+        **kw: Any,
     ) -> LookupAnswer:
         tally, started = _current.get(), time.perf_counter()
-        answer = await original(conn, account_id, asks, models, limits, **kw)
+        answer = await original(conn, account_id, asks, models, limits, *args, **kw)
         if tally is not None and not tally.checking:  # the check's block is timed whole
             _timed(tally, "widened" if tally.widened else "lookups", started)
             if tally.first:
