@@ -57,6 +57,7 @@ class Measured:
     sessions: int
     path: str = ""
     ef_search: str = ""  # what the account's own index is searched at: fitted, or configured
+    picked: list[uuid.UUID] = field(default_factory=list)  # the sampled sessions, in order
     route_ms: list[float] = field(default_factory=list)
     elapsed_ms: list[float] = field(default_factory=list)  # the served answers' own figure
     exact_ms: list[float] = field(default_factory=list)  # the route, exact path forced
@@ -167,7 +168,7 @@ async def measure_account(
     fig = Measured(label, account, len(sessions))
     fig.path = await served_path(engine, account.id, sessions[0], report.tuning)
     fig.ef_search = await fitted_ef_search(engine, account.id, report.tuning)
-    picked = report.sample(sessions, SAMPLED)
+    fig.picked = picked = report.sample(sessions, SAMPLED)
     await _routes(report, in_process, servers, fig, picked)
     offset = servers.log.stat().st_size
     fig.page = await page_against_requests(servers.served, account, report.page_rounds, size=PAGE)

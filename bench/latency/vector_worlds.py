@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench.common.timing import p50
 from bench.latency import clustered, labelled_world
+from bench.latency.cold import cold_account
 from bench.latency.corpus import Account
 from bench.latency.lookup_costs import lookup_costs
 from bench.latency.real_vectors import PAGE, Measured, World, measure_world, say_world
@@ -38,7 +39,8 @@ async def _clustered_world(
     exact_max = report.tuning.exact_scan_max_chunks
     url, worlds, meta = await clustered.prepare(server, f"{prefix}clustered", exact_max, fresh)
     labels = _kept([(w.account.name, w.account) for w in worlds], only)
-    figures = await measure_world(report, World("clustered", url, labels))
+    world = World("clustered", url, labels)
+    figures = await measure_world(report, world)
     cosines = meta["same_topic_cosine"]
     say_world(
         report,
@@ -54,6 +56,9 @@ async def _clustered_world(
         f"shared index built in {meta['shared_index_s']} s.",
     )
     _clustered_targets(report, figures)
+    issue = _by_label(figures, ISSUE_WORLD)
+    if issue is not None:
+        await cold_account(report, world, issue)
     await lookup_costs(report, url, [(f.label, f.account) for f in figures if f.path != "exact"])
 
 

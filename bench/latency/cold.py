@@ -1,0 +1,529 @@
+"""The cold account (issue #39): the issue's clustered 25k account's sampled sessions asked
+once each on a server that knows nothing of the account yet (cold), then again (warm), side
+by side in one run, beside the exact path's figure for the same sessions.
+
+Cold is measured over HTTP, each time on a new `similar-sessions serve` (a new process: a new
+engine and connection pool, a new model catalog, new check costs, no own-index marks): right
+after an import (an account of the same world drawn anew, copied in without the VACUUM the
+world's load runs, its own index built and fitted as an import builds it; the account is
+removed after), on the issue's account with PostgreSQL's shared buffers emptied first
+(pg_buffercache_evict_all, PostgreSQL 18), and after a server restart, with PostgreSQL's
+buffers as the server before it left them. The OS page cache cannot be dropped here
+(/proc/sys/vm/drop_caches is not writable in this container), so a page missing from
+shared_buffers is read from the OS cache, not from the disk: the cold figures are a lower
+bound of a real disk's.
+
+Where the cold time goes is measured in process the same way (a new engine, catalog, check
+costs and marks; the buffers emptied): the comparison's phases cold against warm, the pages
+each round brought into shared_buffers (misses, counted with pg_buffercache), what the
+pieces before the first statement cost (a new connection, the model catalog's read), and
+the first statement under EXPLAIN (ANALYZE, BUFFERS) on a new backend with the buffers
+emptied against the same statement warm."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import asyncpg
+import numpy as np
+import sqlalchemy as sa
+from pgvector.asyncpg import register_vector
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bench.common.databases import libpq
+from bench.common.paths import RESULTS
+from bench.common.timing import clocked, p50
+from bench.latency import clustered
+from bench.latency.accounts import InProcess
+from bench.latency.corpus import Account, copy_rows
+from bench.latency.database import create_accounts
+from bench.latency.phase_times import PHASES, Tally, mean_ms, tallied, wrapped
+from bench.latency.real_vectors import EXACT_FORCED, Measured, World, compare
+from bench.latency.report import Report
+from bench.latency.server import LeanClient, start_server
+from data import comparison
+from data.account_indexes import MARKS, ensure_large_account_indexes
+from data.engine import make_engine
+from data.model_catalog import ModelCatalog
+from resolvers.arguments import SimilarArgs
+
+WARM_ROUNDS = 2  # the warm figure: each session asked this many more times
+FRESH_DRAW = 39  # the fresh account's draw of the world (the world's own are 0 to 11)
+
+# The account's pages in shared_buffers, by what they belong to: the chunks' table (its
+# TOAST too), the account's own HNSW index, and the table's other indexes.
+IN_BUFFERS = """
+SELECT CASE WHEN c.relname = 'session_chunks' OR c.oid = t.reltoastrelid
+            OR c.oid = (SELECT indexrelid FROM pg_index WHERE indrelid = t.reltoastrelid LIMIT 1)
+            THEN 'table' WHEN c.relname LIKE 'session_chunks_hnsw_a_%' THEN 'own index'
+            ELSE 'other indexes' END AS part, count(*)
+FROM pg_buffercache b
+JOIN pg_class c ON b.relfilenode = pg_relation_filenode(c.oid)
+JOIN pg_class t ON t.relname = 'session_chunks'
+WHERE b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND (c.oid = t.oid OR c.oid = t.reltoastrelid
+       OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN (t.oid, t.reltoastrelid)))
+GROUP BY 1
+"""
+PARTS = ("table", "own index", "other indexes")
+
+
+@dataclass
+class Round:
+    """One pass over the sampled sessions: each one's route (ms), the server's elapsed_ms,
+    and the pages the pass brought into shared_buffers, by part."""
+
+    name: str
+    route_ms: list[float] = field(default_factory=list)
+    elapsed_ms: list[float] = field(default_factory=list)
+    misses: dict[str, int] = field(default_factory=dict)
+    autovacuum: bool = False  # an autovacuum worker ran in the database at its start or end
+
+
+async def evict_buffers(engine: AsyncEngine) -> None:
+    """Every page out of PostgreSQL's shared buffers (the whole server's; dirty ones written
+    first)."""
+    async with engine.connect() as conn:
+        await conn.execute(sa.text("SELECT pg_buffercache_evict_all()"))
+
+
+async def in_buffers(engine: AsyncEngine) -> dict[str, int]:
+    async with engine.connect() as conn:
+        rows = (await conn.execute(sa.text(IN_BUFFERS))).all()
+    return {part: int(n) for part, n in rows}
+
+
+async def _asked(
+    engine: AsyncEngine,
+    client: LeanClient,
+    fig: Measured,
+    name: str,
+    rounds: int = 1,
+    asked: tuple[Account, list[uuid.UUID]] | None = None,
+) -> Round:
+    """The sampled sessions (of another account, when `asked`) asked `rounds` times over
+    HTTP, in order."""
+    account, sessions = asked or (fig.account, fig.picked)
+    headers = {"authorization": f"Bearer {account.key}"}
+    out = Round(name)
+    out.autovacuum = await autovacuuming(engine)
+    before = await in_buffers(engine)
+    for _ in range(rounds):
+        for s in sessions:
+            route = f"/api/v1/runtime-sessions/{s}/similar"
+            ms, reply = await clocked(client.get(route, params={"limit": 10}, headers=headers))
+            assert reply.status_code == 200, reply.text
+            out.route_ms.append(ms)
+            out.elapsed_ms.append(float(reply.json()["elapsed_ms"]))
+    after = await in_buffers(engine)
+    out.misses = {p: after.get(p, 0) - before.get(p, 0) for p in PARTS}
+    out.autovacuum = out.autovacuum or await autovacuuming(engine)
+    return out
+
+
+async def autovacuuming(engine: AsyncEngine) -> bool:
+    async with engine.connect() as conn:
+        running = await conn.execute(
+            sa.text(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' "
+                "AND datname = current_database()"
+            )
+        )
+        return bool(running.scalar_one())
+
+
+async def over_http(
+    report: Report, world: World, engine: AsyncEngine, fig: Measured
+) -> list[Round]:
+    """Cold right after an import, warm, the exact path; cold with the buffers emptied, warm;
+    cold after a restart, warm; warm with the buffers emptied."""
+    log = RESULTS / f"server-{world.name}-cold.log"
+    rounds = []
+    fresh = await imported(report, world, engine, fig)
+    try:
+        proc, base = start_server(world.url, report.tuning, log)
+        try:
+            client = LeanClient(base)
+            for name, times in [("cold: right after an import", 1), ("warm", WARM_ROUNDS)]:
+                rounds.append(await _asked(engine, client, fig, f"{name} *", times, fresh))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        exact = replace(report.tuning, exact_scan_max_chunks=EXACT_FORCED)
+        proc, base = start_server(world.url, exact, RESULTS / f"server-{world.name}-cold-exact.log")
+        try:
+            client = LeanClient(base)
+            await _asked(engine, client, fig, "untimed", 1, fresh)
+            rounds.append(
+                await _asked(engine, client, fig, "exact path forced (warm) *", WARM_ROUNDS, fresh)
+            )
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    finally:
+        await removed(engine, fresh[0].id)
+    async with engine.connect() as conn:  # the removal's autovacuum done before the next pass
+        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await autocommit.execute(sa.text("VACUUM (ANALYZE) session_chunks, runtime_sessions"))
+    await evict_buffers(engine)
+    proc, base = start_server(world.url, report.tuning, log)
+    try:
+        client = LeanClient(base)
+        rounds.append(await _asked(engine, client, fig, "cold: buffers emptied"))
+        rounds.append(await _asked(engine, client, fig, "warm", WARM_ROUNDS))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    proc, base = start_server(world.url, report.tuning, log)
+    try:
+        client = LeanClient(base)
+        rounds.append(await _asked(engine, client, fig, "cold: after a server restart"))
+        rounds.append(await _asked(engine, client, fig, "warm (after the restart)", WARM_ROUNDS))
+        await evict_buffers(engine)
+        rounds.append(await _asked(engine, client, fig, "server warm, buffers emptied"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    return rounds
+
+
+async def imported(
+    report: Report, world: World, engine: AsyncEngine, fig: Measured
+) -> tuple[Account, list[uuid.UUID]]:
+    """An account like `fig`'s (its world's noise and size, drawn anew) loaded as an import
+    leaves one: its rows copied in with no VACUUM after (its tuples unhinted, the visibility
+    map unset), its own index built and fitted; with SAMPLED of its sessions."""
+    like = next(w for w in clustered.plan() if w.account.name == fig.account.name)
+    rng = np.random.default_rng(FRESH_DRAW)
+    account = Account(
+        uuid.UUID(bytes=rng.bytes(16), version=4),
+        f"{fig.account.name}-fresh",
+        f"sk-bench-{fig.account.name}-fresh-{FRESH_DRAW}",
+        fig.account.size,
+        fig.account.longest,
+    )
+    await removed(engine, account.id)  # a run stopped before its end left it
+    await create_accounts(engine, [account])
+    sessions, chunks, _ = clustered.generate(
+        clustered.ClusteredAccount(like.noise, account), FRESH_DRAW
+    )
+    raw = await asyncpg.connect(libpq(world.url))
+    await register_vector(raw)
+    try:
+        await copy_rows(raw, sessions, chunks)
+    finally:
+        await raw.close()
+    async with engine.begin() as conn:
+        await ensure_large_account_indexes(conn, report.tuning.exact_scan_max_chunks, [account.id])
+    picked = account.sessions
+    return account, [picked[i] for i in rng.choice(len(picked), len(fig.picked), replace=False)]
+
+
+async def removed(engine: AsyncEngine, account: uuid.UUID) -> None:
+    """The account's rows and own indexes gone: each table's rows deleted in a savepoint,
+    those a foreign key still holds again in the next pass."""
+    async with engine.begin() as conn:
+        names = await conn.execute(
+            sa.text("SELECT index_name FROM account_model_indexes WHERE account_id = :a"),
+            {"a": account},
+        )
+        for (name,) in names.all():
+            await conn.execute(sa.text(f'DROP INDEX IF EXISTS "{name}"'))
+        tables = await conn.execute(
+            sa.text(
+                "SELECT table_name FROM information_schema.columns WHERE column_name = "
+                "'account_id' AND table_schema = current_schema() AND table_name <> 'accounts'"
+            )
+        )
+        left = [table for (table,) in tables.all()]
+        for _ in range(len(left) + 1):
+            held = []
+            for table in left:
+                try:
+                    async with conn.begin_nested():
+                        await conn.execute(
+                            sa.text(f"DELETE FROM {table} WHERE account_id = :a"), {"a": account}
+                        )
+                except sa.exc.IntegrityError:
+                    held.append(table)
+            left = held
+        await conn.execute(sa.text("DELETE FROM accounts WHERE account_id = :a"), {"a": account})
+
+
+@dataclass
+class InProcessCold:
+    """The comparisons in process, cold then warm, and the pieces of a cold one."""
+
+    cold: list[Tally] = field(default_factory=list)
+    warm: list[Tally] = field(default_factory=list)
+    cold_misses: dict[str, int] = field(default_factory=dict)
+    warm_misses: dict[str, int] = field(default_factory=dict)
+    connect_ms: list[float] = field(default_factory=list)  # a new engine's first connection
+    pooled_ms: list[float] = field(default_factory=list)  # a pooled connection's checkout
+    catalog_cold_ms: list[float] = field(default_factory=list)  # models + fit, buffers emptied
+    catalog_ms: list[float] = field(default_factory=list)  # the same read again, buffers warm
+    explained: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+async def in_process(
+    report: Report, world: World, engine: AsyncEngine, fig: Measured
+) -> InProcessCold:
+    out = InProcessCold()
+    settings = report.tuning.comparison_settings
+    account = fig.account.id
+    await evict_buffers(engine)
+    fresh = InProcess(make_engine(world.url, pool_size=2, comparison=settings), ModelCatalog())
+    MARKS.forget(account)
+    try:
+        with wrapped(), first_statements() as captured:
+            before = await in_buffers(engine)
+            for s in fig.picked:
+                out.cold.append((await tallied(_one(fresh, account, s, report)))[0])
+            middle = await in_buffers(engine)
+            for _ in range(WARM_ROUNDS):
+                for s in fig.picked:
+                    out.warm.append((await tallied(_one(fresh, account, s, report)))[0])
+            after = await in_buffers(engine)
+        out.cold_misses = {p: middle.get(p, 0) - before.get(p, 0) for p in PARTS}
+        out.warm_misses = {p: after.get(p, 0) - middle.get(p, 0) for p in PARTS}
+        for _ in range(3):
+            async with fresh.engine.connect() as conn:  # pooled: connected above
+                pass
+            ms, _ = await clocked(_checkout(fresh.engine))
+            out.pooled_ms.append(ms)
+    finally:
+        await fresh.engine.dispose()
+    for _ in range(3):
+        other = make_engine(world.url, pool_size=1, comparison=settings)
+        try:
+            ms, _ = await clocked(_checkout(other))
+            out.connect_ms.append(ms)
+            await evict_buffers(engine)
+            async with other.connect() as conn:
+                catalog = ModelCatalog()
+                for times in (out.catalog_cold_ms, out.catalog_ms):
+                    started = time.perf_counter()
+                    models = await catalog.models(conn, account)
+                    await catalog.ef_search(conn, account, models)
+                    times.append((time.perf_counter() - started) * 1000)
+                    catalog = ModelCatalog()
+        finally:
+            await other.dispose()
+    if captured:
+        out.explained = await explained(engine, world, report, fig, captured[0])
+    return out
+
+
+async def _one(fresh: InProcess, account: uuid.UUID, s: uuid.UUID, report: Report) -> None:
+    await compare(fresh, account, [(s, SimilarArgs(limit=10))], report.tuning)
+
+
+async def _checkout(engine: AsyncEngine) -> None:
+    async with engine.connect():
+        pass
+
+
+_capturing: ContextVar[bool] = ContextVar("bench_cold_capturing", default=False)
+
+
+@contextmanager
+def first_statements() -> Iterator[list[tuple[str, Any]]]:
+    """The first statements (the comparison's, data.comparison.look_up) the block runs, as the
+    driver received them: their text and parameters."""
+    captured: list[tuple[str, Any]] = []
+    original = comparison.look_up
+
+    async def look_up(*args: Any, **kw: Any) -> Any:
+        token = _capturing.set(True)
+        try:
+            return await original(*args, **kw)
+        finally:
+            _capturing.reset(token)
+
+    def listen(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if _capturing.get() and "payload" in statement:
+            captured.append((statement, parameters))
+
+    comparison.look_up = look_up
+    event.listen(sa.engine.Engine, "before_cursor_execute", listen)
+    try:
+        yield captured
+    finally:
+        event.remove(sa.engine.Engine, "before_cursor_execute", listen)
+        comparison.look_up = original
+
+
+async def explained(
+    engine: AsyncEngine, world: World, report: Report, fig: Measured, statement: tuple[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The first statement under EXPLAIN (ANALYZE, BUFFERS) on a new backend after the
+    buffers were emptied, then again on the same backend: planning and execution ms, and
+    shared pages hit and read (misses), in planning and in execution."""
+    text, parameters = statement
+    ef_search = fig.ef_search.split()[0]
+    out = {}
+    await evict_buffers(engine)
+    settings = report.tuning.comparison_settings
+    other = make_engine(world.url, pool_size=1, comparison=settings)
+    try:
+        async with other.connect() as conn:
+            await conn.execute(  # as the comparison searches: at the account's fit
+                sa.text("SELECT set_config('hnsw.ef_search', :ef, false)"), {"ef": ef_search}
+            )
+            for name in ("cold", "warm"):
+                rows = await conn.exec_driver_sql(
+                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + text, parameters
+                )
+                plan = rows.scalar_one()
+                top = (plan if isinstance(plan, list) else json.loads(plan))[0]
+                node, planning = top["Plan"], top.get("Planning", {})
+                out[name] = {
+                    "planning_ms": top["Planning Time"],
+                    "execution_ms": top["Execution Time"],
+                    "planning_hit": planning.get("Shared Hit Blocks", 0),
+                    "planning_read": planning.get("Shared Read Blocks", 0),
+                    "hit": node.get("Shared Hit Blocks", 0),
+                    "read": node.get("Shared Read Blocks", 0),
+                }
+    finally:
+        await other.dispose()
+    return out
+
+
+async def cold_account(report: Report, world: World, fig: Measured) -> None:
+    """The cold and warm figures of the account, said as two tables (see the docstring)."""
+    engine = make_engine(world.url, pool_size=1, statement_timeout_ms=120_000)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_buffercache"))
+        rounds = await over_http(report, world, engine, fig)
+        measured = await in_process(report, world, engine, fig)
+    finally:
+        await engine.dispose()
+    say(report, fig, rounds, measured)
+
+
+def _warm_of(rounds: list[Round], r: Round) -> Round:
+    """The warm pass of the same account as `r` (the fresh account's are marked *)."""
+    fresh = r.name.endswith("*")
+    return next(w for w in rounds if w.name.startswith("warm") and w.name.endswith("*") == fresh)
+
+
+def say(report: Report, fig: Measured, rounds: list[Round], m: InProcessCold) -> None:
+    exact = p50(fig.exact_ms)
+    fresh_exact = p50(next(r for r in rounds if r.name.startswith("exact path")).route_ms)
+    report.say(f"### The cold account: {fig.label} asked first on a new server, then again")
+    report.say()
+    report.say(
+        f"{len(fig.picked)} sessions, each asked once on a new server process (new engine "
+        "and pool, model catalog, check costs, own-index marks), then warm, the same sessions "
+        f"{WARM_ROUNDS} times more on the same server. Marked *: an account like "
+        f"{fig.label} drawn anew and loaded as an import leaves one (copied in without a "
+        "VACUUM after, its own index built and fitted), asked right after, and its exact "
+        "path forced (a server with SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS past it, warm); "
+        f"the others: {fig.label}'s sessions sampled above, on a new server after "
+        "PostgreSQL's shared buffers were emptied (pg_buffercache_evict_all), after a "
+        "server restart (buffers kept), and with the buffers emptied under a warm server; "
+        "its exact path is the route above with the exact path forced. The OS page cache "
+        "cannot be dropped here (/proc/sys/vm/drop_caches is not writable), so a page "
+        "missing from shared_buffers is read from it, not from the disk. Route p50 over HTTP "
+        "(the first request beside it) and the server's elapsed_ms p50; pages brought into "
+        "shared_buffers by the pass (misses: the table, the own index, the table's other "
+        "indexes), and whether an autovacuum worker ran in the database at the pass's start "
+        "or end:"
+    )
+    report.say()
+    report.say(
+        "| pass | requests | route p50 (first) | elapsed_ms p50 | / warm | / exact path "
+        "| pages missed: table / own index / other | autovacuum running |"
+    )
+    report.say("|---|---|---|---|---|---|---|---|")
+    for r in rounds:
+        route, warm = p50(r.route_ms), p50(_warm_of(rounds, r).route_ms)
+        against = fresh_exact if r.name.endswith("*") else exact
+        report.say(
+            f"| {r.name} | {len(r.route_ms)} | {route:.1f} ({r.route_ms[0]:.0f}) "
+            f"| {p50(r.elapsed_ms):.1f} | {route / warm:.2f} | {route / against:.2f} "
+            f"| {' / '.join(str(r.misses.get(p, 0)) for p in PARTS)} "
+            f"| {'yes' if r.autovacuum else 'no'} |"
+        )
+    report.say(f"| exact path forced (warm) | {len(fig.exact_ms)} | {exact:.1f} | | | 1.00 | | |")
+    report.say()
+    cold_total = [t.total_ms for t in m.cold]
+    warm_total = [t.total_ms for t in m.warm]
+    report.say(
+        "The same in process (a new engine, catalog, check costs and marks; the buffers "
+        "emptied): mean ms per comparison by phase (p50 beside it), the exact checks run, and "
+        "the pages missed:"
+    )
+    report.say()
+    report.say(
+        f"| pass | p50 | mean | {' | '.join(PHASES)} | checks run | widened | pages missed: "
+        "table / own index / other |"
+    )
+    report.say("|---|---|---|" + "---|" * len(PHASES) + "---|---|---|")
+    for name, tallies, totals, misses in [
+        ("cold", m.cold, cold_total, m.cold_misses),
+        ("warm", m.warm, warm_total, m.warm_misses),
+    ]:
+        checks = sum(t.field_sum("exact_check", "started") for t in tallies)
+        widened = sum(1 for t in tallies if t.count("similar_sessions_widened"))
+        report.say(
+            f"| {name} | {p50(totals):.1f} | {statistics.fmean(totals):.1f} "
+            + "".join(f"| {mean_ms(tallies, p):.1f} " for p in PHASES)
+            + f"| {checks} of {len(tallies)} | {widened} of {len(tallies)} "
+            f"| {' / '.join(str(misses.get(p, 0)) for p in PARTS)} |"
+        )
+    report.say()
+    report.say(
+        f"Before the first statement: a new connection {p50(m.connect_ms):.1f} ms (a pooled "
+        f"one {p50(m.pooled_ms):.2f} ms); the model catalog's read (models, fits, marks) "
+        f"{p50(m.catalog_cold_ms):.1f} ms with the buffers emptied, {p50(m.catalog_ms):.1f} ms "
+        "by a new catalog right after (a cached catalog reads nothing); medians of 3."
+    )
+    report.say()
+    if m.explained:
+        report.say(
+            "The first session's first statement under EXPLAIN (ANALYZE, BUFFERS), generic "
+            "plan, at the account's ef_search: on a new backend with the buffers emptied, then "
+            "again on the same backend:"
+        )
+        report.say()
+        report.say(
+            "| run | planning ms | planning pages hit / read | execution ms | pages hit / read |"
+        )
+        report.say("|---|---|---|---|---|")
+        for name, e in m.explained.items():
+            report.say(
+                f"| {name} | {e['planning_ms']:.1f} | {e['planning_hit']} / {e['planning_read']} "
+                f"| {e['execution_ms']:.1f} | {e['hit']} / {e['read']} |"
+            )
+        report.say()
+    for r in rounds:
+        if r.name.startswith("cold"):
+            settled = _warm_of(rounds, r)
+            ratio = p50(r.route_ms) / p50(settled.route_ms)
+            report.target(
+                f"{fig.label} {r.name}: route p50 within 1.5x of warm",
+                f"{ratio:.2f} ({p50(r.route_ms):.1f} / {p50(settled.route_ms):.1f} ms)",
+                ratio <= 1.5,
+            )
+    for settled, against in [
+        (_warm_of(rounds, Round("*")), fresh_exact),
+        (_warm_of(rounds, Round("")), exact),
+    ]:
+        ratio = p50(settled.route_ms) / against
+        report.target(
+            f"{fig.label} {settled.name}: route p50 at most 0.3x of the exact path",
+            f"{ratio:.2f} ({p50(settled.route_ms):.1f} / {against:.1f} ms)",
+            ratio <= 0.3,
+        )
