@@ -4,11 +4,11 @@ by side in one run, beside the exact path's figure for the same sessions.
 
 Cold is measured over HTTP, each time on a new `similar-sessions serve` (a new process: a new
 engine and connection pool, a new model catalog, new check costs, no own-index marks): right
-after an import (an account of the same world drawn anew, copied in without the VACUUM the
-world's load runs, its own index built and fitted as an import builds it; the account is
-removed after), on the issue's account with PostgreSQL's shared buffers emptied first
-(pg_buffercache_evict_all, PostgreSQL 18), and after a server restart, with PostgreSQL's
-buffers as the server before it left them. The OS page cache cannot be dropped here
+after an import (an account of the same world drawn anew, in a database of its own dropped
+after, copied in without the VACUUM the world's load runs, its indexes built and its own
+fitted as an import builds them), on the issue's account with PostgreSQL's shared buffers
+emptied first (pg_buffercache_evict_all, PostgreSQL 18), and after a server restart, with
+PostgreSQL's buffers as the server before it left them. The OS page cache cannot be dropped here
 (/proc/sys/vm/drop_caches is not writable in this container), so a page missing from
 shared_buffers is read from the OS cache, not from the disk: the cold figures are a lower
 bound of a real disk's.
@@ -39,12 +39,12 @@ from pgvector.asyncpg import register_vector
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common.databases import libpq
+from bench.common.databases import drop, libpq, recreate
 from bench.common.paths import RESULTS
 from bench.common.timing import clocked, p50
 from bench.latency import clustered
 from bench.latency.accounts import InProcess
-from bench.latency.corpus import Account, copy_rows
+from bench.latency.corpus import IDENTITY, Account, copy_rows
 from bench.latency.database import create_accounts
 from bench.latency.phase_times import PHASES, Tally, mean_ms, tallied, wrapped
 from bench.latency.real_vectors import EXACT_FORCED, Measured, World, compare
@@ -53,7 +53,9 @@ from bench.latency.server import LeanClient, start_server
 from data import comparison
 from data.account_indexes import MARKS, ensure_large_account_indexes
 from data.engine import make_engine
+from data.migrate import migrate
 from data.model_catalog import ModelCatalog
+from data.model_indexes import ensure_model_index
 from resolvers.arguments import SimilarArgs
 
 WARM_ROUNDS = 2  # the warm figure: each session asked this many more times
@@ -148,32 +150,32 @@ async def over_http(
     cold after a restart, warm; warm with the buffers emptied."""
     log = RESULTS / f"server-{world.name}-cold.log"
     rounds = []
-    fresh = await imported(report, world, engine, fig)
+    url, fresh = await imported(report, world, fig)
     try:
-        proc, base = start_server(world.url, report.tuning, log)
+        new = make_engine(url, pool_size=1)
         try:
-            client = LeanClient(base)
-            for name, times in [("cold: right after an import", 1), ("warm", WARM_ROUNDS)]:
-                rounds.append(await _asked(engine, client, fig, f"{name} *", times, fresh))
+            proc, base = start_server(url, report.tuning, log)
+            try:
+                client = LeanClient(base)
+                for name, times in [("cold: right after an import", 1), ("warm", WARM_ROUNDS)]:
+                    rounds.append(await _asked(new, client, fig, f"{name} *", times, fresh))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+            exact = replace(report.tuning, exact_scan_max_chunks=EXACT_FORCED)
+            proc, base = start_server(url, exact, RESULTS / f"server-{world.name}-cold-exact.log")
+            try:
+                client = LeanClient(base)
+                await _asked(new, client, fig, "untimed", 1, fresh)
+                name = "exact path forced (warm) *"
+                rounds.append(await _asked(new, client, fig, name, WARM_ROUNDS, fresh))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-        exact = replace(report.tuning, exact_scan_max_chunks=EXACT_FORCED)
-        proc, base = start_server(world.url, exact, RESULTS / f"server-{world.name}-cold-exact.log")
-        try:
-            client = LeanClient(base)
-            await _asked(engine, client, fig, "untimed", 1, fresh)
-            rounds.append(
-                await _asked(engine, client, fig, "exact path forced (warm) *", WARM_ROUNDS, fresh)
-            )
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            await new.dispose()
     finally:
-        await removed(engine, fresh[0].id)
-    async with engine.connect() as conn:  # the removal's autovacuum done before the next pass
-        autocommit = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await autocommit.execute(sa.text("VACUUM (ANALYZE) session_chunks, runtime_sessions"))
+        await drop(url, url.rsplit("/", 1)[1].split("?")[0])
     await evict_buffers(engine)
     proc, base = start_server(world.url, report.tuning, log)
     try:
@@ -197,11 +199,13 @@ async def over_http(
 
 
 async def imported(
-    report: Report, world: World, engine: AsyncEngine, fig: Measured
-) -> tuple[Account, list[uuid.UUID]]:
-    """An account like `fig`'s (its world's noise and size, drawn anew) loaded as an import
-    leaves one: its rows copied in with no VACUUM after (its tuples unhinted, the visibility
-    map unset), its own index built and fitted; with SAMPLED of its sessions."""
+    report: Report, world: World, fig: Measured
+) -> tuple[str, tuple[Account, list[uuid.UUID]]]:
+    """A database of its own (dropped after) holding an account like `fig`'s (its world's
+    noise and size, drawn anew) as an import leaves one: its rows copied in with no VACUUM
+    after (its tuples unhinted, the visibility map unset, no statistics), the shared index
+    and its own index built, the own one fitted; its URL, the account and SAMPLED of its
+    sessions."""
     like = next(w for w in clustered.plan() if w.account.name == fig.account.name)
     rng = np.random.default_rng(FRESH_DRAW)
     account = Account(
@@ -211,52 +215,34 @@ async def imported(
         fig.account.size,
         fig.account.longest,
     )
-    await removed(engine, account.id)  # a run stopped before its end left it
-    await create_accounts(engine, [account])
-    sessions, chunks, _ = clustered.generate(
-        clustered.ClusteredAccount(like.noise, account), FRESH_DRAW
-    )
-    raw = await asyncpg.connect(libpq(world.url))
-    await register_vector(raw)
+    name = world.url.rsplit("/", 1)[1].split("?")[0] + "_fresh"
+    url = await recreate(world.url, name)
+    engine = make_engine(url, statement_timeout_ms=0)
     try:
-        await copy_rows(raw, sessions, chunks)
+        await migrate(engine)
+        await create_accounts(engine, [account])
+        sessions, chunks, _ = clustered.generate(
+            clustered.ClusteredAccount(like.noise, account), FRESH_DRAW
+        )
+        raw = await asyncpg.connect(libpq(url))
+        await register_vector(raw)
+        try:
+            await copy_rows(raw, sessions, chunks)
+        finally:
+            await raw.close()
+        async with engine.begin() as conn:
+            await ensure_model_index(conn, IDENTITY)
+        async with engine.begin() as conn:
+            await ensure_large_account_indexes(conn, report.tuning.exact_scan_max_chunks)
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_buffercache"))
     finally:
-        await raw.close()
-    async with engine.begin() as conn:
-        await ensure_large_account_indexes(conn, report.tuning.exact_scan_max_chunks, [account.id])
+        await engine.dispose()
     picked = account.sessions
-    return account, [picked[i] for i in rng.choice(len(picked), len(fig.picked), replace=False)]
-
-
-async def removed(engine: AsyncEngine, account: uuid.UUID) -> None:
-    """The account's rows and own indexes gone: each table's rows deleted in a savepoint,
-    those a foreign key still holds again in the next pass."""
-    async with engine.begin() as conn:
-        names = await conn.execute(
-            sa.text("SELECT index_name FROM account_model_indexes WHERE account_id = :a"),
-            {"a": account},
-        )
-        for (name,) in names.all():
-            await conn.execute(sa.text(f'DROP INDEX IF EXISTS "{name}"'))
-        tables = await conn.execute(
-            sa.text(
-                "SELECT table_name FROM information_schema.columns WHERE column_name = "
-                "'account_id' AND table_schema = current_schema() AND table_name <> 'accounts'"
-            )
-        )
-        left = [table for (table,) in tables.all()]
-        for _ in range(len(left) + 1):
-            held = []
-            for table in left:
-                try:
-                    async with conn.begin_nested():
-                        await conn.execute(
-                            sa.text(f"DELETE FROM {table} WHERE account_id = :a"), {"a": account}
-                        )
-                except sa.exc.IntegrityError:
-                    held.append(table)
-            left = held
-        await conn.execute(sa.text("DELETE FROM accounts WHERE account_id = :a"), {"a": account})
+    return url, (
+        account,
+        [picked[i] for i in rng.choice(len(picked), len(fig.picked), replace=False)],
+    )
 
 
 @dataclass
@@ -427,8 +413,9 @@ def say(report: Report, fig: Measured, rounds: list[Round], m: InProcessCold) ->
         f"{len(fig.picked)} sessions, each asked once on a new server process (new engine "
         "and pool, model catalog, check costs, own-index marks), then warm, the same sessions "
         f"{WARM_ROUNDS} times more on the same server. Marked *: an account like "
-        f"{fig.label} drawn anew and loaded as an import leaves one (copied in without a "
-        "VACUUM after, its own index built and fitted), asked right after, and its exact "
+        f"{fig.label} drawn anew and loaded as an import leaves one (in a database of its own, "
+        "copied in without a VACUUM after, its indexes built and its own fitted), asked right "
+        "after, and its exact "
         "path forced (a server with SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS past it, warm); "
         f"the others: {fig.label}'s sessions sampled above, on a new server after "
         "PostgreSQL's shared buffers were emptied (pg_buffercache_evict_all), after a "
