@@ -22,61 +22,34 @@ emptied against the same statement warm."""
 
 from __future__ import annotations
 
-import json
 import statistics
-import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import asyncpg
 import numpy as np
 import sqlalchemy as sa
 from pgvector.asyncpg import register_vector
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common.databases import drop, libpq, recreate
 from bench.common.paths import RESULTS
 from bench.common.timing import clocked, p50
 from bench.latency import clustered
-from bench.latency.accounts import InProcess
+from bench.latency.buffers import PARTS, autovacuuming, evict_buffers, in_buffers
+from bench.latency.cold_in_process import WARM_ROUNDS, InProcessCold, in_process
 from bench.latency.corpus import IDENTITY, Account, copy_rows
 from bench.latency.database import create_accounts
-from bench.latency.phase_times import PHASES, Tally, mean_ms, tallied, wrapped
-from bench.latency.real_vectors import EXACT_FORCED, Measured, World, compare
+from bench.latency.phase_times import PHASES, mean_ms
+from bench.latency.real_vectors import EXACT_FORCED, Measured, World
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
-from data import comparison
-from data.account_indexes import MARKS, ensure_large_account_indexes
+from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
 from data.migrate import migrate
-from data.model_catalog import ModelCatalog
 from data.model_indexes import ensure_model_index
-from resolvers.arguments import SimilarArgs
 
-WARM_ROUNDS = 2  # the warm figure: each session asked this many more times
 FRESH_DRAW = 39  # the fresh account's draw of the world (the world's own are 0 to 11)
-
-# The account's pages in shared_buffers, by what they belong to: the chunks' table (its
-# TOAST too), the account's own HNSW index, and the table's other indexes.
-IN_BUFFERS = """
-SELECT CASE WHEN c.relname = 'session_chunks' OR c.oid = t.reltoastrelid
-            OR c.oid = (SELECT indexrelid FROM pg_index WHERE indrelid = t.reltoastrelid LIMIT 1)
-            THEN 'table' WHEN c.relname LIKE 'session_chunks_hnsw_a_%' THEN 'own index'
-            ELSE 'other indexes' END AS part, count(*)
-FROM pg_buffercache b
-JOIN pg_class c ON b.relfilenode = pg_relation_filenode(c.oid)
-JOIN pg_class t ON t.relname = 'session_chunks'
-WHERE b.reldatabase = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND (c.oid = t.oid OR c.oid = t.reltoastrelid
-       OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN (t.oid, t.reltoastrelid)))
-GROUP BY 1
-"""
-PARTS = ("table", "own index", "other indexes")
 
 
 @dataclass
@@ -89,19 +62,6 @@ class Round:
     elapsed_ms: list[float] = field(default_factory=list)
     misses: dict[str, int] = field(default_factory=dict)
     autovacuum: bool = False  # an autovacuum worker ran in the database at its start or end
-
-
-async def evict_buffers(engine: AsyncEngine) -> None:
-    """Every page out of PostgreSQL's shared buffers (the whole server's; dirty ones written
-    first)."""
-    async with engine.connect() as conn:
-        await conn.execute(sa.text("SELECT pg_buffercache_evict_all()"))
-
-
-async def in_buffers(engine: AsyncEngine) -> dict[str, int]:
-    async with engine.connect() as conn:
-        rows = (await conn.execute(sa.text(IN_BUFFERS))).all()
-    return {part: int(n) for part, n in rows}
 
 
 async def _asked(
@@ -130,17 +90,6 @@ async def _asked(
     out.misses = {p: after.get(p, 0) - before.get(p, 0) for p in PARTS}
     out.autovacuum = out.autovacuum or await autovacuuming(engine)
     return out
-
-
-async def autovacuuming(engine: AsyncEngine) -> bool:
-    async with engine.connect() as conn:
-        running = await conn.execute(
-            sa.text(
-                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' "
-                "AND datname = current_database()"
-            )
-        )
-        return bool(running.scalar_one())
 
 
 async def over_http(
@@ -243,146 +192,6 @@ async def imported(
         account,
         [picked[i] for i in rng.choice(len(picked), len(fig.picked), replace=False)],
     )
-
-
-@dataclass
-class InProcessCold:
-    """The comparisons in process, cold then warm, and the pieces of a cold one."""
-
-    cold: list[Tally] = field(default_factory=list)
-    warm: list[Tally] = field(default_factory=list)
-    cold_misses: dict[str, int] = field(default_factory=dict)
-    warm_misses: dict[str, int] = field(default_factory=dict)
-    connect_ms: list[float] = field(default_factory=list)  # a new engine's first connection
-    pooled_ms: list[float] = field(default_factory=list)  # a pooled connection's checkout
-    catalog_cold_ms: list[float] = field(default_factory=list)  # models + fit, buffers emptied
-    catalog_ms: list[float] = field(default_factory=list)  # the same read again, buffers warm
-    explained: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-async def in_process(
-    report: Report, world: World, engine: AsyncEngine, fig: Measured
-) -> InProcessCold:
-    out = InProcessCold()
-    settings = report.tuning.comparison_settings
-    account = fig.account.id
-    await evict_buffers(engine)
-    fresh = InProcess(make_engine(world.url, pool_size=2, comparison=settings), ModelCatalog())
-    MARKS.forget(account)
-    try:
-        with wrapped(), first_statements() as captured:
-            before = await in_buffers(engine)
-            for s in fig.picked:
-                out.cold.append((await tallied(_one(fresh, account, s, report)))[0])
-            middle = await in_buffers(engine)
-            for _ in range(WARM_ROUNDS):
-                for s in fig.picked:
-                    out.warm.append((await tallied(_one(fresh, account, s, report)))[0])
-            after = await in_buffers(engine)
-        out.cold_misses = {p: middle.get(p, 0) - before.get(p, 0) for p in PARTS}
-        out.warm_misses = {p: after.get(p, 0) - middle.get(p, 0) for p in PARTS}
-        for _ in range(3):
-            async with fresh.engine.connect() as conn:  # pooled: connected above
-                pass
-            ms, _ = await clocked(_checkout(fresh.engine))
-            out.pooled_ms.append(ms)
-    finally:
-        await fresh.engine.dispose()
-    for _ in range(3):
-        other = make_engine(world.url, pool_size=1, comparison=settings)
-        try:
-            ms, _ = await clocked(_checkout(other))
-            out.connect_ms.append(ms)
-            await evict_buffers(engine)
-            async with other.connect() as conn:
-                catalog = ModelCatalog()
-                for times in (out.catalog_cold_ms, out.catalog_ms):
-                    started = time.perf_counter()
-                    models = await catalog.models(conn, account)
-                    await catalog.ef_search(conn, account, models)
-                    times.append((time.perf_counter() - started) * 1000)
-                    catalog = ModelCatalog()
-        finally:
-            await other.dispose()
-    if captured:
-        out.explained = await explained(engine, world, report, fig, captured[0])
-    return out
-
-
-async def _one(fresh: InProcess, account: uuid.UUID, s: uuid.UUID, report: Report) -> None:
-    await compare(fresh, account, [(s, SimilarArgs(limit=10))], report.tuning)
-
-
-async def _checkout(engine: AsyncEngine) -> None:
-    async with engine.connect():
-        pass
-
-
-_capturing: ContextVar[bool] = ContextVar("bench_cold_capturing", default=False)
-
-
-@contextmanager
-def first_statements() -> Iterator[list[tuple[str, Any]]]:
-    """The first statements (the comparison's, data.comparison.look_up) the block runs, as the
-    driver received them: their text and parameters."""
-    captured: list[tuple[str, Any]] = []
-    original = comparison.look_up
-
-    async def look_up(*args: Any, **kw: Any) -> Any:
-        token = _capturing.set(True)
-        try:
-            return await original(*args, **kw)
-        finally:
-            _capturing.reset(token)
-
-    def listen(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if _capturing.get() and "payload" in statement:
-            captured.append((statement, parameters))
-
-    comparison.look_up = look_up
-    event.listen(sa.engine.Engine, "before_cursor_execute", listen)
-    try:
-        yield captured
-    finally:
-        event.remove(sa.engine.Engine, "before_cursor_execute", listen)
-        comparison.look_up = original
-
-
-async def explained(
-    engine: AsyncEngine, world: World, report: Report, fig: Measured, statement: tuple[str, Any]
-) -> dict[str, dict[str, Any]]:
-    """The first statement under EXPLAIN (ANALYZE, BUFFERS) on a new backend after the
-    buffers were emptied, then again on the same backend: planning and execution ms, and
-    shared pages hit and read (misses), in planning and in execution."""
-    text, parameters = statement
-    ef_search = fig.ef_search.split()[0]
-    out = {}
-    await evict_buffers(engine)
-    settings = report.tuning.comparison_settings
-    other = make_engine(world.url, pool_size=1, comparison=settings)
-    try:
-        async with other.connect() as conn:
-            await conn.execute(  # as the comparison searches: at the account's fit
-                sa.text("SELECT set_config('hnsw.ef_search', :ef, false)"), {"ef": ef_search}
-            )
-            for name in ("cold", "warm"):
-                rows = await conn.exec_driver_sql(
-                    "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + text, parameters
-                )
-                plan = rows.scalar_one()
-                top = (plan if isinstance(plan, list) else json.loads(plan))[0]
-                node, planning = top["Plan"], top.get("Planning", {})
-                out[name] = {
-                    "planning_ms": top["Planning Time"],
-                    "execution_ms": top["Execution Time"],
-                    "planning_hit": planning.get("Shared Hit Blocks", 0),
-                    "planning_read": planning.get("Shared Read Blocks", 0),
-                    "hit": node.get("Shared Hit Blocks", 0),
-                    "read": node.get("Shared Read Blocks", 0),
-                }
-    finally:
-        await other.dispose()
-    return out
 
 
 async def cold_account(report: Report, world: World, fig: Measured) -> None:
