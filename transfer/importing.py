@@ -55,6 +55,8 @@ class Imported:
     lines: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("account", *KINDS), 0))
     changed: dict[str, int] = field(default_factory=dict)
     indexes: list[str] = field(default_factory=list)
+    # the tables whose statistics the file's transaction refreshed (ANALYZE)
+    analyzed: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     # own indexes dropped in the file's transaction, built again after it commits
     rebuilds: list[tuple[UUID, ModelIdentity]] = field(default_factory=list)
@@ -139,6 +141,7 @@ async def import_file(
         path=label,
         **imported.counts,
         seconds=imported.seconds,
+        analyzed=imported.analyzed,
         tails={f"{t.account_id} {t.identity}": t.rows for t in imported.tails},
     )
     return imported
@@ -193,6 +196,7 @@ async def _import(
         plan = await plan_own_indexes(conn, account_index_min_chunks, incoming, rebuild)
     for kind in KINDS:
         run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
+    run.imported.analyzed = await import_rows.analyze_changed(conn, run.imported.changed)
     run.phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)

@@ -5,11 +5,11 @@ by side in one run, beside the exact path's figure for the same sessions.
 Cold is measured over HTTP, each time on a new `similar-sessions serve` (a new process: a new
 engine and connection pool, a new model catalog, new check costs, no own-index marks): right
 after an import (an account of the same world drawn anew, in a database of its own dropped
-after, copied in without the VACUUM the world's load runs, its indexes built and its own
-fitted as an import builds them), on the issue's account with PostgreSQL's shared buffers
-emptied first (pg_buffercache_evict_all, PostgreSQL 18), and after a server restart, with
-PostgreSQL's buffers as the server before it left them. The OS page cache cannot be dropped here
-(/proc/sys/vm/drop_caches is not writable in this container), so a page missing from
+after, written by `similar-sessions import` from a file, which builds its indexes,
+refreshes the statistics and fits its own index), on the issue's account with PostgreSQL's
+shared buffers emptied first (pg_buffercache_evict_all, PostgreSQL 18), and after a server
+restart, with PostgreSQL's buffers as the server before it left them. The OS page cache cannot
+be dropped here (/proc/sys/vm/drop_caches is not writable in this container), so a page missing from
 shared_buffers is read from the OS cache, not from the disk: the cold figures are a lower
 bound of a real disk's.
 
@@ -22,32 +22,34 @@ emptied against the same statement warm."""
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-import asyncpg
 import numpy as np
 import sqlalchemy as sa
-from pgvector.asyncpg import register_vector
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common.databases import drop, libpq, recreate
-from bench.common.paths import RESULTS
+from bench.common.databases import drop, recreate
+from bench.common.paths import RESULTS, checkout_env
 from bench.common.timing import clocked, p50
 from bench.latency import clustered
 from bench.latency.buffers import PARTS, autovacuuming, evict_buffers, in_buffers
 from bench.latency.cold_in_process import WARM_ROUNDS, InProcessCold, in_process
-from bench.latency.corpus import IDENTITY, Account, copy_rows
+from bench.latency.corpus import Account, write_import_file
 from bench.latency.database import create_accounts
 from bench.latency.phase_times import PHASES, mean_ms
 from bench.latency.real_vectors import EXACT_FORCED, Measured, World
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
-from data.account_indexes import ensure_large_account_indexes
 from data.engine import make_engine
 from data.migrate import migrate
-from data.model_indexes import ensure_model_index
 
 FRESH_DRAW = 39  # the fresh account's draw of the world (the world's own are 0 to 11)
 
@@ -151,10 +153,11 @@ async def imported(
     report: Report, world: World, fig: Measured
 ) -> tuple[str, tuple[Account, list[uuid.UUID]]]:
     """A database of its own (dropped after) holding an account like `fig`'s (its world's
-    noise and size, drawn anew) as an import leaves one: its rows copied in with no VACUUM
-    after (its tuples unhinted, the visibility map unset, no statistics), the shared index
-    and its own index built, the own one fitted; its URL, the account and SAMPLED of its
-    sessions."""
+    noise and size, drawn anew) written by `similar-sessions import` (the account created
+    first, its sessions and chunks then imported from a file with the bench's exact-scan
+    size, as an operator would: the import builds the shared and the account's own index,
+    refreshes the statistics and fits the own one); its URL, the account and SAMPLED of its
+    sessions. The import's seconds by phase are kept in IMPORT_SECONDS for the report."""
     like = next(w for w in clustered.plan() if w.account.name == fig.account.name)
     rng = np.random.default_rng(FRESH_DRAW)
     account = Account(
@@ -170,28 +173,47 @@ async def imported(
     try:
         await migrate(engine)
         await create_accounts(engine, [account])
-        sessions, chunks, _ = clustered.generate(
-            clustered.ClusteredAccount(like.noise, account), FRESH_DRAW
-        )
-        raw = await asyncpg.connect(libpq(url))
-        await register_vector(raw)
-        try:
-            await copy_rows(raw, sessions, chunks)
-        finally:
-            await raw.close()
-        async with engine.begin() as conn:
-            await ensure_model_index(conn, IDENTITY)
-        async with engine.begin() as conn:
-            await ensure_large_account_indexes(conn, report.tuning.exact_scan_max_chunks)
         async with engine.begin() as conn:
             await conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_buffercache"))
     finally:
         await engine.dispose()
+    sessions, chunks, _ = clustered.generate(
+        clustered.ClusteredAccount(like.noise, account), FRESH_DRAW
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_import_file(Path(folder) / f"{account.name}.jsonl", sessions, chunks)
+        IMPORT_SECONDS.update(import_with_cli(url, path, report.tuning.exact_scan_max_chunks))
     picked = account.sessions
     return url, (
         account,
         [picked[i] for i in rng.choice(len(picked), len(fig.picked), replace=False)],
     )
+
+
+IMPORT_SECONDS: dict[str, float] = {}
+
+
+def import_with_cli(url: str, path: Path, exact_scan_max_chunks: int) -> dict[str, float]:
+    """`similar-sessions import FILE` in a process of its own; its seconds by phase (from
+    its `imported` log line)."""
+    env = checkout_env(
+        {
+            **os.environ,
+            "DATABASE_URL": url,
+            "SIMILAR_SESSIONS_LOG_LEVEL": "INFO",
+            "SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS": str(exact_scan_max_chunks),
+        }
+    )
+    cli = Path(sys.executable).with_name("similar-sessions")
+    done = subprocess.run(
+        [str(cli), "import", str(path)], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"import failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    for line in done.stderr.splitlines():
+        if line.startswith("{") and '"imported"' in line:
+            return {k: float(v) for k, v in json.loads(line).get("seconds", {}).items()}
+    return {}
 
 
 async def cold_account(report: Report, world: World, fig: Measured) -> None:
@@ -213,6 +235,10 @@ def _warm_of(rounds: list[Round], r: Round) -> Round:
     return next(w for w in rounds if w.name.startswith("warm") and w.name.endswith("*") == fresh)
 
 
+def _import_phases() -> str:
+    return ", ".join(f"{phase} {s:.1f} s" for phase, s in IMPORT_SECONDS.items()) or "no phases"
+
+
 def say(report: Report, fig: Measured, rounds: list[Round], m: InProcessCold) -> None:
     exact = p50(fig.exact_ms)
     fresh_exact = p50(next(r for r in rounds if r.name.startswith("exact path")).route_ms)
@@ -222,9 +248,9 @@ def say(report: Report, fig: Measured, rounds: list[Round], m: InProcessCold) ->
         f"{len(fig.picked)} sessions, each asked once on a new server process (new engine "
         "and pool, model catalog, check costs, own-index marks), then warm, the same sessions "
         f"{WARM_ROUNDS} times more on the same server. Marked *: an account like "
-        f"{fig.label} drawn anew and loaded as an import leaves one (in a database of its own, "
-        "copied in without a VACUUM after, its indexes built and its own fitted), asked right "
-        "after, and its exact "
+        f"{fig.label} drawn anew and written by `similar-sessions import` (in a database "
+        "of its own; the import builds its indexes, refreshes the statistics and fits its own "
+        f"index: {_import_phases()}), asked right after, and its exact "
         "path forced (a server with SIMILAR_SESSIONS_EXACT_SCAN_MAX_CHUNKS past it, warm); "
         f"the others: {fig.label}'s sessions sampled above, on a new server after "
         "PostgreSQL's shared buffers were emptied (pg_buffercache_evict_all), after a "

@@ -4,10 +4,12 @@ clustered topics shared across accounts, a share of chunks not clear; loaded by 
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import numpy as np
@@ -160,6 +162,34 @@ async def copy_rows(conn: asyncpg.Connection, sessions: list[Row], chunks: list[
     """Sessions, then their chunks, by binary COPY (the connection knows pgvector's type)."""
     await conn.copy_records_to_table("runtime_sessions", records=sessions, columns=SESSION_COLUMNS)
     await conn.copy_records_to_table("session_chunks", records=chunks, columns=CHUNK_COLUMNS)
+
+
+# a column of the rows that the import file does not carry: the line's account (a chunk's
+# is its session's) and the hash the import computes
+_NOT_IN_FILE = {"session": set(), "chunk": {"account_id", "content_hash"}}
+
+
+def _line(kind: str, columns: tuple[str, ...], row: Row) -> str:
+    record: dict[str, object] = {"type": kind}
+    for column, value in zip(columns, row, strict=True):
+        if column in _NOT_IN_FILE[kind]:
+            continue
+        if isinstance(value, np.ndarray):
+            value = [float(f"{x:.6g}") for x in value.tolist()]  # as agents write them
+        elif isinstance(value, (uuid.UUID, datetime)):
+            value = value.isoformat() if isinstance(value, datetime) else str(value)
+        record[column] = value
+    return json.dumps(record, separators=(",", ":"))
+
+
+def write_import_file(path: Path, sessions: list[Row], chunks: list[Row]) -> Path:
+    """The rows as a `similar-sessions import` file (JSON lines): sessions, then chunks."""
+    with path.open("w") as out:
+        for row in sessions:
+            out.write(_line("session", SESSION_COLUMNS, row) + "\n")
+        for row in chunks:
+            out.write(_line("chunk", CHUNK_COLUMNS, row) + "\n")
+    return path
 
 
 def generate_account(
