@@ -55,7 +55,7 @@ async def test_a_built_index_is_fitted_against_an_exact_scan(engine: AsyncEngine
     ef_search, fit = await registered_fit(engine, account)
     # 128 chunks: a search of 100 wide finds every nearest chunk, so the lowest candidate holds
     assert fit["samples"] == ef_fits.FIT_SAMPLES
-    assert fit["recall"] == {"100": [1.0, 1.0], "200": [1.0, 1.0]}
+    assert fit["recall"] == {str(ef): [1.0, 1.0] for ef in ef_fits.FIT_CANDIDATES}
     assert ef_search == fit["ef_search"] == 100
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from config.settings import default_of
 from data.ef_fits import (
+    FIT_CANDIDATES,
     FIT_MIN_RECALL,
     FIT_MIN_SAMPLES,
     FIT_NEIGHBOURS,
@@ -47,3 +48,10 @@ def test_the_fit_keeps_mean_and_worst_per_candidate() -> None:
 def test_the_fit_looks_up_as_a_comparison_does() -> None:
     assert FIT_NEIGHBOURS == SIMILAR_NEIGHBOURS_PER_PROBE
     assert default_of("hnsw_overfetch") == FIT_OVERFETCH
+
+
+def test_every_candidate_is_narrower_than_the_configured_search() -> None:
+    """A fit is only ever used below SIMILAR_SESSIONS_HNSW_EF_SEARCH: a candidate at or above
+    it would be measured for nothing."""
+    assert list(FIT_CANDIDATES) == sorted(FIT_CANDIDATES)
+    assert max(FIT_CANDIDATES) < default_of("hnsw_ef_search")
