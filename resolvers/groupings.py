@@ -11,8 +11,6 @@ makes a new question. Concurrent askers of one key share one computation."""
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +19,7 @@ from uuid import UUID
 from cachetools import TTLCache
 
 from data.failures import InWindow, Pin
+from resolvers import heap
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.calibration import BandCuts
 
@@ -94,15 +93,10 @@ class Groupings:
             del self._kept[key]
 
 
-_LIBC = ctypes.util.find_library("c")
-_MALLOC_TRIM = getattr(ctypes.CDLL(_LIBC), "malloc_trim", None) if _LIBC else None
-
-
 async def _trimmed_after(compute: Callable[[], Awaitable[Grouping]]) -> Grouping:
     """The grouping; then the heap the pass freed (its hundreds of comparisons) is given
     back to the system (glibc's malloc_trim, in a worker thread; nothing elsewhere), or the
     process would keep its high water for good."""
     grouping = await compute()
-    if _MALLOC_TRIM is not None:
-        await asyncio.to_thread(_MALLOC_TRIM, 0)
+    await asyncio.to_thread(heap.trim)
     return grouping
