@@ -8,12 +8,7 @@ from uuid import UUID
 import strawberry
 import structlog
 from graphql import ASTValidationRule, GraphQLError
-from strawberry.extensions import (
-    AddValidationRules,
-    MaxTokensLimiter,
-    ParserCache,
-    SchemaExtension,
-)
+from strawberry.extensions import AddValidationRules, MaxTokensLimiter, SchemaExtension
 from strawberry.extensions.max_aliases import create_validator as aliases_rule
 from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 from strawberry.types import ExecutionContext
@@ -21,10 +16,10 @@ from strawberry.types import ExecutionContext
 from resolvers.context import Context
 from resolvers.sessions import session_page
 from resolvers.turns import TakesTurn
+from schema.documents import BoundedValidation, CachedParse, Documents
 from schema.errors import MapErrors, is_unexpected
 from schema.failure_modes import FailureQuery
 from schema.search import SearchQuery
-from schema.selection_bound import BoundedValidation
 from schema.sessions import RuntimeSession
 
 
@@ -130,10 +125,6 @@ LIMIT_RULES: list[type[ASTValidationRule]] = [
     depth_rule(MAX_QUERY_DEPTH, None),
     aliases_rule(MAX_ALIASES),
 ]
-# Distinct query texts whose parse and validation are kept (per process, least recently used
-# out): a client sends a few texts many times. Parsing and validating the console's query
-# took 1.6 ms a request.
-QUERY_CACHE_SIZE = 256
 
 
 class Schema(strawberry.Schema):
@@ -154,14 +145,17 @@ class Schema(strawberry.Schema):
 def make_schema(
     extra_extensions: Sequence[type[SchemaExtension]] = (),
 ) -> strawberry.Schema:
+    # The parse and validation of the texts clients send many times (parsing and validating the
+    # console's query took 1.6 ms a request), bounded by the texts' length (schema/documents.py).
+    documents = Documents()
     return Schema(
         query=Query,
         extensions=[
             lambda: MaxTokensLimiter(max_token_count=MAX_QUERY_TOKENS),
-            lambda: ParserCache(maxsize=QUERY_CACHE_SIZE),
+            lambda: CachedParse(documents),
             lambda: AddValidationRules(LIMIT_RULES),
-            # The bound before the cache: a text's spaces vary at will.
-            lambda: BoundedValidation(maxsize=QUERY_CACHE_SIZE),
+            # The bound before validation: a text's spaces vary at will.
+            lambda: BoundedValidation(documents),
             *extra_extensions,
             MapErrors,
         ],

@@ -20,9 +20,6 @@ from graphql import (
     InlineFragmentNode,
     SelectionSetNode,
 )
-from strawberry.extensions import ValidationCache
-
-from schema.limit_messages import limit_exceeded
 
 # Selections (fields, fragment spreads, inline fragments) in one selection set; the
 # console's widest has 17.
@@ -75,18 +72,3 @@ def _selection_sets(document: DocumentNode) -> Iterator[SelectionSetNode]:
         for selection in selections.selections:
             if isinstance(selection, FieldNode | InlineFragmentNode) and selection.selection_set:
                 stack.append(selection.selection_set)
-
-
-class BoundedValidation(ValidationCache):
-    """Validation, cached by document, after the bound: a document with a selection set past
-    it is refused (LIMIT_EXCEEDED, naming the field and the bound) and not validated."""
-
-    def on_validate(self) -> Iterator[None]:
-        context = self.execution_context
-        document = context.graphql_document
-        refusal = None if document is None else Bounded(document).refusal
-        if refusal is None:
-            yield from super().on_validate()
-            return
-        context.pre_execution_errors = [limit_exceeded(refusal, "selections")]
-        yield

@@ -1,0 +1,54 @@
+"""The kept parses and validations: a text sent again is parsed and validated once; what is
+kept is bounded by the texts' total length, however many distinct texts come; a text longer
+than the bound is parsed every time and never kept."""
+
+from __future__ import annotations
+
+from graphql import GraphQLError
+
+from schema.documents import Documents
+
+QUERY = "{ viewer { name } }"
+
+
+def test_a_text_sent_again_is_parsed_and_validated_once() -> None:
+    documents = Documents(chars=1000)
+    validations: list[int] = []
+
+    def validate() -> list[GraphQLError]:
+        validations.append(1)
+        return []
+
+    first = documents.parsed(QUERY, {})
+    assert documents.parsed(QUERY, {}) is first
+    assert documents.validated(QUERY, first, validate) == []
+    assert documents.validated(QUERY, first, validate) == []
+    assert len(validations) == 1
+
+
+def test_what_is_kept_is_bounded_by_the_texts_length() -> None:
+    documents = Documents(chars=1000)
+    for spaces in range(200):  # the same query with a run of spaces each time: 200 texts
+        documents.parsed("{ viewer { name }" + " " * spaces + "}", {})
+        assert documents.kept_chars <= 1000
+    assert 0 < len(documents) < 200
+    # the most recent texts stay
+    assert documents.parsed("{ viewer { name }" + " " * 199 + "}", {}) is documents.parsed(
+        "{ viewer { name }" + " " * 199 + "}", {}
+    )
+
+
+def test_a_text_longer_than_the_bound_is_never_kept() -> None:
+    documents = Documents(chars=10)
+    validations: list[int] = []
+
+    def validate() -> list[GraphQLError]:
+        validations.append(1)
+        return []
+
+    first = documents.parsed(QUERY, {})
+    assert documents.parsed(QUERY, {}) is not first
+    assert len(documents) == 0
+    documents.validated(QUERY, first, validate)
+    documents.validated(QUERY, first, validate)
+    assert len(validations) == 2
