@@ -11,19 +11,25 @@ from schema.documents import Documents
 QUERY = "{ viewer { name } }"
 
 
-def test_a_text_sent_again_is_parsed_and_validated_once() -> None:
-    documents = Documents(chars=1000)
-    validations: list[int] = []
+class Counted:
+    """A validation that finds nothing, counting its runs."""
 
-    def validate() -> list[GraphQLError]:
-        validations.append(1)
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def __call__(self) -> list[GraphQLError]:
+        self.runs += 1
         return []
 
+
+def test_a_text_sent_again_is_parsed_and_validated_once() -> None:
+    documents = Documents(chars=1000)
+    validate = Counted()
     first = documents.parsed(QUERY, {})
     assert documents.parsed(QUERY, {}) is first
     assert documents.validated(QUERY, first, validate) == []
     assert documents.validated(QUERY, first, validate) == []
-    assert len(validations) == 1
+    assert validate.runs == 1
 
 
 def test_what_is_kept_is_bounded_by_the_texts_length() -> None:
@@ -40,15 +46,10 @@ def test_what_is_kept_is_bounded_by_the_texts_length() -> None:
 
 def test_a_text_longer_than_the_bound_is_never_kept() -> None:
     documents = Documents(chars=10)
-    validations: list[int] = []
-
-    def validate() -> list[GraphQLError]:
-        validations.append(1)
-        return []
-
+    validate = Counted()
     first = documents.parsed(QUERY, {})
     assert documents.parsed(QUERY, {}) is not first
     assert len(documents) == 0
     documents.validated(QUERY, first, validate)
     documents.validated(QUERY, first, validate)
-    assert len(validations) == 2
+    assert validate.runs == 2
