@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.accounts import hash_key
+from data.engine import lift_statement_budget
 from data.staging import OWNER, STAGE
 
 
@@ -176,14 +177,11 @@ ANALYZE_THRESHOLD = 50
 ANALYZE_SCALE_FACTOR = 0.1
 
 
-async def analyze_changed(conn: AsyncConnection, changed: dict[str, int]) -> list[str]:
-    """ANALYZE, in the import's transaction, each table the file changed by as many rows as
-    autovacuum waits for (50 and a tenth of the rows the statistics last counted; a table
-    never analyzed, always). Autovacuum would do it a minute after the commit; the account's
-    first comparisons and the fit after the commit would plan without it meanwhile (issue
-    #39: a 25k-passage import's first lookups took 393 ms, 115 ms with the statistics).
-    Returns the tables analyzed."""
-    analyzed = []
+async def stale_tables(conn: AsyncConnection, changed: dict[str, int]) -> list[str]:
+    """The tables a file changed by as many rows as autovacuum waits for before it analyzes
+    one (50 and a tenth of the rows the statistics last counted; a table never counted,
+    always): their statistics are to be refreshed once the file commits (`analyze`)."""
+    stale = []
     for kind, rows in changed.items():
         table = _TARGET[kind].name
         counted = (
@@ -193,9 +191,18 @@ async def analyze_changed(conn: AsyncConnection, changed: dict[str, int]) -> lis
             )
         ).scalar_one()
         if rows and (counted < 0 or rows >= ANALYZE_THRESHOLD + ANALYZE_SCALE_FACTOR * counted):
-            await conn.execute(sa.text(f"ANALYZE {table}"))
-            analyzed.append(table)
-    return analyzed
+            stale.append(table)
+    return stale
+
+
+async def analyze(conn: AsyncConnection, tables: Sequence[str]) -> None:
+    """ANALYZE the tables now rather than a minute later by autovacuum, so that an account's
+    first comparisons, and the fit after an import, plan with statistics (issue #39: a
+    25k-passage import's first lookups took 393 ms, 115 ms with them). SKIP_LOCKED: a table
+    another ANALYZE or a concurrent index build holds is left to autovacuum, not waited for."""
+    if tables:
+        await lift_statement_budget(conn)
+        await conn.execute(sa.text(f"ANALYZE (SKIP_LOCKED) {', '.join(tables)}"))
 
 
 async def export_accounts(conn: AsyncConnection) -> list[tuple[Any, Any | None, list[str]]]:

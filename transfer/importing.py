@@ -55,7 +55,7 @@ class Imported:
     lines: dict[str, int] = field(default_factory=lambda: dict.fromkeys(("account", *KINDS), 0))
     changed: dict[str, int] = field(default_factory=dict)
     indexes: list[str] = field(default_factory=list)
-    # the tables whose statistics the file's transaction refreshed (ANALYZE)
+    # the tables whose statistics are refreshed after the file commits (ANALYZE)
     analyzed: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     # own indexes dropped in the file's transaction, built again after it commits
@@ -132,6 +132,7 @@ async def import_file(
                 bar,
                 rebuild=rebuild,
             )
+    await _analyze_after_commit(engine, imported)
     await _rebuild(engine, imported)
     await _fit_after_commit(engine, imported)
     if account_index_min_chunks is not None:
@@ -156,7 +157,8 @@ async def import_lines(
     file_format: str = "jsonl",
     account_id: UUID | None = None,
 ) -> Imported:
-    """import_file over lines in memory, in the caller's transaction."""
+    """import_file over lines in memory, in the caller's transaction; the tables to analyze
+    after its commit are named in `analyzed` (data/import_rows.analyze), not analyzed here."""
     errors = ErrorLog(label)
     numbered = (
         (n, line.encode() if isinstance(line, str) else line)
@@ -196,7 +198,7 @@ async def _import(
         plan = await plan_own_indexes(conn, account_index_min_chunks, incoming, rebuild)
     for kind in KINDS:
         run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
-    run.imported.analyzed = await import_rows.analyze_changed(conn, run.imported.changed)
+    run.imported.analyzed = await import_rows.stale_tables(conn, run.imported.changed)
     run.phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)
@@ -213,6 +215,23 @@ async def _import(
     run.imported.tailed = list(plan.tails)
     run.phase("index", "done")
     return run.imported
+
+
+async def _analyze_after_commit(engine: AsyncEngine, imported: Imported) -> None:
+    """The statistics of the tables the file changed much, refreshed now that it has
+    committed (before the fit, whose exact scans plan with them), in a transaction of their
+    own: inside the file's, ANALYZE's lock would wait on an index build running concurrently,
+    which waits on the file. A failure leaves them to autovacuum; the file stands."""
+    if not imported.analyzed:
+        return
+    started = time.perf_counter()
+    try:
+        async with engine.begin() as conn:
+            await import_rows.analyze(conn, imported.analyzed)
+    except DBAPIError as exc:
+        log.warning("analyze_failed", tables=imported.analyzed, error=str(exc))
+        imported.analyzed = []
+    imported.seconds["analyze"] = round(time.perf_counter() - started, 3)
 
 
 async def _rebuild(engine: AsyncEngine, imported: Imported) -> None:

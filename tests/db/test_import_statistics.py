@@ -1,10 +1,12 @@
 """An import refreshes the statistics of the tables it changed by as many rows as autovacuum
-waits for (data/import_rows.analyze_changed), in its own transaction: the account's first
-comparisons and the fit after the commit plan with them, not a minute later. A small file
-into a large table leaves them to autovacuum."""
+waits for (data/import_rows.stale_tables), right after its commit: the account's first
+comparisons and the fit plan with them, not a minute later. A small file into a large table
+leaves them to autovacuum, and so does a table another transaction holds: the import never
+waits for it."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -39,7 +41,7 @@ async def counted(engine: AsyncEngine, table: str) -> float:
         )
 
 
-async def test_a_large_file_is_analyzed_in_its_transaction(
+async def test_a_large_file_is_analyzed_after_its_commit(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
     world = World()
@@ -65,3 +67,34 @@ async def test_a_small_file_into_a_large_table_is_left_to_autovacuum(
     imported = await import_file(engine, account_file(world, tmp_path, "globex", 2, 10))
     assert "session_chunks" not in imported.analyzed
     assert await counted(engine, "session_chunks") == 120
+
+
+async def last_analyzed(engine: AsyncEngine) -> dict[str, object]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.text(
+                "SELECT relname, last_analyze FROM pg_stat_user_tables "
+                "WHERE relname IN ('session_chunks', 'runtime_sessions')"
+            )
+        )
+        return {row.relname: row.last_analyze for row in rows}
+
+
+async def test_a_table_another_transaction_holds_is_skipped_not_waited_for(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A concurrent index build holds the table's SHARE UPDATE EXCLUSIVE lock for minutes, as
+    ANALYZE would; the import commits and goes on (SKIP_LOCKED), autovacuum analyzes later."""
+    world = World()
+    await import_file(engine, account_file(world, tmp_path, "acme", 1, 2))  # the model known
+    before = await last_analyzed(engine)
+    path = account_file(world, tmp_path, "globex", 12, 10)
+    async with engine.connect() as holder:
+        await holder.execute(sa.text("BEGIN"))
+        await holder.execute(sa.text("LOCK TABLE session_chunks IN SHARE UPDATE EXCLUSIVE MODE"))
+        imported = await asyncio.wait_for(import_file(engine, path), timeout=60)
+        await holder.execute(sa.text("ROLLBACK"))
+    assert imported.lines["chunk"] == 120
+    assert "session_chunks" in imported.analyzed  # asked for (120 rows into 2)
+    after = await last_analyzed(engine)
+    assert after["session_chunks"] == before["session_chunks"]  # and skipped: held elsewhere
