@@ -1,0 +1,106 @@
+"""The REST routes' JSON, byte for byte, against answers recorded on the demo corpus: the
+compatibility routes keep their shape whatever the answer model behind them becomes.
+
+Recorded once with `SIMILAR_SESSIONS_RECORD_REST=1 pytest tests/db/test_rest_recorded.py`
+(the file tests/db/recorded/rest_answers.json); a change of the REST shape is a change of that
+file, seen in review. What varies from run to run is normalised: the time an answer took and a
+cursor's bytes (signed with the database's secret) are replaced by a marker, and so is every
+time, once its format is checked: the demo is loaded at the start of today, so that a window
+counted back from now holds its sessions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import UTC, datetime, time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from indexer import demo
+from indexer.commands import load_demo
+from indexer.embedders import Registry
+from indexer.passes import IndexerConfig
+
+RECORDED = Path(__file__).parent / "recorded" / "rest_answers.json"
+RECORD = os.environ.get("SIMILAR_SESSIONS_RECORD_REST") == "1"
+AUTH = {"Authorization": f"Bearer {demo.DEMO_API_KEY}"}
+LOADED_AT = datetime.combine(datetime.now(UTC).date(), time(), UTC)
+# A time as the REST routes write it: ISO 8601 in UTC, microseconds when there are any.
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?\+00:00$")
+LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d\d-\d\dT")
+SIMILAR = "/api/v1/runtime-sessions/{}/similar"
+VARYING = {"elapsed_ms", "next_cursor", "as_of"}
+
+# (name, path, query parameters): every route, its arguments, and its refusals.
+REQUESTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("similar", SIMILAR.format(demo.session_id(0, 0)), {"limit": 3}),
+    (
+        "similar-matches",
+        SIMILAR.format(demo.session_id(7, 1)),
+        {"limit": 2, "max_matches_per_session": 3},
+    ),
+    (
+        "similar-no-text",
+        SIMILAR.format(demo.session_id(12, 2)),
+        {"limit": 2, "include_match_text": "false"},
+    ),
+    ("similar-window", SIMILAR.format(demo.session_id(3, 0)), {"limit": 2, "window_days": 10}),
+    ("similar-missing", SIMILAR.format("00000000-0000-4000-8000-000000000000"), {}),
+    ("similar-bad-id", SIMILAR.format("nope"), {}),
+    ("similar-bad-limit", SIMILAR.format(demo.session_id(0, 0)), {"limit": "many"}),
+    ("search", "/api/v1/runtime-sessions/search", {"q": "change my flight to a later date"}),
+    (
+        "search-page",
+        "/api/v1/runtime-sessions/search",
+        {"q": "cancel the reservation and refund", "limit": 2, "max_matches_per_session": 1},
+    ),
+    ("search-empty", "/api/v1/runtime-sessions/search", {"q": ""}),
+    (
+        "failure-modes",
+        "/api/v1/runtime-sessions/failure-modes",
+        {"window_days": 61, "limit": 3},
+    ),
+    ("failure-modes-bad", "/api/v1/runtime-sessions/failure-modes", {"window_days": "a week"}),
+)
+
+
+def normalised(value: Any) -> Any:
+    """The answer less what varies between runs of the same request on the same data."""
+    if isinstance(value, dict):
+        return {k: "<varies>" if k in VARYING else normalised(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalised(v) for v in value]
+    if isinstance(value, str) and LOOKS_LIKE_TIME.match(value):
+        assert TIME.match(value), f"a time not written as the routes write times: {value!r}"
+        return "<time>"
+    return value
+
+
+async def answers(client: httpx.AsyncClient) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, path, params in REQUESTS:
+        response = await client.get(path, params=params, headers=AUTH)
+        out[name] = {"status": response.status_code, "body": normalised(response.json())}
+    return out
+
+
+async def test_rest_answers_are_the_recorded_ones(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    await load_demo(engine, IndexerConfig(progress=False), Registry(), now=LOADED_AT)
+    got = await answers(client)
+    if RECORD:
+        RECORDED.parent.mkdir(exist_ok=True)
+        RECORDED.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    recorded = json.loads(RECORDED.read_text("utf-8"))
+    assert list(got) == list(recorded)
+    for name in recorded:
+        assert got[name] == recorded[name], f"the REST answer to {name!r} changed"
+        assert json.dumps(got[name]) == json.dumps(recorded[name]), f"{name!r}: keys reordered"
+    assert all(got[n]["status"] == 200 for n in ("similar", "search", "failure-modes"))
+    assert got["similar"]["body"]["results"], "the demo's first session has neighbours"
+    assert got["failure-modes"]["body"]["groups"], "the demo's failed sessions group"
