@@ -1,13 +1,20 @@
-"""The process's heap under glibc: how many malloc arenas its threads share, and giving back
-what a large pass freed (issue #37).
+"""The process's heap under glibc: how many malloc arenas its threads share, from what size a
+block is mapped on its own, and giving back what a large pass freed (issue #37).
 
-glibc gives each thread that allocates while another holds an arena an arena of its own, up
-to 8 per core. The comparisons' and the failure modes' CPU work runs in worker threads
-(asyncio.to_thread), so their freed memory stays spread over many arenas that malloc_trim
-cannot empty: after six keys' failure-modes load (bench.fairness's case, in process) the
-process kept 117 MB more than before, against 48 MB with 2 arenas. `similar-sessions serve`
-therefore limits the arenas to ARENAS, unless the operator set MALLOC_ARENA_MAX (glibc's own
-variable, read by every worker process at its start). Elsewhere than glibc, nothing is done."""
+- Arenas. glibc gives each thread that allocates while another holds an arena an arena of
+  its own, up to 8 per core. The comparisons' and the failure modes' CPU work runs in worker
+  threads (asyncio.to_thread), so their freed memory stays spread over many arenas that
+  malloc_trim cannot empty: after six keys' failure-modes load (bench.fairness's case, in
+  process) the process kept 117 MB more than before, against 48 MB with 2 arenas.
+- The mmap threshold. glibc maps a block of 128 KiB or more on its own, and gives it back
+  when freed, but each such free raises the threshold (up to 32 MiB): after the first large
+  pass, the next passes' arrays land inside the arenas, where a few live blocks between them
+  pin the freed pages. Held at MMAP_THRESHOLD, the same load kept 25 MB instead of 47 (a
+  server of 136 MB, in process).
+
+`similar-sessions serve` sets both (mallopt for itself; glibc's variable for the worker
+processes it starts, which read it at their start), unless the operator set that variable or
+the same glibc tunable. Elsewhere than glibc, nothing is done."""
 
 from __future__ import annotations
 
@@ -17,8 +24,12 @@ import os
 from collections.abc import MutableMapping
 
 ARENAS = 2  # one per core of the machine this was measured on; fewer contend on malloc's lock
-ARENA_VARIABLE = "MALLOC_ARENA_MAX"
-M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
+MMAP_THRESHOLD = 1 << 20  # 128 KiB to 1 MiB kept the same; the larger maps less often
+# Each setting: glibc's variable, its tunable in GLIBC_TUNABLES, mallopt's parameter (malloc.h).
+SETTINGS = {
+    "MALLOC_ARENA_MAX": ("glibc.malloc.arena_max", -8, ARENAS),
+    "MALLOC_MMAP_THRESHOLD_": ("glibc.malloc.mmap_threshold", -3, MMAP_THRESHOLD),
+}
 
 _NAME = ctypes.util.find_library("c")
 _LIBC = ctypes.CDLL(_NAME) if _NAME else None
@@ -33,12 +44,18 @@ def trim() -> None:
         _TRIM(0)
 
 
-def limit_arenas(environ: MutableMapping[str, str] = os.environ) -> int | None:
-    """At most ARENAS malloc arenas for this process (mallopt) and the processes it starts
-    (the variable, which glibc reads at their start); the operator's MALLOC_ARENA_MAX, when
-    set, is left as it is. The limit set, or None (the operator's, or not glibc)."""
-    if ARENA_VARIABLE in environ or _MALLOPT is None:
-        return None
-    environ[ARENA_VARIABLE] = str(ARENAS)
-    _MALLOPT(M_ARENA_MAX, ARENAS)
-    return ARENAS
+def tune(environ: MutableMapping[str, str] = os.environ) -> dict[str, int]:
+    """The arenas and the mmap threshold set for this process (mallopt) and the processes it
+    starts (the variable); a setting the operator made, by its variable or its tunable, is
+    left as it is. What was set, by variable (nothing elsewhere than glibc)."""
+    if _MALLOPT is None:
+        return {}
+    tunables = environ.get("GLIBC_TUNABLES", "")
+    done = {}
+    for variable, (tunable, parameter, value) in SETTINGS.items():
+        if variable in environ or tunable in tunables:
+            continue
+        environ[variable] = str(value)
+        _MALLOPT(parameter, value)
+        done[variable] = value
+    return done

@@ -14,7 +14,7 @@ from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
-from resolvers.heap import limit_arenas
+from resolvers.heap import tune as tune_heap
 
 APP_FACTORY = "similar_sessions.app:create_app"  # called with no arguments: settings from env
 
@@ -59,7 +59,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> int:
     from uvicorn.supervisors import Multiprocess
 
     sock = bind(host, port)
-    limit_arenas()  # before the server's threads allocate (resolvers/heap.py)
+    tune_heap()  # before the server's threads allocate (resolvers/heap.py)
     url = resolve_url(settings.database_url, settings.data_dir)  # starts the embedded server
     os.environ["DATABASE_URL"] = url  # the workers open this database and start no server
     asyncio.run(_migrate(url, settings))

@@ -1,5 +1,5 @@
-"""The server's malloc arenas: limited to ARENAS for itself and the workers it starts, unless
-the operator set MALLOC_ARENA_MAX; the heap given back after a large pass."""
+"""The server's heap: the malloc arenas and the mmap threshold set for it and the workers it
+starts, unless the operator set them; the heap given back after a large pass."""
 
 from __future__ import annotations
 
@@ -9,31 +9,46 @@ import pytest
 
 from resolvers import heap
 
+ARENAS = "MALLOC_ARENA_MAX"
+THRESHOLD = "MALLOC_MMAP_THRESHOLD_"
 
-def test_the_arenas_are_limited_for_the_process_and_its_workers(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+
+@pytest.fixture
+def mallopt(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     calls: list[tuple[Any, ...]] = []
     monkeypatch.setattr(heap, "_MALLOPT", lambda *args: calls.append(args))
+    return calls
+
+
+def test_both_are_set_for_the_process_and_its_workers(mallopt: list[tuple[Any, ...]]) -> None:
     environ: dict[str, str] = {}
-    assert heap.limit_arenas(environ) == heap.ARENAS
-    assert environ == {"MALLOC_ARENA_MAX": str(heap.ARENAS)}  # read by each worker at start
-    assert calls == [(heap.M_ARENA_MAX, heap.ARENAS)]
+    assert heap.tune(environ) == {ARENAS: heap.ARENAS, THRESHOLD: heap.MMAP_THRESHOLD}
+    # read by each worker at its start
+    assert environ == {ARENAS: str(heap.ARENAS), THRESHOLD: str(heap.MMAP_THRESHOLD)}
+    assert mallopt == [
+        (-8, heap.ARENAS),
+        (-3, heap.MMAP_THRESHOLD),
+    ]  # M_ARENA_MAX, M_MMAP_THRESHOLD
 
 
-def test_the_operators_setting_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(heap, "_MALLOPT", lambda *args: calls.append(args))
-    environ = {"MALLOC_ARENA_MAX": "8"}
-    assert heap.limit_arenas(environ) is None
-    assert environ == {"MALLOC_ARENA_MAX": "8"}
-    assert calls == []
+def test_the_operators_variable_is_left_as_it_is(mallopt: list[tuple[Any, ...]]) -> None:
+    environ = {ARENAS: "8"}
+    assert heap.tune(environ) == {THRESHOLD: heap.MMAP_THRESHOLD}
+    assert environ[ARENAS] == "8"
+    assert mallopt == [(-3, heap.MMAP_THRESHOLD)]
+
+
+def test_the_operators_tunable_is_left_as_it_is(mallopt: list[tuple[Any, ...]]) -> None:
+    environ = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}
+    assert heap.tune(environ) == {ARENAS: heap.ARENAS}
+    assert THRESHOLD not in environ
+    assert mallopt == [(-8, heap.ARENAS)]
 
 
 def test_without_glibc_nothing_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "_MALLOPT", None)
     monkeypatch.setattr(heap, "_TRIM", None)
     environ: dict[str, str] = {}
-    assert heap.limit_arenas(environ) is None
+    assert heap.tune(environ) == {}
     assert environ == {}
     heap.trim()  # no error
