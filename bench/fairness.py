@@ -21,7 +21,7 @@ Each case measures the light client idle, then beside the load, then after a set
 
 Prints, per case: the light client's p50 / p95 idle and under load and their ratios, its
 refusals, what the loud account was answered, and the server's RSS before, at its peak and
-after. Writes bench/results/fairness.md. Loopback only."""
+after. Writes bench/results/fairness-100k.md. Loopback only."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from bench.common.paths import RESULTS
+from bench.common.paths import result
 from bench.common.serving import serve
 from bench.common.timing import p50, pct
 from bench.latency.database import prepare
@@ -51,7 +51,7 @@ from data.import_rows import add_api_keys
 from data.server import resolve_url
 
 SERVER_LOG = Path("/tmp/bench-fairness-server.log")
-OUT = RESULTS / "fairness.md"
+OUT = result("fairness", "100k")  # the failure modes' 100k-chunk world
 FAILED = 500
 KEYS = 6
 LIGHT_EVERY_S = 0.5

@@ -1,6 +1,7 @@
 """The benchmark: `python -m bench.run --size 100k` (or 1m). Loads (or reuses) the corpus
 in database bench_<size> on the embedded server, measures side by side in one run, and
-writes bench/results/perf-<size>.md. Never part of the test run."""
+writes bench/results/perf-<size>.md (perf-loops-<size>.md, perf-tail-<size>.md and
+perf-clustered.md for --loops, --tail and --clustered). Never part of the test run."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import httpx
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common.paths import RESULTS
+from bench.common.paths import RESULTS, result
 from bench.latency.accounts import InProcess, account_figures, table
 from bench.latency.corpus import IDENTITY, Account, Corpus
 from bench.latency.crossover import crossover
@@ -94,7 +95,7 @@ async def run(args: argparse.Namespace) -> None:
             await engine.dispose()
             await comparisons.dispose()
         report.say_targets()
-        report.write(RESULTS / f"perf-{args.size}-tail.md")
+        report.write(result("perf-tail", args.size))
         return
     log_path = RESULTS / f"server-{args.size}.log"
     proc, base = start_server(url, report.tuning, log_path)
@@ -136,7 +137,7 @@ async def clustered_only(args: argparse.Namespace, report: Report, server: str) 
         "`similar_sessions_widened`, `similar_sessions_verified` and `exact_check` lines in "
         "server-clustered.log and server-labelled.log)."
     )
-    report.write(RESULTS / "perf-clustered.md")
+    report.write(result("perf", "clustered"))
 
 
 def models_of(args: argparse.Namespace) -> list[str]:
@@ -223,8 +224,7 @@ def finish(args: argparse.Namespace, report: Report, log_path: Path) -> None:
     report.say()
     report.say_targets()
     report.say(f"Every request's path is logged (`similar_sessions` lines in {log_path.name}).")
-    suffix = "-loops" if args.loops else ""
-    report.write(RESULTS / f"perf-{args.size}{suffix}.md")
+    report.write(result("perf-loops" if args.loops else "perf", args.size))
 
 
 def tuning_of(args: argparse.Namespace) -> Tuning:
@@ -264,7 +264,7 @@ def main() -> None:
         "--tail",
         action="store_true",
         help="only the largest account by ef_search 100/200/400: p95 and its cause, lists "
-        "against the exact path, a page of 50 (bench/results/perf-<size>-tail.md)",
+        "against the exact path, a page of 50 (bench/results/perf-tail-<size>.md)",
     )
     parser.add_argument(
         "--clustered",

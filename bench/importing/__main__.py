@@ -3,7 +3,8 @@ account's sessions and chunks as an import file (and the same chunk rows as a CO
 file), then measures side by side on the same server, each in a fresh database: the floor
 (a raw COPY of the rows into a bare table, then one CREATE INDEX USING hnsw) and the product
 (`similar-sessions import FILE` with default settings, its wall time and peak memory).
-Writes bench/results/import-<chunks>.md. Never part of the test run."""
+Writes bench/results/import-<size>.md (import-60k.md, import-1m.md; import-rebuilds-<size>.md
+when the imports rebuild the own index). Never part of the test run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.common.databases import drop, recreate
-from bench.common.paths import RESULTS
+from bench.common.paths import result, size_name
 from bench.importing.corpus import write_files
 from bench.importing.floor import ServerCpu, floor
 from bench.importing.report import report
@@ -86,7 +87,7 @@ def main() -> None:
             asyncio.run(drop(server_url, product_db))
             shutil.rmtree(args.dir, ignore_errors=True)
     text = report(args, size, base, runs)
-    out = RESULTS / f"import-{args.chunks}{'-rebuilds' if args.rebuilds else ''}.md"
+    out = result("import-rebuilds" if args.rebuilds else "import", size_name(args.chunks))
     out.write_text(text, encoding="utf-8")
     print(text)
     print(f"written to {out}")

@@ -30,7 +30,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench.common.paths import RESULTS
+from bench.common.paths import result
 from bench.common.timing import p50, pct
 from bench.latency.corpus import Account, Corpus
 from bench.latency.database import prepare
@@ -44,7 +44,7 @@ DATABASE = "fm_100k"
 FAILURES_CHUNKS, FAILURES_LONGEST = 25_000, 40
 SIZES = (100, 200, 500, 1000)
 WINDOW_DAYS = 150
-OUT = RESULTS / "failure-modes-100k.md"
+OUT = result("failure-modes", "100k")
 QUERY = """query($w: Int!, $after: String) {
   failureModes(windowDays: $w, limit: 10, after: $after) {
   sessions compared groupCount asOf endCursor degraded { reasons }

@@ -31,12 +31,11 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from bench.common.databases import libpq, recreate
-from bench.common.paths import ROOT
+from bench.common.paths import result, size_name
 from bench.common.synthetic import DIMS, unit_rows
 from config.settings import Settings
 from data.server import resolve_url
 
-OUT = ROOT / "bench" / "results" / "index-kinds.md"
 NOISE = 0.9
 CHUNKS_PER_TOPIC = 83
 PER_PROBE, OVERFETCH, EF_SEARCH, PAGE_LOOKUPS = 25, 100, 400, 400
@@ -221,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--kinds", default=",".join(k.key for k in KINDS))
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--out", help="bench/results/index-kinds-<size>.md (100k, 1m)")
     opts = parser.parse_args(argv)
     asked = opts.kinds.split(",")
     kinds = [k for k in KINDS if k.key in asked]
@@ -237,8 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         + "\n"
     )
     print(text)
-    with open(opts.out, "w", encoding="utf-8") as out:
-        out.write(text)
+    out = opts.out or result("index-kinds", size_name(opts.size))
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(text)
     return 0
 
 

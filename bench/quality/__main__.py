@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.common.paths import RESULTS
+from bench.common.paths import BOTH, result
 from bench.quality.labelled import CORPORA
 from bench.quality.pipeline import MODELS, measure
 from bench.quality.rankings import keep, stored
@@ -28,7 +28,7 @@ from bench.quality.report import publish, report
 from config.logs import configure_logging
 from config.settings import Settings
 
-OUT = RESULTS / "quality.md"
+OUT = result("quality", BOTH)  # the report holds every corpus kept
 
 
 async def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 bench/quality/simulate.py (no database) for the default and for one change at a time, scored
 on all tasks and on each half of them (a split by task, so a gain on one half only shows).
 
-    python -m bench.quality.ablation [--out bench/results/ablation.md]"""
+    python -m bench.quality.ablation [--out bench/results/ablation-both.md]"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from bench.common.paths import RESULTS
+from bench.common.paths import BOTH, result
 from bench.quality import simulate
 from bench.quality.labelled import CORPORA, Corpus
 from bench.quality.scoring import score, task_half
@@ -21,7 +21,7 @@ from indexer.embedders import Embedder
 from indexer.lexical import LexicalEmbedder
 from resolvers.rules.calibration import CONTRACT_CUTS
 
-OUT = RESULTS / "ablation.md"
+OUT = result("ablation", BOTH)
 # name, policy, fitted, skip rule, template_min_sessions
 Variant = tuple[str, ChunkPolicy, bool, simulate.SkipRule, int]
 

@@ -14,7 +14,8 @@ is printed beside the rule it replaced (connected components of the links at rel
 closer), both over the same comparison of the window's sessions. Purity: of all grouped
 sessions, the share that share their group's majority task. Completeness: of all sessions, the
 share in the group holding most of their task's sessions. ARI and V-measure against the tasks
-are scikit-learn's. Writes bench/results/failure-modes-quality.md."""
+are scikit-learn's. Writes bench/results/failure-modes-quality-<corpus>.md (`both` for
+`--corpus all`)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from uuid import UUID
 from sklearn.metrics import adjusted_rand_score, v_measure_score
 
 from bench.common.databases import recreate
-from bench.common.paths import RESULTS
+from bench.common.paths import corpus_name, result
 from bench.quality import served
 from bench.quality.labelled import CORPORA, Corpus, records
 from bench.quality.pipeline import MODELS, registry
@@ -54,7 +55,6 @@ from resolvers.services import Services
 from resolvers.tuning import Tuning
 from transfer.importing import import_lines
 
-OUT = RESULTS / "failure-modes-quality.md"
 WINDOW_DAYS, SPREAD_DAYS = 30, 28
 
 
@@ -246,7 +246,7 @@ async def main(argv: list[str] | None = None) -> int:
             rows.append({"corpus": name, "marked": marked, **row})
             print(rows[-1], file=sys.stderr)
     text = report(rows)
-    OUT.write_text(text, encoding="utf-8")
+    result("failure-modes-quality", corpus_name(opts.corpus)).write_text(text, encoding="utf-8")
     print(text)
     return 0
 

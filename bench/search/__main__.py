@@ -4,6 +4,8 @@ whole-session BM25 on the same sessions, over the description sets of bench/sear
 
     python -m bench.search [--corpus all|tau-bench|coding-agents] [--no-dense] [--out FILE]
 
+Writes bench/results/search-<corpus>.md (search-both.md for `--corpus all`) unless `--out` says.
+
 Each corpus gets a fresh database `ss_search_<corpus>[_dense]` on the server the CLI uses,
 imported as plain activity and indexed by the product (the fitted lexical model, and
 all-MiniLM-L6-v2 beside it as the dense model, its vectors cached in bench/.cache)."""
@@ -17,7 +19,7 @@ import statistics
 import sys
 from collections.abc import Sequence
 
-from bench.common.paths import ROOT
+from bench.common.paths import corpus_name, result
 from bench.quality import labelled
 from bench.search import metrics
 from bench.search.baselines import BM25_ROW, bm25_rankings, relevant_sets, table
@@ -28,7 +30,6 @@ from config.logs import configure_logging
 from config.settings import Settings
 from resolvers.comparison.legs import Leg
 
-OUT = ROOT / "bench" / "results" / "search.md"
 Row = tuple[str, str, metrics.Figures]
 # The other way the issue left open: the fitted lexical model's own vectors (IDF-weighted,
 # L2-normalised passages) against the text embedded by the same fit.
@@ -88,14 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", choices=["all", *labelled.CORPORA], default="all")
     parser.add_argument("--no-dense", action="store_true", help="the lexical leg only")
     parser.add_argument("--reuse", action="store_true", help="the databases a run before left")
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--out", help="bench/results/search-<corpus>.md (`both` for all)")
     opts = parser.parse_args(argv)
     names = list(labelled.CORPORA) if opts.corpus == "all" else [opts.corpus]
     rows, notes = asyncio.run(run(names, not opts.no_dense, opts.reuse))
     text = "\n".join([table(rows), "", *[f"- {n}" for n in notes], ""])
     print(text)
-    with open(opts.out, "w", encoding="utf-8") as out:
-        out.write(HEADER + text)
+    out = opts.out or result("search", corpus_name(opts.corpus))
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(HEADER + text)
     return 0
 
 

@@ -7,7 +7,8 @@ first 25 words (what the product's passages keep).
 
     python -m bench.search.views [--corpus tau-bench|coding-agents] [--out FILE]
 
-It reuses the database a `python -m bench.search` run left (`ss_search_<corpus>_dense`)."""
+It reuses the database a `python -m bench.search` run left (`ss_search_<corpus>_dense`), and
+writes bench/results/search-views-<corpus>.md."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from bench.common.paths import ROOT
+from bench.common.paths import result
 from bench.quality import labelled
 from bench.quality.vector_cache import cached_minilm
 from bench.search import metrics, product
@@ -28,7 +29,6 @@ from config.logs import configure_logging
 from config.settings import Settings
 from resolvers.comparison.legs import Leg
 
-OUT = ROOT / "bench" / "results" / "search-views.md"
 DEPTH = 50  # each leg's sessions fused (the product's page is cut to ten after fusion)
 # (label, words a tool result keeps; None: every word, 0: left out)
 VIEWS: list[tuple[str, int | None]] = [
@@ -95,22 +95,23 @@ async def measure(name: str) -> list[Row]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.search.views", description=__doc__)
     parser.add_argument("--corpus", choices=list(labelled.CORPORA), default="tau-bench")
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--out", help="bench/results/search-views-<corpus>.md")
     opts = parser.parse_args(argv)
     configure_logging("WARNING")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     rows = asyncio.run(measure(opts.corpus))
     text = table(rows)
     print(text)
-    with open(opts.out, "w", encoding="utf-8") as out:
-        out.write(HEADER + text + "\n")
+    out = opts.out or result("search-views", opts.corpus)
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(HEADER + text + "\n")
     return 0
 
 
 HEADER = """# Search by description: a session-level dense view
 
 `python -m bench.search.views` (see its docstring). Relevant = a session of the description's
-task; hit@5, P@5, MRR@10 as in [`search.md`](search.md). Each leg's first 50 sessions are
+task; hit@5, P@5, MRR@10 as in [`search-both.md`](search-both.md). Each leg's first 50 sessions are
 fused.
 
 """
