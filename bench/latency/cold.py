@@ -44,7 +44,7 @@ from bench.latency.buffers import PARTS, autovacuuming, evict_buffers, in_buffer
 from bench.latency.cold_in_process import WARM_ROUNDS, InProcessCold, in_process
 from bench.latency.corpus import Account, write_import_file
 from bench.latency.database import create_accounts
-from bench.latency.phase_times import PHASES, mean_ms
+from bench.latency.phase_times import PHASES, checks_run, mean_ms
 from bench.latency.real_vectors import EXACT_FORCED, Measured, World
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
@@ -297,12 +297,11 @@ def say(report: Report, fig: Measured, rounds: list[Round], m: InProcessCold) ->
         ("cold", m.cold, cold_total, m.cold_misses),
         ("warm", m.warm, warm_total, m.warm_misses),
     ]:
-        checks = sum(t.field_sum("exact_check", "started") for t in tallies)
-        widened = sum(1 for t in tallies if t.count("similar_sessions_widened"))
+        widened = sum(1 for t in tallies if t.widened)
         report.say(
             f"| {name} | {p50(totals):.1f} | {statistics.fmean(totals):.1f} "
             + "".join(f"| {mean_ms(tallies, p):.1f} " for p in PHASES)
-            + f"| {checks} of {len(tallies)} | {widened} of {len(tallies)} "
+            + f"| {checks_run(tallies)} | {widened} of {len(tallies)} "
             f"| {' / '.join(str(misses.get(p, 0)) for p in PARTS)} |"
         )
     report.say()

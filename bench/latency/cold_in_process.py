@@ -15,7 +15,7 @@ from bench.common.timing import clocked
 from bench.latency.accounts import InProcess
 from bench.latency.buffers import PARTS, evict_buffers, in_buffers
 from bench.latency.first_statement import explained, first_statements
-from bench.latency.phase_times import Tally, tallied, wrapped
+from bench.latency.phase_times import Tally, tallied, traced
 from bench.latency.real_vectors import Measured, World, compare
 from bench.latency.report import Report
 from data.account_indexes import MARKS
@@ -51,7 +51,7 @@ async def in_process(
     fresh = InProcess(make_engine(world.url, pool_size=2, comparison=settings), ModelCatalog())
     MARKS.forget(account)
     try:
-        with wrapped(), first_statements() as captured:
+        with traced(), first_statements() as captured:
             before = await in_buffers(engine)
             for s in fig.picked:
                 out.cold.append((await tallied(_one(fresh, account, s, report)))[0])

@@ -1,65 +1,109 @@
-"""Where a comparison's time goes, measured in the bench process without touching the
-product: the data layer's calls a comparison makes are wrapped and timed, as the tests
-monkeypatch them (the first statement's lookups, the wider retry, the exact check in its
-savepoint, the second statement, the pure ranking), and the lines the comparison logs at
-INFO are counted; each first lookup's window is judged as `vouches_for` judges it, so the
-reasons a check ran can be counted too."""
+"""Where a comparison's time goes, read from the spans the product emits for it
+(resolvers/telemetry.py), not from the data layer: within `traced()` the process's tracer
+provider keeps every finished span in memory (opentelemetry-sdk's InMemorySpanExporter, each
+span exported as it ends), and `tallied` runs a comparison under a span of its own, so the
+phase spans the comparison opens under it (`similar_sessions.lookups`, `.widened`, `.check`,
+`.nearest`, `.ranking`, `.details`) give its time by phase, and what its own span took beyond
+them is `other` (the model catalog, the plan, the connection, the log line).
+
+Which extra work it did is read from the same spans: a `widened` span is the wider retry, a
+`check` span whose plan had a budget is an exact check tried. Two figures need what the
+spans do not carry yet, and say `n/a` until they do: why each first lookup could not vouch
+(`similar_sessions.lookups.approximate` and `.doubts` on the lookups span, the reasons
+`doubt` names) and how many exact passes started (the `exact_check` events on the check
+span, as the `exact_check` log line says them)."""
 
 from __future__ import annotations
 
-import logging
-import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from data import comparison, comparison_details
-from data.lookups import Limits, LookupAnswer, ScanWindow
-from resolvers.comparison import phases
+from data.lookups import Limits, ScanWindow
 from resolvers.rules.lookup_path import (
     CROWDED_WINDOW_DISTANCE,
     HNSW_ROWS_PER_NODE,
     NEAR_TIE_DISTANCE,
 )
 
-# The phases a comparison's time is split into (ms), in the order the tables print them.
-PHASES = ("lookups", "widened", "check", "ranking", "details", "other")
-# The lines the comparison logs at INFO that say which extra work it did.
-EVENTS = (
-    "similar_sessions",
-    "similar_sessions_widened",
-    "similar_sessions_verified",
-    "exact_check",
-)
+# The phases a comparison's time is split into (ms), in the order the tables print them: each
+# but `other` is the product's span `similar_sessions.<phase>`.
+PHASES = ("lookups", "widened", "check", "nearest", "ranking", "details", "other")
+SPAN = "similar_sessions."
+COMPARISON = "bench.comparison"  # the span `tallied` runs a comparison under
+BUDGET = "similar_sessions.plan.check_budget_ms"
+APPROXIMATE = "similar_sessions.lookups.approximate"  # not emitted yet (see the docstring)
+DOUBTS = "similar_sessions.lookups.doubts"  # not emitted yet
+EXACT_CHECK = "exact_check"  # the check span's event per exact pass; not emitted yet
+NOT_SAID = "n/a (not in the spans)"
+
+_kept = InMemorySpanExporter()
+_provider: TracerProvider | None = None
 
 
 @dataclass
 class Tally:
-    """One comparison (or batch): ms by phase, its log lines, and why its first lookups
-    could not vouch (a reason per lookup; `vouched` for those that could)."""
+    """One comparison (or batch), from its spans: ms by phase, its whole ms, the extra work
+    it did, and why its first lookups could not vouch (a reason per approximate lookup,
+    `vouched` for those that could; None: the spans do not say)."""
 
     ms: dict[str, float] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    doubts: Counter[str] = field(default_factory=Counter)
-    widened: bool = False
-    checking: bool = False
-    first: bool = True
     total_ms: float = 0.0
+    widened: bool = False
+    checked: bool = False
+    checks_started: int | None = 0  # exact passes started; None: the spans do not say
+    doubts: Counter[str] | None = None
 
-    def count(self, event: str) -> int:
-        return sum(1 for e in self.events if e["event"] == event)
+    @classmethod
+    def of(cls, spans: Sequence[ReadableSpan]) -> Tally:
+        """The tally of one comparison's spans: its own (`COMPARISON`) and the phases'."""
+        [whole] = [s for s in spans if s.name == COMPARISON]
+        phases = [s for s in spans if s.name.startswith(SPAN)]
+        tally = cls(total_ms=_ms(whole))
+        for p in PHASES[:-1]:
+            tally.ms[p] = sum(_ms(s) for s in phases if s.name == SPAN + p)
+        tally.ms["other"] = max(0.0, tally.total_ms - sum(tally.ms.values()))
+        tally.widened = any(s.name == SPAN + "widened" for s in phases)
+        checks = [s for s in phases if s.name == SPAN + "check" and _attr(s, BUDGET, 0) > 0]
+        tally.checked = bool(checks)
+        events = [e for s in checks for e in s.events if e.name == EXACT_CHECK]
+        if checks and not events:
+            tally.checks_started = None
+        else:
+            tally.checks_started = sum(1 for e in events if (e.attributes or {}).get("started"))
+        tally.doubts = _doubts([s for s in phases if s.name == SPAN + "lookups"])
+        return tally
 
-    def field_sum(self, event: str, name: str) -> int:
-        return sum(int(e.get(name, 0)) for e in self.events if e["event"] == event)
+
+def _ms(span: ReadableSpan) -> float:
+    if span.start_time is None or span.end_time is None:
+        return 0.0
+    return (span.end_time - span.start_time) / 1e6
 
 
-_current: ContextVar[Tally | None] = ContextVar("bench_phase_tally", default=None)
+def _attr(span: ReadableSpan, name: str, default: Any) -> Any:
+    return (span.attributes or {}).get(name, default)
+
+
+def _doubts(lookups: list[ReadableSpan]) -> Counter[str] | None:
+    """The first lookups' reasons (the first lookups span: the first statement), or None
+    when the span does not carry them."""
+    if not lookups:
+        return Counter()  # timed out before it, or nothing to look up
+    first = min(lookups, key=lambda s: s.start_time or 0)
+    approximate, reasons = _attr(first, APPROXIMATE, None), _attr(first, DOUBTS, None)
+    if approximate is None or reasons is None:
+        return None
+    out = Counter(str(r) for r in reasons)
+    out["vouched"] = int(approximate) - len(reasons)
+    return out
 
 
 def doubt(window: ScanWindow | None, limits: Limits) -> str:
@@ -81,161 +125,52 @@ def doubt(window: ScanWindow | None, limits: Limits) -> str:
     return "vouched"
 
 
-def _judge(tally: Tally, answer: LookupAnswer, limits: Limits) -> None:
-    for inventory in answer.inventories:
-        known = None if inventory is None else answer.paths.get(inventory.model or "")
-        path = None if known is None else known.path
-        if inventory is None or path is None or not path.approximate:
-            continue
-        for probe in inventory.probes:
-            if probe.lookup == probe.number:  # probes of one vector share one lookup
-                tally.doubts[doubt(probe.answer.window, limits)] += 1
-
-
-def _timed(tally: Tally, phase: str, started: float) -> None:
-    tally.ms[phase] = tally.ms.get(phase, 0.0) + (time.perf_counter() - started) * 1000
-
-
-def _look_up(original: Callable[..., Awaitable[LookupAnswer]]) -> Callable[..., Any]:
-    async def look_up(
-        conn: AsyncConnection,
-        account_id: Any,
-        asks: Any,
-        models: Any,
-        limits: Limits,
-        *args: Any,
-        **kw: Any,
-    ) -> LookupAnswer:
-        tally, started = _current.get(), time.perf_counter()
-        answer = await original(conn, account_id, asks, models, limits, *args, **kw)
-        if tally is not None and not tally.checking:  # the check's block is timed whole
-            _timed(tally, "widened" if tally.widened else "lookups", started)
-            if tally.first:
-                tally.first = False
-                _judge(tally, answer, limits)
-        return answer
-
-    return look_up
-
-
-def _widen(original: Callable[..., Awaitable[None]]) -> Callable[..., Any]:
-    async def widen_search(conn: AsyncConnection, ef_search: int) -> None:
-        tally, started = _current.get(), time.perf_counter()
-        await original(conn, ef_search)
-        if tally is not None:
-            tally.widened = True
-            _timed(tally, "widened", started)
-
-    return widen_search
-
-
-def _budget(original: Callable[..., Any]) -> Callable[..., Any]:
-    @asynccontextmanager
-    async def own_budget(conn: AsyncConnection, budget_ms: int) -> AsyncIterator[None]:
-        tally, started = _current.get(), time.perf_counter()
-        if tally is not None:
-            tally.checking = True
-        try:
-            async with original(conn, budget_ms):
-                yield
-        finally:
-            if tally is not None:
-                tally.checking = False
-                _timed(tally, "check", started)
-
-    return own_budget
-
-
-def _plain(original: Callable[..., Any], phase: str, awaited: bool) -> Callable[..., Any]:
-    async def timed_async(*args: Any, **kw: Any) -> Any:
-        tally, started = _current.get(), time.perf_counter()
-        out = await original(*args, **kw)
-        if tally is not None:
-            _timed(tally, phase, started)
-        return out
-
-    def timed(*args: Any, **kw: Any) -> Any:
-        tally, started = _current.get(), time.perf_counter()
-        out = original(*args, **kw)
-        if tally is not None:
-            _timed(tally, phase, started)
-        return out
-
-    return timed_async if awaited else timed
-
-
-class _Captured(logging.Handler):
-    """Keeps the comparison's INFO lines (structlog's event dicts) for the current tally."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        tally = _current.get()
-        if tally is not None and isinstance(record.msg, dict) and record.msg["event"] in EVENTS:
-            tally.events.append(dict(record.msg))
+def _install() -> TracerProvider:
+    """The process's tracer provider, exporting every finished span to memory as it ends:
+    the SDK provider already set gets the exporter beside its own processors, else one is
+    set (the product's tracers are proxies: they follow it)."""
+    global _provider
+    if _provider is not None:
+        return _provider
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):
+        provider = current
+    else:
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+        if trace.get_tracer_provider() is not provider:
+            raise RuntimeError(f"a tracer provider is already set: {current!r}")
+    provider.add_span_processor(SimpleSpanProcessor(_kept))
+    _provider = provider
+    return provider
 
 
 @contextmanager
-def wrapped() -> Iterator[None]:
-    """Within the block, the comparison's data-layer calls are timed into the current tally
-    and its INFO lines kept (the log level is raised to INFO for those loggers only)."""
-    saved = {
-        (comparison, "look_up"): comparison.look_up,
-        (comparison, "widen_search"): comparison.widen_search,
-        (comparison, "own_budget"): comparison.own_budget,
-        (comparison_details, "show"): comparison_details.show,
-        (phases, "rank"): phases.rank,
-    }
-    comparison.look_up = _look_up(comparison.look_up)
-    comparison.widen_search = _widen(comparison.widen_search)
-    comparison.own_budget = _budget(comparison.own_budget)
-    comparison_details.show = _plain(comparison_details.show, "details", True)
-    phases.rank = _plain(phases.rank, "ranking", False)
-    with _info_lines():
-        try:
-            yield
-        finally:
-            for (module, name), original in saved.items():
-                setattr(module, name, original)
-
-
-@contextmanager
-def _info_lines() -> Iterator[None]:
-    handler, config = _Captured(), structlog.get_config()
-    loggers = [
-        logging.getLogger(n)
-        for n in (
-            "resolvers.comparison.phases",
-            "resolvers.comparison.verify",
-            "resolvers.comparison.check_costs",
-        )
-    ]
-    levels = [(lg, lg.level, lg.propagate) for lg in loggers]
-    for lg in loggers:
-        lg.addHandler(handler)
-        lg.setLevel(logging.INFO)
-        lg.propagate = False
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+def traced() -> Iterator[None]:
+    """Within the block, the comparisons `tallied` runs leave their spans to be read; the
+    spans nothing read are dropped at its end."""
+    _install()
+    _kept.clear()
     try:
         yield
     finally:
-        structlog.configure(wrapper_class=config["wrapper_class"])
-        for lg, level, propagate in levels:
-            lg.removeHandler(handler)
-            lg.setLevel(level)
-            lg.propagate = propagate
+        _kept.clear()
 
 
 async def tallied(work: Awaitable[Any]) -> tuple[Tally, Any]:
-    """The awaited work (a comparison) with its own tally (inside `wrapped()`)."""
-    tally = Tally()
-    token = _current.set(tally)
-    started = time.perf_counter()
+    """The awaited work (a comparison) under a span of its own, with the tally its spans
+    give (inside `traced()`; one at a time: the spans kept are read, then dropped)."""
+    tracer = _install().get_tracer(__name__)
     try:
-        out = await work
+        with tracer.start_as_current_span(COMPARISON) as span:
+            out = await work
+        spans = _kept.get_finished_spans()
     finally:
-        tally.total_ms = (time.perf_counter() - started) * 1000
-        _current.reset(token)
-    tally.ms["other"] = max(0.0, tally.total_ms - sum(tally.ms.values()))
-    return tally, out
+        _kept.clear()
+    trace_id = span.get_span_context().trace_id
+    return Tally.of(
+        [s for s in spans if s.context is not None and s.context.trace_id == trace_id]
+    ), out
 
 
 def mean_ms(tallies: list[Tally], phase: str) -> float:
@@ -245,17 +180,30 @@ def mean_ms(tallies: list[Tally], phase: str) -> float:
     return sum(t.ms.get(phase, 0.0) for t in tallies) / len(tallies)
 
 
+def checks_run(tallies: list[Tally]) -> str:
+    """`k of n`: the exact passes the n tallies' comparisons started; while the spans do not
+    say, the comparisons that tried one (a check span with a budget) instead."""
+    started = [t.checks_started for t in tallies]
+    if None not in started:
+        return f"{sum(s or 0 for s in started)} of {len(tallies)}"
+    tried = sum(1 for t in tallies if t.checked)
+    return f"tried in {tried} of {len(tallies)}, started {NOT_SAID}"
+
+
 @dataclass(frozen=True, slots=True)
 class Doubts:
-    """Over some tallies: the first lookups that could vouch, and why the others could not."""
+    """Over some tallies: the first lookups that could vouch, and why the others could not
+    (`vouched` None: the spans do not say)."""
 
-    vouched: int
+    vouched: int | None
     why: Counter[str]
 
     @classmethod
     def of(cls, tallies: list[Tally]) -> Doubts:
         counted: Counter[str] = Counter()
         for t in tallies:
+            if t.doubts is None:
+                return cls(None, Counter())
             counted.update(t.doubts)
         vouched = counted.pop("vouched", 0)
         return cls(vouched, counted)
@@ -266,5 +214,11 @@ class Doubts:
 
     def said(self) -> str:
         """`n (reason k, reason k)`: the lookups that could not vouch, by reason."""
+        if self.vouched is None:
+            return NOT_SAID
         reasons = ", ".join(f"{k} {v}" for k, v in self.why.most_common()) or "-"
         return f"{self.could_not} ({reasons})"
+
+    def counted(self) -> str:
+        """`vouched / n (reason k, ...)`: the first lookups that could and could not vouch."""
+        return NOT_SAID if self.vouched is None else f"{self.vouched} / {self.said()}"

@@ -26,7 +26,7 @@ from bench.common.timing import clocked, p50, pct
 from bench.latency.accounts import InProcess
 from bench.latency.corpus import Account
 from bench.latency.pages import PageTimes, page_against_requests
-from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, wrapped
+from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, traced
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, Reply, start_server
 from data import comparison
@@ -177,7 +177,7 @@ async def measure_account(
         servers.single, account, report.page_rounds, size=PAGE
     )
     keys = [(uuid.UUID(s), SimilarArgs(limit=10)) for s in fig.page.ids]
-    with wrapped():
+    with traced():
         for _ in range(report.page_rounds):
             fig.page_tallies.append(
                 (await tallied(compare(in_process, account.id, keys, report.tuning)))[0]
@@ -198,7 +198,7 @@ async def _routes(
     headers = {"authorization": f"Bearer {fig.account.key}"}
     last: dict[uuid.UUID, tuple[Reply, Reply]] = {}
     offset = 0
-    with wrapped():
+    with traced():
         for r in tqdm(range(report.rounds + 1), desc=f"{fig.label} routes", leave=False):
             if r == 1:
                 offset = servers.log.stat().st_size
@@ -344,14 +344,14 @@ def say_phases(report: Report, figures: list[Measured]) -> None:
     for f in figures:
         totals = [t.total_ms for t in f.tallies]
         doubts = Doubts.of(f.tallies)
-        widened = sum(1 for t in f.tallies if t.count("similar_sessions_widened"))
-        checked = sum(1 for t in f.tallies if t.count("similar_sessions_verified"))
+        widened = sum(1 for t in f.tallies if t.widened)
+        checked = sum(1 for t in f.tallies if t.checked)
         log = f.logged
         report.say(
             f"| {f.label} | {f.path} | {p50(totals):.1f} | {statistics.fmean(totals):.1f} "
             + "".join(f"| {mean_ms(f.tallies, p):.1f} " for p in PHASES)
             + f"| {widened} of {len(f.tallies)} | {checked} of {len(f.tallies)} "
-            f"| {doubts.vouched} / {doubts.said()} "
+            f"| {doubts.counted()} "
             f"| {log['similar_sessions_widened']} of {log['similar_sessions']} "
             f"({log['similar_sessions_widened.probes']} probes), "
             f"{log['exact_check.started']} ({log['exact_check.lookups']}) |"

@@ -20,7 +20,7 @@ from bench.latency.accounts import InProcess
 from bench.latency.corpus import Account
 from bench.latency.measure import exact, probes_of
 from bench.latency.pages import PageTimes, page_against_requests
-from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, wrapped
+from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, traced
 from bench.latency.plans import lookups
 from bench.latency.real_vectors import EXACT_FORCED, comparable_sessions, compare, result_ids
 from bench.latency.report import Report
@@ -115,7 +115,7 @@ async def _routes(
     and its comparison in process at each value, the values' order turning with the
     session, after one untimed round."""
     headers = {"authorization": f"Bearer {account.key}"}
-    with wrapped():
+    with traced():
         for r in tqdm(range(report.rounds + 1), desc=f"{account.name} by ef_search", leave=False):
             for n, s in enumerate(sessions):
                 order = EF_VALUES[n % 3 :] + EF_VALUES[: n % 3]
@@ -194,8 +194,8 @@ def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
     )
     report.say("|---|---|---|---|---|---|---|---|---|")
     for f in figures:
-        widened = sum(1 for t in f.tallies if t.count("similar_sessions_widened"))
-        checked = sum(1 for t in f.tallies if t.count("similar_sessions_verified"))
+        widened = sum(1 for t in f.tallies if t.widened)
+        checked = sum(1 for t in f.tallies if t.checked)
         page = (
             "-"
             if f.page is None
@@ -226,8 +226,8 @@ def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
         report.say(
             f"| {f.ef} | {len(tail)} | {statistics.fmean(t.total_ms for t in tail):.1f} "
             + "".join(f"| {mean_ms(tail, p):.1f} " for p in PHASES)
-            + f"| {sum(1 for t in tail if t.count('similar_sessions_widened'))} "
-            f"| {sum(1 for t in tail if t.count('similar_sessions_verified'))} "
+            + f"| {sum(1 for t in tail if t.widened)} "
+            f"| {sum(1 for t in tail if t.checked)} "
             f"| {Doubts.of(tail).said()} | {len(f.slow_sessions())} |"
         )
     report.say()
