@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -81,20 +80,10 @@ class SimilarArgs:
     after: Position | None = None
     statuses: tuple[str, ...] | None = None  # neighbours only of these statuses
     source_types: tuple[str, ...] | None = None  # ... and of these source types
-    # ... and only sessions that started before this instant (no argument of the API: the
-    # failure modes ask it, resolvers/failure_modes.py)
-    started_before: datetime | None = None
-    # Whether, when nothing passes the floor, the nearest passages below it are looked up
-    # and offered (no argument of the API: the failure modes read only what passed it).
-    offer_nearest: bool = True
 
     @property
     def filtered(self) -> bool:
-        return (
-            self.statuses is not None
-            or self.source_types is not None
-            or self.started_before is not None
-        )
+        return self.statuses is not None or self.source_types is not None
 
     def binding(self, ranked: tuple[str, ...]) -> list[Any]:
         """What a cursor of this list is bound to: what it ranks (("similar", session id) or

@@ -28,6 +28,7 @@ from data.window_pool import PoolFilter, pool_size
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
 from resolvers.comparison.results import SimilarResult
+from resolvers.comparison.state import Among
 from resolvers.comparison.window_pass import compare_exactly
 from resolvers.context import Context
 from resolvers.failure_members import group_terms
@@ -49,7 +50,11 @@ UNVERIFIED = Reason.SIMILAR_APPROXIMATE_UNVERIFIED
 EARLIER_EXACT_MAX_CHUNKS = 50_000
 
 
-def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, SimilarArgs]:
+# A comparison the failure modes ask: the API's arguments, and what they ask beyond them.
+Lookup = tuple[SimilarArgs, Among]
+
+
+def lookups(args: FailureArgs, window_start: datetime) -> tuple[Lookup, Lookup]:
     """The two comparisons of each member: its neighbours among the window's sessions of the
     asked statuses and source types (with their best match), and among every session that
     started before the window (the nearest only); neither looks below the floor."""
@@ -60,16 +65,12 @@ def lookups(args: FailureArgs, window_start: datetime) -> tuple[SimilarArgs, Sim
         include_match_text=False,
         statuses=args.statuses,
         source_types=args.source_types,
-        offer_nearest=False,
     )
-    earlier = SimilarArgs(
-        limit=1,
-        max_matches_per_session=0,
-        include_match_text=False,
-        started_before=window_start,
-        offer_nearest=False,
+    earlier = SimilarArgs(limit=1, max_matches_per_session=0, include_match_text=False)
+    return (links, Among(offer_nearest=False)), (
+        earlier,
+        Among(started_before=window_start, offer_nearest=False),
     )
-    return links, earlier
 
 
 async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]:
@@ -134,9 +135,9 @@ async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
 
 
 async def compare_window(
-    context: Context, ids: Sequence[UUID], args: SimilarArgs, now: datetime
+    context: Context, ids: Sequence[UUID], lookup: Lookup, now: datetime
 ) -> dict[UUID, SimilarResult]:
-    """Each session compared with these arguments, their windows ending at `now`, in one
+    """Each session compared as `lookup` asks, their windows ending at `now`, in one
     exact pass on one connection: its pool is read once and ranked in memory, so a second
     connection would read it again for no gain, and holds one core, not both, while
     other accounts are served."""
@@ -145,20 +146,20 @@ async def compare_window(
     services = context.services
     async with reading(services.comparison_engine) as conn:
         results = await compare_exactly(
-            conn, context.principal.account_id, ids, args, services.tuning, services.models, now
+            conn, context.principal.account_id, ids, *lookup, services.tuning, services.models, now
         )
     return {i: r for i, r in zip(ids, results, strict=True) if r is not None}
 
 
 async def _compared(
-    context: Context, ids: Sequence[UUID], args: SimilarArgs
+    context: Context, ids: Sequence[UUID], lookup: Lookup
 ) -> dict[UUID, SimilarResult]:
-    """Each session compared with these arguments, FAILURE_MODES_BATCH to a batch of the
+    """Each session compared as `lookup` asks, FAILURE_MODES_BATCH to a batch of the
     request's similarSessions DataLoader, one batch after another."""
     out: dict[UUID, SimilarResult] = {}
     for start in range(0, len(ids), FAILURE_MODES_BATCH):
         chunk = ids[start : start + FAILURE_MODES_BATCH]
-        answers = await context.loaders.similar.load_many([(i, args) for i in chunk])
+        answers = await context.loaders.similar.load_many([(i, *lookup) for i in chunk])
         out |= {i: r for i, r in zip(chunk, answers, strict=True) if r is not None}
         if _timed_out(out.values()):
             break  # the answer is empty either way
@@ -166,14 +167,14 @@ async def _compared(
 
 
 async def _earlier(
-    context: Context, groups: Sequence[rules.Group], earlier: SimilarArgs, pin: Pin
+    context: Context, groups: Sequence[rules.Group], earlier: Lookup, pin: Pin
 ) -> dict[UUID, SimilarResult]:
     """The earlier sessions' comparison of each group's representative, then of the other
     members of the groups whose representative has no related one: enough to tell every
     group new or recurring exactly. In one exact pass each when the sessions before the
     window hold at most EARLIER_EXACT_MAX_CHUNKS passages; through the request's
     similarSessions DataLoader (its lookup paths) when they hold more."""
-    where = PoolFilter(None, None, None, earlier.started_before)
+    where = PoolFilter(None, None, None, earlier[1].started_before)
     async with context.services.read() as conn:
         size = await pool_size(conn, context.principal.account_id, where, EARLIER_EXACT_MAX_CHUNKS)
 

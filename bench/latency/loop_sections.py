@@ -20,6 +20,7 @@ from data.engine import make_engine
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.results import SimilarResult
+from resolvers.comparison.state import ASKED
 from resolvers.tuning import Tuning
 
 UNVERIFIED = "similar_approximate_unverified"
@@ -52,7 +53,9 @@ async def _compare(
     engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID, tuning: Tuning
 ) -> SimilarResult:
     async with engine.begin() as conn:
-        [result] = await compare_sessions(conn, account, [(session, SimilarArgs(limit=10))], tuning)
+        [result] = await compare_sessions(
+            conn, account, [(session, SimilarArgs(limit=10), ASKED)], tuning
+        )
     assert result is not None
     return result
 

@@ -34,8 +34,9 @@ from data.engine import make_engine
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
-from resolvers.comparison.phases import batch_of, compare_sessions, look_up
+from resolvers.comparison.phases import SimilarKey, batch_of, compare_sessions, look_up
 from resolvers.comparison.plans import account_plan
+from resolvers.comparison.state import ASKED
 from resolvers.rules.lookup_plan import Caller
 from resolvers.tuning import Tuning
 
@@ -176,7 +177,7 @@ async def measure_account(
     fig.page_single = await page_against_requests(
         servers.single, account, report.page_rounds, size=PAGE
     )
-    keys = [(uuid.UUID(s), SimilarArgs(limit=10)) for s in fig.page.ids]
+    keys = [(uuid.UUID(s), SimilarArgs(limit=10), ASKED) for s in fig.page.ids]
     with traced():
         for _ in range(report.page_rounds):
             fig.page_tallies.append(
@@ -215,7 +216,12 @@ async def _routes(
                     if r:
                         times.append(ms)
                 tally, _ = await tallied(
-                    compare(in_process, fig.account.id, [(s, SimilarArgs(limit=10))], report.tuning)
+                    compare(
+                        in_process,
+                        fig.account.id,
+                        [(s, SimilarArgs(limit=10), ASKED)],
+                        report.tuning,
+                    )
                 )
                 if r:
                     fig.tallies.append(tally)
@@ -234,7 +240,7 @@ async def served_path(
     engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID, tuning: Tuning
 ) -> str:
     """The path the product takes for the session's comparison model on the account."""
-    batch = batch_of(account, [(session, SimilarArgs())], datetime.now(UTC))
+    batch = batch_of(account, [(session, SimilarArgs(), ASKED)], datetime.now(UTC))
     async with engine.connect() as conn:
         batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(batch.comparisons[0].model)
@@ -249,7 +255,7 @@ def result_ids(body: dict[str, Any]) -> list[str]:
 async def compare(
     in_process: InProcess,
     account: uuid.UUID,
-    keys: list[tuple[uuid.UUID, SimilarArgs]],
+    keys: list[SimilarKey],
     tuning: Tuning,
 ) -> None:
     """The sessions compared in process, on a connection opened as the route's DataLoader

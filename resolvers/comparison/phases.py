@@ -34,7 +34,7 @@ from resolvers.comparison.looking import (
 )
 from resolvers.comparison.plans import account_plan
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import Batch, Comparison
+from resolvers.comparison.state import ASKED, Among, Batch, Comparison
 from resolvers.comparison.verify import doubtful, verify
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
@@ -44,7 +44,8 @@ from resolvers.telemetry import phase
 from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
-SimilarKey = tuple[UUID, SimilarArgs]
+# A session to compare, with the API's arguments and what the failure modes ask beyond them.
+SimilarKey = tuple[UUID, SimilarArgs, Among]
 
 
 async def compare_sessions(
@@ -84,8 +85,8 @@ async def compare_sessions(
 def batch_of(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
     """One comparison per asked key, with its window's start."""
     comparisons = tuple(
-        Comparison(ask_of(n, session_id, args, now), args)
-        for n, (session_id, args) in enumerate(keys)
+        Comparison(ask_of(n, session_id, args, now, among), args, among)
+        for n, (session_id, args, among) in enumerate(keys)
     )
     return Batch(account_id, comparisons)
 
@@ -213,7 +214,9 @@ def ranked(c: Comparison) -> Comparison:
     return replace(c, page=tuple(page), more=more, ranked=tuple(neighbours), nearest=tuple(nearest))
 
 
-def ask_of(key: int, session_id: UUID, args: SimilarArgs, now: datetime) -> Ask:
+def ask_of(
+    key: int, session_id: UUID, args: SimilarArgs, now: datetime, among: Among = ASKED
+) -> Ask:
     """The ask of one session's comparison: its window's start and its neighbour filters."""
     return Ask(
         key,
@@ -221,7 +224,7 @@ def ask_of(key: int, session_id: UUID, args: SimilarArgs, now: datetime) -> Ask:
         cutoff(args, now),
         args.statuses,
         args.source_types,
-        started_before=args.started_before,
+        started_before=among.started_before,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from uuid import UUID
 
 from data.accounts import EmbeddingSetting
@@ -16,6 +17,20 @@ from resolvers.rules.lookup_plan import LookupPlan
 
 
 @dataclass(frozen=True, slots=True)
+class Among:
+    """What a comparison asks beyond the API's arguments, which only the failure modes ask
+    (resolvers/failure_modes.py): only the sessions that started before an instant, and
+    whether, when nothing passes the floor, the nearest passages below it are looked up and
+    offered (the failure modes read only what passed it)."""
+
+    started_before: datetime | None = None
+    offer_nearest: bool = True
+
+
+ASKED = Among()  # what a similarSessions field or route asks: nothing more
+
+
+@dataclass(frozen=True, slots=True)
 class Comparison:
     """One asked session: its ask and arguments, what the first statement found of it (None
     until then, and for a session the account does not have), whether a lookup stayed
@@ -23,6 +38,7 @@ class Comparison:
 
     ask: Ask
     args: SimilarArgs
+    among: Among = ASKED
     found: Inventory | None = None
     unverified: bool = False  # a lookup could not vouch, and its exact check did not run
     widened: int = 0  # probes asked again at the wider ef_search (their lookups came up short)
@@ -34,6 +50,11 @@ class Comparison:
     # ranked (offered, loose, as nothing was close enough).
     nearest_hits: tuple[Hit, ...] = ()
     nearest: tuple[ranking.Neighbour, ...] = ()
+
+    @property
+    def filtered(self) -> bool:
+        """Whether its neighbours were filtered: by the API's filters or the failure modes'."""
+        return self.args.filtered or self.among.started_before is not None
 
     @property
     def model(self) -> str | None:

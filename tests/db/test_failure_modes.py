@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import ensure_account_index
 from resolvers import failure_modes
-from resolvers.arguments import FailureArgs, SimilarArgs
+from resolvers.arguments import FailureArgs
+from resolvers.comparison.phases import SimilarKey
 from resolvers.context import Context
 from resolvers.errors import BadArgument
 from resolvers.failure_modes import compare_window, grouping, lookups
@@ -219,16 +220,16 @@ async def test_is_new_asks_a_recurring_groups_representative_first(
     compare_window = failure_modes.compare_window
 
     async def spied(
-        context: Context, ids: list[uuid.UUID], args: SimilarArgs, now: datetime
+        context: Context, ids: list[uuid.UUID], lookup: failure_modes.Lookup, now: datetime
     ) -> Any:
-        asked.extend(ids if args.started_before is not None else [])
-        return await compare_window(context, ids, args, now)
+        asked.extend(ids if lookup[1].started_before is not None else [])
+        return await compare_window(context, ids, lookup, now)
 
     monkeypatch.setattr(failure_modes, "compare_window", spied)
     load_many = context.loaders.similar.load_many
 
-    def loaded(keys: list[tuple[uuid.UUID, SimilarArgs]]) -> Any:
-        asked.extend(i for i, args in keys if args.started_before is not None)
+    def loaded(keys: list[SimilarKey]) -> Any:
+        asked.extend(i for i, _, among in keys if among.started_before is not None)
         return load_many(keys)
 
     context.loaders.similar.load_many = loaded  # type: ignore[method-assign]

@@ -16,6 +16,7 @@ from data import comparison
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import ROUTE_MIN_SAMPLES, CheckCosts
 from resolvers.comparison.phases import compare_sessions
+from resolvers.comparison.state import ASKED
 from tests.support.comparisons import compare
 from tests.support.loop_world import (
     APPROXIMATE,
@@ -201,7 +202,7 @@ async def test_an_account_whose_exact_lookups_cost_no_more_is_then_looked_up_exa
             [answer] = await compare_sessions(
                 conn,
                 uuid.UUID(account),
-                [(uuid.UUID(sessions[0]), SimilarArgs(limit=20))],
+                [(uuid.UUID(sessions[0]), SimilarArgs(limit=20), ASKED)],
                 APPROXIMATE,
                 checks=checks,
             )

@@ -18,6 +18,7 @@ from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.results import SimilarResult
+from resolvers.comparison.state import ASKED
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.crowded import IDENTITY
@@ -85,7 +86,7 @@ async def compare_page(
         results = await compare_sessions(
             conn,
             uuid.UUID(account),
-            [(uuid.UUID(s), args) for s in sessions],
+            [(uuid.UUID(s), args, ASKED) for s in sessions],
             tuning,
             checks=checks,
         )
@@ -100,7 +101,11 @@ async def compare_remembering(
     """One comparison with `checks` as the process's memory of what checks cost."""
     async with comparison.reading(engine) as conn:
         [result] = await compare_sessions(
-            conn, uuid.UUID(account), [(uuid.UUID(session), SimilarArgs())], tuning, checks=checks
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(session), SimilarArgs(), ASKED)],
+            tuning,
+            checks=checks,
         )
     assert result is not None
     return result
