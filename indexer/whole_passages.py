@@ -6,7 +6,7 @@ model (cutting the windows for all-MiniLM-L6-v2's 254 word pieces cost tau-bench
 -> 0.830). A passage longer than the dense model reads is cut into consecutive windows of at
 most that many of its tokens, each embedded, and their vectors averaged (then normalised):
 cutting it short instead kept only its first 254 word pieces (tau-bench hit@5 of the dense
-leg 0.880 -> 0.740, bench/results/search.md). The windows' own vectors are kept too
+leg 0.880 -> 0.740, bench/results/search-both.md). The windows' own vectors are kept too
 (session_chunk_windows): a search scores a passage by its best window, which the average
 blurs."""
 

@@ -7,11 +7,9 @@ phase spans the comparison opens under it (`similar_sessions.lookups`, `.widened
 them is `other` (the model catalog, the plan, the connection, the log line).
 
 Which extra work it did is read from the same spans: a `widened` span is the wider retry, a
-`check` span whose plan had a budget is an exact check tried. Two figures need what the
-spans do not carry yet, and say `n/a` until they do: why each first lookup could not vouch
-(`similar_sessions.lookups.approximate` and `.doubts` on the lookups span, the reasons
-`doubt` names) and how many exact passes started (the `exact_check` events on the check
-span, as the `exact_check` log line says them)."""
+`check` span whose plan had a budget is an exact check tried, and its `exact_check` events
+say which started; why each first lookup could not vouch is the lookups span's
+`similar_sessions.lookups.approximate` and `.doubts` (the product's `why_not_vouched`)."""
 
 from __future__ import annotations
 
@@ -27,11 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from data.lookups import Limits, ScanWindow
-from resolvers.rules.lookup_path import (
-    CROWDED_WINDOW_DISTANCE,
-    HNSW_ROWS_PER_NODE,
-    NEAR_TIE_DISTANCE,
-)
+from resolvers.rules.lookup_path import why_not_vouched
 
 # The phases a comparison's time is split into (ms), in the order the tables print them: each
 # but `other` is the product's span `similar_sessions.<phase>`.
@@ -39,9 +33,9 @@ PHASES = ("lookups", "widened", "check", "nearest", "ranking", "details", "other
 SPAN = "similar_sessions."
 COMPARISON = "bench.comparison"  # the span `tallied` runs a comparison under
 BUDGET = "similar_sessions.plan.check_budget_ms"
-APPROXIMATE = "similar_sessions.lookups.approximate"  # not emitted yet (see the docstring)
-DOUBTS = "similar_sessions.lookups.doubts"  # not emitted yet
-EXACT_CHECK = "exact_check"  # the check span's event per exact pass; not emitted yet
+APPROXIMATE = "similar_sessions.lookups.approximate"
+DOUBTS = "similar_sessions.lookups.doubts"
+EXACT_CHECK = "exact_check"  # the check span's event per exact check, started or not
 NOT_SAID = "n/a (not in the spans)"
 
 _kept = InMemorySpanExporter()
@@ -107,22 +101,9 @@ def _doubts(lookups: list[ReadableSpan]) -> Counter[str] | None:
 
 
 def doubt(window: ScanWindow | None, limits: Limits) -> str:
-    """Why `vouches_for` would not vouch for this window (its first failing condition), or
-    `vouched`; the conditions are the product's (resolvers/rules/lookup_path.py)."""
-    overfetch, per_probe = limits.window, limits.per_probe
-    if window is None or window.farthest is None or window.nearest is None or window.last is None:
-        return "no window"
-    if window.scanned < overfetch:
-        return "scan ended early"
-    if window.hits < per_probe:
-        return "fewer hits than kept"
-    if overfetch > per_probe and window.farthest - window.last < NEAR_TIE_DISTANCE:
-        return "window ends at its last row"
-    if overfetch > per_probe and window.farthest - window.nearest < CROWDED_WINDOW_DISTANCE:
-        return "window crowded"
-    if window.tied > HNSW_ROWS_PER_NODE:
-        return "tied group"
-    return "vouched"
+    """Why `vouches_for` would not vouch for this window (its first failing condition, the
+    product's rule: resolvers/rules/lookup_path.py), or `vouched`."""
+    return why_not_vouched(window, limits.window, limits.per_probe) or "vouched"
 
 
 def _install() -> TracerProvider:

@@ -32,6 +32,7 @@ from uuid import UUID
 
 import structlog
 from cachetools import TTLCache
+from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
@@ -137,16 +138,24 @@ class Clock:
         elapsed_ms = (time.perf_counter() - self.started) * 1000
         cost_ms = elapsed_ms if finished else self.budget_ms
         self.checks.learn(self.account_id, self.lookups, cost_ms, finished)
-        log.info("exact_check", lookups=self.lookups, started=True, finished=finished)
+        said(self.lookups, started=True, finished=finished)
 
 
 def begin_check(checks: CheckCosts, account_id: UUID, lookups: int, budget_ms: int) -> Clock | None:
     """The clock of an exact check about to start; None when the account's last checks
     predict it would run past its budget (it is then not started)."""
     if not checks.affordable(account_id, lookups, budget_ms):
-        log.info("exact_check", lookups=lookups, started=False, finished=False)
+        said(lookups, started=False, finished=False)
         return None
     return Clock(checks, account_id, lookups, budget_ms, time.perf_counter())
+
+
+def said(lookups: int, started: bool, finished: bool) -> None:
+    """An exact check, started or not, in the log and as an event of the span it ran in (the
+    comparison's `check` phase)."""
+    log.info("exact_check", lookups=lookups, started=started, finished=finished)
+    attributes = {"lookups": lookups, "started": started, "finished": finished}
+    trace.get_current_span().add_event("exact_check", attributes)
 
 
 Checked = TypeVar("Checked")

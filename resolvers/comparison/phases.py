@@ -35,7 +35,7 @@ from resolvers.comparison.looking import (
 from resolvers.comparison.plans import account_plan
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import ASKED, Among, Batch, Comparison
-from resolvers.comparison.verify import doubtful, verify
+from resolvers.comparison.verify import doubtful, say_doubts, verify
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.lookup_path import reached_floor
@@ -108,6 +108,7 @@ async def look_up(
             await sql.ensure_configured(conn, planned.settings)
             with phase("lookups", planned):
                 batch = await first_look(conn, replace(batch, plan=planned), models, planned)
+                say_doubts(batch, planned)
 
             async def unserved(models: Sequence[ModelIdentity]) -> Batch:
                 return await look_again(conn, batch, models, planned, _unserved(batch))

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import structlog
+from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.model_identity import ModelIdentity
 from resolvers.comparison.check_costs import CheckCosts, exact_check
 from resolvers.comparison.looking import Pick, look_again
 from resolvers.comparison.state import Batch, Comparison
-from resolvers.rules.lookup_path import vouches_for
+from resolvers.rules.lookup_path import vouches_for, why_not_vouched
 from resolvers.rules.lookup_plan import LookupPlan
 
 log = structlog.get_logger(__name__)
@@ -40,6 +41,25 @@ def doubtful(c: Comparison, batch: Batch, plan: LookupPlan) -> frozenset[int]:
         for p in c.probes
         if not vouches_for(p.answer.window, limits.window, limits.per_probe)
     )
+
+
+def say_doubts(batch: Batch, plan: LookupPlan) -> None:
+    """On the current span (the first lookups'): how many distinct lookups took an
+    approximate path, and why each that cannot vouch could not (`why_not_vouched`)."""
+    limits = plan.limits()
+    approximate = [
+        p
+        for c in batch.comparisons
+        if (path := batch.path(c.model)) is not None and path.approximate
+        for p in c.probes
+        if p.lookup == p.number  # probes with one vector share one lookup
+    ]
+    reasons = [
+        why_not_vouched(p.answer.window, limits.window, limits.per_probe) for p in approximate
+    ]
+    span = trace.get_current_span()
+    span.set_attribute("similar_sessions.lookups.approximate", len(approximate))
+    span.set_attribute("similar_sessions.lookups.doubts", [r for r in reasons if r is not None])
 
 
 async def verify(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from data.lookups import LookupPath, ScanWindow
 
-__all__ = ["LookupPath", "choose_path", "reached_floor", "vouches_for"]
+__all__ = ["LookupPath", "choose_path", "reached_floor", "vouches_for", "why_not_vouched"]
 
 
 def choose_path(
@@ -56,11 +56,22 @@ def vouches_for(window: ScanWindow | None, overfetch: int, per_probe: int) -> bo
     leave a part of the graph), fewer than per_probe of them are hits (in an account past
     the exact-scan size the scan most likely went astray), its kept rows tie in a group of
     identical vectors larger than one graph node holds, or near-duplicates crowd it."""
+    return why_not_vouched(window, overfetch, per_probe) is None
+
+
+def why_not_vouched(window: ScanWindow | None, overfetch: int, per_probe: int) -> str | None:
+    """The first condition of `vouches_for` the window fails, in words (what a trace says of
+    a lookup that could not vouch), or None when it vouches."""
     if window is None or window.farthest is None or window.nearest is None or window.last is None:
-        return False  # the scan returned nothing it could measure
-    short = window.scanned < overfetch or window.hits < per_probe
-    crowded = overfetch > per_probe and (
-        window.farthest - window.last < NEAR_TIE_DISTANCE
-        or window.farthest - window.nearest < CROWDED_WINDOW_DISTANCE
-    )
-    return not (short or crowded or window.tied > HNSW_ROWS_PER_NODE)
+        return "no window"  # the scan returned nothing it could measure
+    if window.scanned < overfetch:
+        return "scan ended early"
+    if window.hits < per_probe:
+        return "fewer hits than kept"
+    if overfetch > per_probe and window.farthest - window.last < NEAR_TIE_DISTANCE:
+        return "window ends at its last row"
+    if overfetch > per_probe and window.farthest - window.nearest < CROWDED_WINDOW_DISTANCE:
+        return "window crowded"
+    if window.tied > HNSW_ROWS_PER_NODE:
+        return "tied group"
+    return None

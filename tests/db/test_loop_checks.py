@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
@@ -126,6 +127,41 @@ async def test_a_check_its_account_cannot_afford_is_not_started(
     await reasons(forgetful)
     await reasons(forgetful)
     assert len(passes) == 3, "a check was skipped on what had expired"
+
+
+async def test_each_check_is_an_event_of_the_check_phase_s_span(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
+) -> None:
+    """A check started, and one its account cannot afford, are each an `exact_check` event of
+    the comparison's `similar_sessions.check` span, as the log says them, and the lookups that
+    could not vouch are named on the lookups' span: what a trace (and the benchmarks' phase
+    times) read."""
+    monkeypatch.setattr(CheckCosts, "routes_exact", lambda self, account_id: False)
+    account, sessions = await loop_world(engine, copies=1500)
+    checks = CheckCosts()
+    await compare_remembering(engine, account, sessions[0], APPROXIMATE, checks)
+    monkeypatch.setattr(CheckCosts, "affordable", lambda *args: False)
+    await compare_remembering(engine, account, sessions[0], APPROXIMATE, checks)
+    phases = [s for s in spans.get_finished_spans() if s.name == "similar_sessions.check"]
+    said: list[dict[str, Any]] = [
+        dict(e.attributes or {}) for s in phases for e in s.events if e.name == "exact_check"
+    ]
+    assert len(phases) == 2 and len(said) == 2, said
+    assert said[0]["started"] is True and said[0]["lookups"] >= 1
+    assert said[1] == {"lookups": said[1]["lookups"], "started": False, "finished": False}
+    # and the first lookups' span says which could not vouch, and why
+    looked = [s for s in spans.get_finished_spans() if s.name == "similar_sessions.lookups"]
+    first: dict[str, Any] = dict(looked[0].attributes or {})
+    doubts = list(first["similar_sessions.lookups.doubts"])
+    assert 1 <= len(doubts) <= first["similar_sessions.lookups.approximate"]
+    assert set(doubts) <= {
+        "no window",
+        "scan ended early",
+        "fewer hits than kept",
+        "window ends at its last row",
+        "window crowded",
+        "tied group",
+    }
 
 
 async def test_checks_that_finish_keep_being_started(
