@@ -23,8 +23,15 @@ from bench.common.paths import result
 from bench.quality import labelled
 from bench.quality.vector_cache import cached_minilm
 from bench.search import metrics, product
-from bench.search.baselines import dense_rankings, fused, relevant_sets, table
-from bench.search.queries import query_sets
+from bench.search.baselines import (
+    Rankings,
+    bm25_rankings,
+    dense_rankings,
+    fused,
+    relevant_sets,
+    table,
+)
+from bench.search.queries import Query, query_sets
 from config.logs import configure_logging
 from config.settings import Settings
 from resolvers.comparison.legs import Leg
@@ -74,6 +81,7 @@ async def measure(name: str) -> list[Row]:
             rows.append(
                 (where, "product: hybrid (lexical + dense), RRF", metrics.figures(both, relevant))
             )
+            rows.append((where, REFERENCE, metrics.figures(reference(queries, corpus), relevant)))
             for view, words in VIEWS:
                 session = dense_rankings(queries, viewed(corpus, words), embedder)
                 three = {q: fused([lexical[q], dense[q], session[q][:DEPTH]]) for q in lexical}
@@ -90,6 +98,17 @@ async def measure(name: str) -> list[Row]:
     finally:
         await prepared.engine.dispose()
     return rows
+
+
+REFERENCE = "issue #38's reference: session windows (every turn) + whole-session BM25, RRF"
+
+
+def reference(queries: Sequence[Query], corpus: labelled.Corpus) -> Rankings:
+    """The issue's reference ranking: MiniLM's best 150-word window of each whole session,
+    fused by reciprocal rank with whole-session BM25 (each leg's first DEPTH sessions)."""
+    session = dense_rankings(queries, corpus, cached_minilm())
+    bm25 = bm25_rankings(queries, corpus)
+    return {q: fused([bm25[q][:DEPTH], session[q][:DEPTH]]) for q in bm25}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
