@@ -12,24 +12,40 @@ block is mapped on its own, and giving back what a large pass freed (issue #37).
   pin the freed pages. Held at MMAP_THRESHOLD, the same load kept 25 MB instead of 47 (a
   server of 136 MB, in process).
 
-`similar-sessions serve` sets both (mallopt for itself; glibc's variable for the worker
-processes it starts, which read it at their start), unless the operator set that variable or
-the same glibc tunable. Elsewhere than glibc, nothing is done."""
+`similar-sessions serve` sets both for itself (mallopt) and exports glibc's variables for
+the worker processes it starts (which read them at their start) once the embedded PostgreSQL
+is up, so that the database's own processes keep glibc's defaults. A setting the operator
+made, by its variable or its tunable, is left as it is. Elsewhere than glibc, nothing is
+done."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import os
-from collections.abc import MutableMapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 ARENAS = 2  # one per core of the machine this was measured on; fewer contend on malloc's lock
 MMAP_THRESHOLD = 1 << 20  # 128 KiB to 1 MiB kept the same; the larger maps less often
-# Each setting: glibc's variable, its tunable in GLIBC_TUNABLES, mallopt's parameter (malloc.h).
-SETTINGS = {
-    "MALLOC_ARENA_MAX": ("glibc.malloc.arena_max", -8, ARENAS),
-    "MALLOC_MMAP_THRESHOLD_": ("glibc.malloc.mmap_threshold", -3, MMAP_THRESHOLD),
-}
+M_ARENA_MAX = -8  # mallopt's parameters (malloc.h)
+M_MMAP_THRESHOLD = -3
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    variable: str  # glibc's environment variable
+    tunable: str  # its name in GLIBC_TUNABLES
+    parameter: int  # mallopt's
+    value: int
+
+
+SETTINGS = (
+    Setting("MALLOC_ARENA_MAX", "glibc.malloc.arena_max", M_ARENA_MAX, ARENAS),
+    Setting(
+        "MALLOC_MMAP_THRESHOLD_", "glibc.malloc.mmap_threshold", M_MMAP_THRESHOLD, MMAP_THRESHOLD
+    ),
+)
 
 _NAME = ctypes.util.find_library("c")
 _LIBC = ctypes.CDLL(_NAME) if _NAME else None
@@ -44,18 +60,22 @@ def trim() -> None:
         _TRIM(0)
 
 
-def tune(environ: MutableMapping[str, str] = os.environ) -> dict[str, int]:
-    """The arenas and the mmap threshold set for this process (mallopt) and the processes it
-    starts (the variable); a setting the operator made, by its variable or its tunable, is
-    left as it is. What was set, by variable (nothing elsewhere than glibc)."""
+def tune(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The arenas and the mmap threshold set for this process (mallopt), but for a setting
+    the operator made by its variable or its tunable; the variables the processes it starts
+    should be given for the same (nothing elsewhere than glibc)."""
     if _MALLOPT is None:
         return {}
-    tunables = environ.get("GLIBC_TUNABLES", "")
-    done = {}
-    for variable, (tunable, parameter, value) in SETTINGS.items():
-        if variable in environ or tunable in tunables:
-            continue
-        environ[variable] = str(value)
-        _MALLOPT(parameter, value)
-        done[variable] = value
-    return done
+    made = {v for v in SETTINGS if v.variable in environ or v.tunable in _tunables(environ)}
+    out = {}
+    for setting in SETTINGS:
+        if setting not in made:
+            _MALLOPT(setting.parameter, setting.value)
+            out[setting.variable] = str(setting.value)
+    return out
+
+
+def _tunables(environ: Mapping[str, str]) -> set[str]:
+    """The tunables GLIBC_TUNABLES names (`name=value` pairs separated by colons)."""
+    pairs = environ.get("GLIBC_TUNABLES", "").split(":")
+    return {pair.split("=", 1)[0] for pair in pairs if "=" in pair}

@@ -59,8 +59,9 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> int:
     from uvicorn.supervisors import Multiprocess
 
     sock = bind(host, port)
-    tune_heap()  # before the server's threads allocate (resolvers/heap.py)
+    workers_heap = tune_heap()  # before the server's threads allocate (resolvers/heap.py)
     url = resolve_url(settings.database_url, settings.data_dir)  # starts the embedded server
+    os.environ.update(workers_heap)  # for the workers, not the embedded server's processes
     os.environ["DATABASE_URL"] = url  # the workers open this database and start no server
     asyncio.run(_migrate(url, settings))
     # log_config=None: uvicorn's records go through our JSON formatter (config/logs.py).

@@ -1,5 +1,6 @@
-"""The server's heap: the malloc arenas and the mmap threshold set for it and the workers it
-starts, unless the operator set them; the heap given back after a large pass."""
+"""The server's heap: the malloc arenas and the mmap threshold set for it, and the variables
+its workers get for the same, unless the operator set them; the heap given back after a large
+pass."""
 
 from __future__ import annotations
 
@@ -20,35 +21,47 @@ def mallopt(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     return calls
 
 
-def test_both_are_set_for_the_process_and_its_workers(mallopt: list[tuple[Any, ...]]) -> None:
+def test_both_are_set_for_the_process_and_said_for_its_workers(
+    mallopt: list[tuple[Any, ...]],
+) -> None:
     environ: dict[str, str] = {}
-    assert heap.tune(environ) == {ARENAS: heap.ARENAS, THRESHOLD: heap.MMAP_THRESHOLD}
-    # read by each worker at its start
-    assert environ == {ARENAS: str(heap.ARENAS), THRESHOLD: str(heap.MMAP_THRESHOLD)}
+    workers = heap.tune(environ)
+    assert workers == {ARENAS: str(heap.ARENAS), THRESHOLD: str(heap.MMAP_THRESHOLD)}
+    assert environ == {}, "the caller exports them, once the embedded server has started"
     assert mallopt == [
-        (-8, heap.ARENAS),
-        (-3, heap.MMAP_THRESHOLD),
-    ]  # M_ARENA_MAX, M_MMAP_THRESHOLD
+        (heap.M_ARENA_MAX, heap.ARENAS),
+        (heap.M_MMAP_THRESHOLD, heap.MMAP_THRESHOLD),
+    ]
 
 
 def test_the_operators_variable_is_left_as_it_is(mallopt: list[tuple[Any, ...]]) -> None:
-    environ = {ARENAS: "8"}
-    assert heap.tune(environ) == {THRESHOLD: heap.MMAP_THRESHOLD}
-    assert environ[ARENAS] == "8"
-    assert mallopt == [(-3, heap.MMAP_THRESHOLD)]
+    assert heap.tune({ARENAS: "8"}) == {THRESHOLD: str(heap.MMAP_THRESHOLD)}
+    assert mallopt == [(heap.M_MMAP_THRESHOLD, heap.MMAP_THRESHOLD)]
 
 
-def test_the_operators_tunable_is_left_as_it_is(mallopt: list[tuple[Any, ...]]) -> None:
-    environ = {"GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"}
-    assert heap.tune(environ) == {ARENAS: heap.ARENAS}
-    assert THRESHOLD not in environ
-    assert mallopt == [(-8, heap.ARENAS)]
+@pytest.mark.parametrize(
+    "tunables",
+    [
+        "glibc.malloc.mmap_threshold=65536",
+        "glibc.malloc.tcache_count=0:glibc.malloc.mmap_threshold=65536",
+    ],
+)
+def test_the_operators_tunable_is_left_as_it_is(
+    mallopt: list[tuple[Any, ...]], tunables: str
+) -> None:
+    assert heap.tune({"GLIBC_TUNABLES": tunables}) == {ARENAS: str(heap.ARENAS)}
+    assert mallopt == [(heap.M_ARENA_MAX, heap.ARENAS)]
+
+
+def test_a_tunable_named_only_inside_another_value_is_not_the_operators(
+    mallopt: list[tuple[Any, ...]],
+) -> None:
+    environ = {"GLIBC_TUNABLES": "glibc.malloc.arena_test=glibc.malloc.mmap_threshold"}
+    assert set(heap.tune(environ)) == {ARENAS, THRESHOLD}
 
 
 def test_without_glibc_nothing_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "_MALLOPT", None)
     monkeypatch.setattr(heap, "_TRIM", None)
-    environ: dict[str, str] = {}
-    assert heap.tune(environ) == {}
-    assert environ == {}
+    assert heap.tune({}) == {}
     heap.trim()  # no error
