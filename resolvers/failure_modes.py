@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 from uuid import UUID
 
 from data.comparison import reading
@@ -28,7 +29,7 @@ from data.window_pool import PoolFilter, pool_size
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import Among
+from resolvers.comparison.state import Narrowing
 from resolvers.comparison.window_pass import compare_exactly
 from resolvers.context import Context
 from resolvers.failure_members import group_terms
@@ -50,8 +51,11 @@ UNVERIFIED = Reason.SIMILAR_APPROXIMATE_UNVERIFIED
 EARLIER_EXACT_MAX_CHUNKS = 50_000
 
 
-# A comparison the failure modes ask: the API's arguments, and what they ask beyond them.
-Lookup = tuple[SimilarArgs, Among]
+class Lookup(NamedTuple):
+    """A comparison the failure modes ask: the API's arguments, and how they narrow it."""
+
+    args: SimilarArgs
+    narrowing: Narrowing
 
 
 def lookups(args: FailureArgs, window_start: datetime) -> tuple[Lookup, Lookup]:
@@ -67,10 +71,8 @@ def lookups(args: FailureArgs, window_start: datetime) -> tuple[Lookup, Lookup]:
         source_types=args.source_types,
     )
     earlier = SimilarArgs(limit=1, max_matches_per_session=0, include_match_text=False)
-    return (links, Among(offer_nearest=False)), (
-        earlier,
-        Among(started_before=window_start, offer_nearest=False),
-    )
+    before = Narrowing(started_before=window_start, offer_nearest=False)
+    return Lookup(links, Narrowing(offer_nearest=False)), Lookup(earlier, before)
 
 
 async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]:
@@ -146,7 +148,14 @@ async def compare_window(
     services = context.services
     async with reading(services.comparison_engine) as conn:
         results = await compare_exactly(
-            conn, context.principal.account_id, ids, *lookup, services.tuning, services.models, now
+            conn,
+            context.principal.account_id,
+            ids,
+            lookup.args,
+            lookup.narrowing,
+            services.tuning,
+            services.models,
+            now,
         )
     return {i: r for i, r in zip(ids, results, strict=True) if r is not None}
 
@@ -159,7 +168,9 @@ async def _compared(
     out: dict[UUID, SimilarResult] = {}
     for start in range(0, len(ids), FAILURE_MODES_BATCH):
         chunk = ids[start : start + FAILURE_MODES_BATCH]
-        answers = await context.loaders.similar.load_many([(i, *lookup) for i in chunk])
+        answers = await context.loaders.similar.load_many(
+            [(i, lookup.args, lookup.narrowing) for i in chunk]
+        )
         out |= {i: r for i, r in zip(chunk, answers, strict=True) if r is not None}
         if _timed_out(out.values()):
             break  # the answer is empty either way
@@ -174,7 +185,7 @@ async def _earlier(
     group new or recurring exactly. In one exact pass each when the sessions before the
     window hold at most EARLIER_EXACT_MAX_CHUNKS passages; through the request's
     similarSessions DataLoader (its lookup paths) when they hold more."""
-    where = PoolFilter(None, None, None, earlier[1].started_before)
+    where = PoolFilter(None, None, None, earlier.narrowing.started_before)
     async with context.services.read() as conn:
         size = await pool_size(conn, context.principal.account_id, where, EARLIER_EXACT_MAX_CHUNKS)
 

@@ -12,7 +12,7 @@ from data.sessions import SessionRow, TitleSearch, recent_sessions
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison import search
 from resolvers.comparison.results import SearchResult, SimilarResult
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult
 from resolvers.context import Context
 from resolvers.errors import BadArgument
@@ -29,7 +29,7 @@ async def similar_sessions(
     """The comparison for one session of the caller's account; None when it has no such
     session. Its end cursor is sealed for this session's list with these arguments; with
     `terms` (and texts shown), each match has its shared terms."""
-    result = await context.loaders.similar.load((session_id, args, ASKED))
+    result = await context.loaders.similar.load((session_id, args, NOT_NARROWED))
     if result is None:
         return result
     if terms and args.include_match_text:

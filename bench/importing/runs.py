@@ -24,7 +24,7 @@ from data.migrate import migrate
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 
 CLI = Path(sys.executable).with_name("similar-sessions")
@@ -69,7 +69,7 @@ async def _compared(url: str, sessions: int, rounds: int) -> tuple[float, float]
                 for is_exact, tuning in ((False, served), (True, exact)):
                     async with comparison.reading(engine) as conn:
                         started = time.perf_counter()
-                        args = [(session, SimilarArgs(limit=10), ASKED)]
+                        args = [(session, SimilarArgs(limit=10), NOT_NARROWED)]
                         await compare_sessions(conn, account, args, tuning, catalog)
                         if r:
                             times[is_exact].append((time.perf_counter() - started) * 1000)

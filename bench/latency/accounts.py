@@ -21,7 +21,7 @@ from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 
 
@@ -81,7 +81,7 @@ async def compare(in_process: InProcess, p: Probe, tuning: Tuning) -> None:
     """The probe's session compared in process, on a connection opened as the route's
     DataLoader opens it."""
     async with comparison.reading(in_process.engine) as conn:
-        args = [(p.session, SimilarArgs(limit=10), ASKED)]
+        args = [(p.session, SimilarArgs(limit=10), NOT_NARROWED)]
         await compare_sessions(conn, p.account, args, tuning, in_process.catalog)
 
 

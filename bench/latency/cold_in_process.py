@@ -22,7 +22,7 @@ from data.account_indexes import MARKS
 from data.engine import make_engine
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 
 WARM_ROUNDS = 2  # the warm figure: each session asked this many more times
 
@@ -92,7 +92,7 @@ async def in_process(
 
 
 async def _one(fresh: InProcess, account: uuid.UUID, s: uuid.UUID, report: Report) -> None:
-    await compare(fresh, account, [(s, SimilarArgs(limit=10), ASKED)], report.tuning)
+    await compare(fresh, account, [(s, SimilarArgs(limit=10), NOT_NARROWED)], report.tuning)
 
 
 async def _checkout(engine: AsyncEngine) -> None:

@@ -20,7 +20,7 @@ from data.engine import make_engine
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 
 UNVERIFIED = "similar_approximate_unverified"
@@ -54,7 +54,7 @@ async def _compare(
 ) -> SimilarResult:
     async with engine.begin() as conn:
         [result] = await compare_sessions(
-            conn, account, [(session, SimilarArgs(limit=10), ASKED)], tuning
+            conn, account, [(session, SimilarArgs(limit=10), NOT_NARROWED)], tuning
         )
     assert result is not None
     return result

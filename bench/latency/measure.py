@@ -19,7 +19,7 @@ from data.model_indexes import comparable_predicate
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import batch_of, look_up
-from resolvers.comparison.state import ASKED, Batch
+from resolvers.comparison.state import NOT_NARROWED, Batch
 from resolvers.rules import ranking
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.rules.lookup_plan import Caller, plan
@@ -95,7 +95,9 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
     the exact-scan size that forces the path (the account's own index when it has one)."""
     cap = 100_000_000 if path is LookupPath.EXACT else 0
     forced = dataclasses.replace(tuning, exact_scan_max_chunks=cap)
-    batch = batch_of(probe.account, [(probe.session, SimilarArgs(), ASKED)], datetime.now(UTC))
+    batch = batch_of(
+        probe.account, [(probe.session, SimilarArgs(), NOT_NARROWED)], datetime.now(UTC)
+    )
     async with engine.connect() as conn:
         return await look_up(conn, batch, forced, ModelCatalog(), CheckCosts())
 
@@ -153,7 +155,7 @@ async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> Lo
                 {"a": account},
             )
         ).scalar_one()
-    batch = batch_of(account, [(session, SimilarArgs(), ASKED)], datetime.now(UTC))
+    batch = batch_of(account, [(session, SimilarArgs(), NOT_NARROWED)], datetime.now(UTC))
     async with engine.connect() as conn:
         batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(str(IDENTITY))

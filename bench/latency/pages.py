@@ -20,7 +20,7 @@ from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import batch_of, compare_sessions
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules.lookup_plan import Caller, plan
 
 PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
@@ -141,7 +141,7 @@ async def lookup_share(
 ) -> None:
     """In a batch of 50 comparisons, the share of the first statement (the probe lookups)."""
     ids = report.sample(sessions, 50)
-    keys = [(uuid.UUID(str(s)), SimilarArgs(limit=10), ASKED) for s in ids]
+    keys = [(uuid.UUID(str(s)), SimilarArgs(limit=10), NOT_NARROWED) for s in ids]
     whole, first = [], []
     for _ in range(report.page_rounds):
         async with comparison.reading(engine) as conn:

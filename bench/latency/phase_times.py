@@ -4,12 +4,15 @@ provider keeps every finished span in memory (opentelemetry-sdk's InMemorySpanEx
 span exported as it ends), and `tallied` runs a comparison under a span of its own, so the
 phase spans the comparison opens under it (`similar_sessions.lookups`, `.widened`, `.check`,
 `.nearest`, `.ranking`, `.details`) give its time by phase, and what its own span took beyond
-them is `other` (the model catalog, the plan, the connection, the log line).
+them is `other` (the model catalog, the plan, the connection, the session's settings, a
+second lookup for a model that appeared meanwhile, learning the route, the log line: the
+data-layer wrapper this replaced counted the second lookup and the settings as `lookups`).
 
 Which extra work it did is read from the same spans: a `widened` span is the wider retry, a
 `check` span whose plan had a budget is an exact check tried, and its `exact_check` events
 say which started; why each first lookup could not vouch is the lookups span's
-`similar_sessions.lookups.approximate` and `.doubts` (the product's `why_not_vouched`)."""
+`similar_sessions.lookups.approximate` and `.doubts.<reason>` counts (the product's
+`why_not_vouched`, resolvers/comparison/verify.py `say_doubts`)."""
 
 from __future__ import annotations
 
@@ -25,7 +28,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from data.lookups import Limits, ScanWindow
-from resolvers.rules.lookup_path import why_not_vouched
+from resolvers.comparison.verify import APPROXIMATE, DOUBTS
+from resolvers.rules.lookup_path import Doubt, why_not_vouched
 
 # The phases a comparison's time is split into (ms), in the order the tables print them: each
 # but `other` is the product's span `similar_sessions.<phase>`.
@@ -33,10 +37,7 @@ PHASES = ("lookups", "widened", "check", "nearest", "ranking", "details", "other
 SPAN = "similar_sessions."
 COMPARISON = "bench.comparison"  # the span `tallied` runs a comparison under
 BUDGET = "similar_sessions.plan.check_budget_ms"
-APPROXIMATE = "similar_sessions.lookups.approximate"
-DOUBTS = "similar_sessions.lookups.doubts"
 EXACT_CHECK = "exact_check"  # the check span's event per exact check, started or not
-NOT_SAID = "n/a (not in the spans)"
 
 _kept = InMemorySpanExporter()
 _provider: TracerProvider | None = None
@@ -45,15 +46,15 @@ _provider: TracerProvider | None = None
 @dataclass
 class Tally:
     """One comparison (or batch), from its spans: ms by phase, its whole ms, the extra work
-    it did, and why its first lookups could not vouch (a reason per approximate lookup,
-    `vouched` for those that could; None: the spans do not say)."""
+    it did, and why its first lookups could not vouch (the approximate lookups by reason,
+    `vouched` for those that could)."""
 
     ms: dict[str, float] = field(default_factory=dict)
     total_ms: float = 0.0
     widened: bool = False
     checked: bool = False
-    checks_started: int | None = 0  # exact passes started; None: the spans do not say
-    doubts: Counter[str] | None = None
+    checks_started: int = 0  # exact passes started
+    doubts: Counter[str] = field(default_factory=Counter)
 
     @classmethod
     def of(cls, spans: Sequence[ReadableSpan]) -> Tally:
@@ -68,10 +69,7 @@ class Tally:
         checks = [s for s in phases if s.name == SPAN + "check" and _attr(s, BUDGET, 0) > 0]
         tally.checked = bool(checks)
         events = [e for s in checks for e in s.events if e.name == EXACT_CHECK]
-        if checks and not events:
-            tally.checks_started = None
-        else:
-            tally.checks_started = sum(1 for e in events if (e.attributes or {}).get("started"))
+        tally.checks_started = sum(1 for e in events if (e.attributes or {}).get("started"))
         tally.doubts = _doubts([s for s in phases if s.name == SPAN + "lookups"])
         return tally
 
@@ -86,18 +84,15 @@ def _attr(span: ReadableSpan, name: str, default: Any) -> Any:
     return (span.attributes or {}).get(name, default)
 
 
-def _doubts(lookups: list[ReadableSpan]) -> Counter[str] | None:
-    """The first lookups' reasons (the first lookups span: the first statement), or None
-    when the span does not carry them."""
+def _doubts(lookups: list[ReadableSpan]) -> Counter[str]:
+    """The first lookups' reasons (the first lookups span: the first statement); none when
+    nothing was judged (nothing to look up, or the statement ran past its budget)."""
     if not lookups:
-        return Counter()  # timed out before it, or nothing to look up
+        return Counter()
     first = min(lookups, key=lambda s: s.start_time or 0)
-    approximate, reasons = _attr(first, APPROXIMATE, None), _attr(first, DOUBTS, None)
-    if approximate is None or reasons is None:
-        return None
-    out = Counter(str(r) for r in reasons)
-    out["vouched"] = int(approximate) - len(reasons)
-    return out
+    out = Counter({str(d): int(_attr(first, f"{DOUBTS}.{d.name.lower()}", 0)) for d in Doubt})
+    out["vouched"] = int(_attr(first, APPROXIMATE, 0)) - sum(out.values())
+    return +out  # only the reasons that occurred
 
 
 def doubt(window: ScanWindow | None, limits: Limits) -> str:
@@ -162,29 +157,21 @@ def mean_ms(tallies: list[Tally], phase: str) -> float:
 
 
 def checks_run(tallies: list[Tally]) -> str:
-    """`k of n`: the exact passes the n tallies' comparisons started; while the spans do not
-    say, the comparisons that tried one (a check span with a budget) instead."""
-    started = [t.checks_started for t in tallies]
-    if None not in started:
-        return f"{sum(s or 0 for s in started)} of {len(tallies)}"
-    tried = sum(1 for t in tallies if t.checked)
-    return f"tried in {tried} of {len(tallies)}, started {NOT_SAID}"
+    """`k of n`: the exact passes the n tallies' comparisons started."""
+    return f"{sum(t.checks_started for t in tallies)} of {len(tallies)}"
 
 
 @dataclass(frozen=True, slots=True)
 class Doubts:
-    """Over some tallies: the first lookups that could vouch, and why the others could not
-    (`vouched` None: the spans do not say)."""
+    """Over some tallies: the first lookups that could vouch, and why the others could not."""
 
-    vouched: int | None
+    vouched: int
     why: Counter[str]
 
     @classmethod
     def of(cls, tallies: list[Tally]) -> Doubts:
         counted: Counter[str] = Counter()
         for t in tallies:
-            if t.doubts is None:
-                return cls(None, Counter())
             counted.update(t.doubts)
         vouched = counted.pop("vouched", 0)
         return cls(vouched, counted)
@@ -195,11 +182,9 @@ class Doubts:
 
     def said(self) -> str:
         """`n (reason k, reason k)`: the lookups that could not vouch, by reason."""
-        if self.vouched is None:
-            return NOT_SAID
         reasons = ", ".join(f"{k} {v}" for k, v in self.why.most_common()) or "-"
         return f"{self.could_not} ({reasons})"
 
     def counted(self) -> str:
         """`vouched / n (reason k, ...)`: the first lookups that could and could not vouch."""
-        return NOT_SAID if self.vouched is None else f"{self.vouched} / {self.said()}"
+        return f"{self.vouched} / {self.said()}"

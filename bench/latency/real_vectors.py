@@ -36,7 +36,7 @@ from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import SimilarKey, batch_of, compare_sessions, look_up
 from resolvers.comparison.plans import account_plan
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules.lookup_plan import Caller
 from resolvers.tuning import Tuning
 
@@ -177,7 +177,7 @@ async def measure_account(
     fig.page_single = await page_against_requests(
         servers.single, account, report.page_rounds, size=PAGE
     )
-    keys = [(uuid.UUID(s), SimilarArgs(limit=10), ASKED) for s in fig.page.ids]
+    keys = [(uuid.UUID(s), SimilarArgs(limit=10), NOT_NARROWED) for s in fig.page.ids]
     with traced():
         for _ in range(report.page_rounds):
             fig.page_tallies.append(
@@ -219,7 +219,7 @@ async def _routes(
                     compare(
                         in_process,
                         fig.account.id,
-                        [(s, SimilarArgs(limit=10), ASKED)],
+                        [(s, SimilarArgs(limit=10), NOT_NARROWED)],
                         report.tuning,
                     )
                 )
@@ -240,7 +240,7 @@ async def served_path(
     engine: AsyncEngine, account: uuid.UUID, session: uuid.UUID, tuning: Tuning
 ) -> str:
     """The path the product takes for the session's comparison model on the account."""
-    batch = batch_of(account, [(session, SimilarArgs(), ASKED)], datetime.now(UTC))
+    batch = batch_of(account, [(session, SimilarArgs(), NOT_NARROWED)], datetime.now(UTC))
     async with engine.connect() as conn:
         batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
     path = batch.path(batch.comparisons[0].model)

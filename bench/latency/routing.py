@@ -31,7 +31,7 @@ from data.server import resolve_url
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 
 DATABASE = "ss_quality_coding_agents"
@@ -45,7 +45,7 @@ async def timed(
     started = time.perf_counter()
     async with reading(engine) as conn:
         [answer] = await compare_sessions(
-            conn, account, [(session, SimilarArgs(limit=10), ASKED)], tuning, checks=checks
+            conn, account, [(session, SimilarArgs(limit=10), NOT_NARROWED)], tuning, checks=checks
         )
     assert answer is not None
     return (time.perf_counter() - started) * 1000, str(answer.lookup_path)

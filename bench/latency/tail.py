@@ -28,7 +28,7 @@ from bench.latency.server import LeanClient, start_server
 from data.engine import make_engine
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
 
@@ -126,7 +126,7 @@ async def _routes(
                         servers[ef].get(route, params={"limit": 10}, headers=headers)
                     )
                     assert reply.status_code == 200, reply.text
-                    keys = [(s, SimilarArgs(limit=10), ASKED)]
+                    keys = [(s, SimilarArgs(limit=10), NOT_NARROWED)]
                     tally, _ = await tallied(compare(in_process[ef], account.id, keys, tunings[ef]))
                     if r:
                         figures[ef].route_ms.append(ms)

@@ -23,7 +23,7 @@ from indexer.passes import PassReport
 from indexer.worker import index_once
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 from similar_sessions.app import create_app
 from transfer.importing import import_lines
@@ -143,7 +143,9 @@ async def _listed(
 ) -> tuple[str, list[tuple[UUID, float, int]], list[str]]:
     args = SimilarArgs(limit=20, max_matches_per_session=5)
     async with comparison.reading(engine) as conn:  # as the route opens it
-        [result] = await compare_sessions(conn, corpus.account_id, [(session, args, ASKED)], tuning)
+        [result] = await compare_sessions(
+            conn, corpus.account_id, [(session, args, NOT_NARROWED)], tuning
+        )
     assert result is not None
     listed = [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
     return str(result.lookup_path), listed, list(result.degraded.reasons)

@@ -108,7 +108,7 @@ def result_of(
         model=c.model,
         configured=None if setting is None else str(setting.identity),
         window_applied=c.args.window_days is not None,
-        filter_applied=c.filtered,
+        filter_applied=c.ask.filtered,
         sampled=c.found.model_chunks > len(c.probes),
         found_hits=c.has_hits,
         comparable_elsewhere=comparable_elsewhere,

@@ -151,8 +151,8 @@ def begin_check(checks: CheckCosts, account_id: UUID, lookups: int, budget_ms: i
 
 
 def said(lookups: int, started: bool, finished: bool) -> None:
-    """An exact check, started or not, in the log and as an event of the span it ran in (the
-    comparison's `check` phase)."""
+    """An exact check, started or not, in the log and as an event of the span it ran in (a
+    comparison's `check` phase; for a search's dense leg, the search's span)."""
     log.info("exact_check", lookups=lookups, started=started, finished=finished)
     attributes = {"lookups": lookups, "started": started, "finished": finished}
     trace.get_current_span().add_event("exact_check", attributes)

@@ -89,7 +89,9 @@ async def look_nearest(
     passages without a floor, as the nearest passages' plan says (one statement, only when
     there are such comparisons)."""
     hitless = [
-        c for c in batch.found if c.model is not None and not c.has_hits and c.among.offer_nearest
+        c
+        for c in batch.found
+        if c.model is not None and not c.has_hits and c.narrowing.offer_nearest
     ]
     if not hitless:
         return batch

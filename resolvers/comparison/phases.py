@@ -34,7 +34,7 @@ from resolvers.comparison.looking import (
 )
 from resolvers.comparison.plans import account_plan
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import ASKED, Among, Batch, Comparison
+from resolvers.comparison.state import Batch, Comparison, Narrowing
 from resolvers.comparison.verify import doubtful, say_doubts, verify
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
@@ -45,7 +45,7 @@ from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
 # A session to compare, with the API's arguments and what the failure modes ask beyond them.
-SimilarKey = tuple[UUID, SimilarArgs, Among]
+SimilarKey = tuple[UUID, SimilarArgs, Narrowing]
 
 
 async def compare_sessions(
@@ -85,8 +85,8 @@ async def compare_sessions(
 def batch_of(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Batch:
     """One comparison per asked key, with its window's start."""
     comparisons = tuple(
-        Comparison(ask_of(n, session_id, args, now, among), args, among)
-        for n, (session_id, args, among) in enumerate(keys)
+        Comparison(ask_of(n, session_id, args, now, narrowing), args, narrowing)
+        for n, (session_id, args, narrowing) in enumerate(keys)
     )
     return Batch(account_id, comparisons)
 
@@ -216,7 +216,7 @@ def ranked(c: Comparison) -> Comparison:
 
 
 def ask_of(
-    key: int, session_id: UUID, args: SimilarArgs, now: datetime, among: Among = ASKED
+    key: int, session_id: UUID, args: SimilarArgs, now: datetime, narrowing: Narrowing
 ) -> Ask:
     """The ask of one session's comparison: its window's start and its neighbour filters."""
     return Ask(
@@ -225,7 +225,7 @@ def ask_of(
         cutoff(args, now),
         args.statuses,
         args.source_types,
-        started_before=among.started_before,
+        started_before=narrowing.started_before,
     )
 
 

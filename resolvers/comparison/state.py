@@ -17,7 +17,7 @@ from resolvers.rules.lookup_plan import LookupPlan
 
 
 @dataclass(frozen=True, slots=True)
-class Among:
+class Narrowing:
     """What a comparison asks beyond the API's arguments, which only the failure modes ask
     (resolvers/failure_modes.py): only the sessions that started before an instant, and
     whether, when nothing passes the floor, the nearest passages below it are looked up and
@@ -27,18 +27,18 @@ class Among:
     offer_nearest: bool = True
 
 
-ASKED = Among()  # what a similarSessions field or route asks: nothing more
+NOT_NARROWED = Narrowing()  # what a similarSessions field or route asks: nothing more
 
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    """One asked session: its ask and arguments, what the first statement found of it (None
-    until then, and for a session the account does not have), whether a lookup stayed
-    unverified, and its ranked neighbours and page."""
+    """One asked session: its ask, arguments and narrowing, what the first statement found
+    of it (None until then, and for a session the account does not have), whether a lookup
+    stayed unverified, and its ranked neighbours and page."""
 
     ask: Ask
     args: SimilarArgs
-    among: Among = ASKED
+    narrowing: Narrowing
     found: Inventory | None = None
     unverified: bool = False  # a lookup could not vouch, and its exact check did not run
     widened: int = 0  # probes asked again at the wider ef_search (their lookups came up short)
@@ -50,11 +50,6 @@ class Comparison:
     # ranked (offered, loose, as nothing was close enough).
     nearest_hits: tuple[Hit, ...] = ()
     nearest: tuple[ranking.Neighbour, ...] = ()
-
-    @property
-    def filtered(self) -> bool:
-        """Whether its neighbours were filtered: by the API's filters or the failure modes'."""
-        return self.args.filtered or self.among.started_before is not None
 
     @property
     def model(self) -> str | None:

@@ -28,6 +28,7 @@ from resolvers.comparison.answer import bands_of
 from resolvers.comparison.looking import served
 from resolvers.comparison.phases import ask_of
 from resolvers.comparison.plans import account_plan
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules import ranking
 from resolvers.rules.degraded import Degraded, degraded
 from resolvers.rules.lookup_plan import Caller
@@ -80,7 +81,7 @@ async def timelines(
         mine = [n for n, (_, _, b) in enumerate(keys) if b is bucket]
         if not mine:
             continue
-        asks = [ask_of(n, *keys[n][:2], now) for n in mine]
+        asks = [ask_of(n, *keys[n][:2], now, NOT_NARROWED) for n in mine]
         counts = await _count(conn, account_id, asks, bucket, tuning, catalog)
         timed_out = counts is None
         for n, counted in zip(mine, counts or [Counted()] * len(mine), strict=True):

@@ -13,6 +13,7 @@ left, in one pass. A check predicted to reach its budget is not started."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -43,9 +44,18 @@ def doubtful(c: Comparison, batch: Batch, plan: LookupPlan) -> frozenset[int]:
     )
 
 
+# The span attributes `say_doubts` writes: the approximate lookups, and how many could not
+# vouch for each reason (`<DOUBTS>.<the reason's name in lower case>`, those that occurred).
+APPROXIMATE = "similar_sessions.lookups.approximate"
+DOUBTS = "similar_sessions.lookups.doubts"
+
+
 def say_doubts(batch: Batch, plan: LookupPlan) -> None:
-    """On the current span (the first lookups'): how many distinct lookups took an
-    approximate path, and why each that cannot vouch could not (`why_not_vouched`)."""
+    """On the current span (the first lookups'), when it is recorded: how many distinct
+    lookups took an approximate path, and how many of them could not vouch, by reason."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
     limits = plan.limits()
     approximate = [
         p
@@ -54,12 +64,13 @@ def say_doubts(batch: Batch, plan: LookupPlan) -> None:
         for p in c.probes
         if p.lookup == p.number  # probes with one vector share one lookup
     ]
-    reasons = [
+    reasons = Counter(
         why_not_vouched(p.answer.window, limits.window, limits.per_probe) for p in approximate
-    ]
-    span = trace.get_current_span()
-    span.set_attribute("similar_sessions.lookups.approximate", len(approximate))
-    span.set_attribute("similar_sessions.lookups.doubts", [r for r in reasons if r is not None])
+    )
+    span.set_attribute(APPROXIMATE, len(approximate))
+    for reason, count in reasons.items():
+        if reason is not None:
+            span.set_attribute(f"{DOUBTS}.{reason.name.lower()}", count)
 
 
 async def verify(

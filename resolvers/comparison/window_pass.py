@@ -40,7 +40,7 @@ from resolvers.comparison.answer import assemble, elapsed_ms, in_slices
 from resolvers.comparison.looking import after_timeout, first_look, served
 from resolvers.comparison.phases import batch_of, cutoff, ranked
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import Among, Batch, Comparison
+from resolvers.comparison.state import Batch, Comparison, Narrowing
 from resolvers.rules.calibration import passage_floors
 from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
 from resolvers.rules.nearest import candidates
@@ -54,19 +54,21 @@ async def compare_exactly(
     account_id: UUID,
     ids: Sequence[UUID],
     args: SimilarArgs,
-    among: Among,
+    narrowing: Narrowing,
     tuning: Tuning,
     catalog: ModelCatalog,
     now: datetime,
 ) -> list[SimilarResult | None]:
-    """Each session compared with `args` (and `among`) as similarSessions compares it on the
+    """Each session compared with `args` (and `narrowing`) as similarSessions compares it on the
     exact path, its window ending at `now`, within the failure modes' budget; one result per
     id, in id order (None for a session the account does not have)."""
     started = time.perf_counter()
-    batch = batch_of(account_id, [(i, args, among) for i in ids], now)
+    batch = batch_of(account_id, [(i, args, narrowing) for i in ids], now)
     exactly = plan(Caller.FAILURE_MODES, tuning)
     settings = exactly.settings
-    where = PoolFilter(cutoff(args, now), args.statuses, args.source_types, among.started_before)
+    where = PoolFilter(
+        cutoff(args, now), args.statuses, args.source_types, narrowing.started_before
+    )
     try:
         with sql.within_budget():
             models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)

@@ -3,9 +3,23 @@ an approximate lookup can vouch for its answer."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from data.lookups import LookupPath, ScanWindow
 
-__all__ = ["LookupPath", "choose_path", "reached_floor", "vouches_for", "why_not_vouched"]
+__all__ = ["Doubt", "LookupPath", "choose_path", "reached_floor", "vouches_for", "why_not_vouched"]
+
+
+class Doubt(StrEnum):
+    """Why an approximate lookup's window cannot vouch for its answer: the first condition of
+    `vouches_for` it fails, in the order they are judged."""
+
+    NO_WINDOW = "no window"  # the scan returned nothing it could measure
+    SCAN_ENDED_EARLY = "scan ended early"
+    FEWER_HITS_THAN_KEPT = "fewer hits than kept"
+    WINDOW_ENDS_AT_ITS_LAST_ROW = "window ends at its last row"
+    WINDOW_CROWDED = "window crowded"
+    TIED_GROUP = "tied group"
 
 
 def choose_path(
@@ -59,19 +73,19 @@ def vouches_for(window: ScanWindow | None, overfetch: int, per_probe: int) -> bo
     return why_not_vouched(window, overfetch, per_probe) is None
 
 
-def why_not_vouched(window: ScanWindow | None, overfetch: int, per_probe: int) -> str | None:
-    """The first condition of `vouches_for` the window fails, in words (what a trace says of
-    a lookup that could not vouch), or None when it vouches."""
+def why_not_vouched(window: ScanWindow | None, overfetch: int, per_probe: int) -> Doubt | None:
+    """The first condition of `vouches_for` the window fails (what a trace says of a lookup
+    that could not vouch), or None when it vouches."""
     if window is None or window.farthest is None or window.nearest is None or window.last is None:
-        return "no window"  # the scan returned nothing it could measure
+        return Doubt.NO_WINDOW
     if window.scanned < overfetch:
-        return "scan ended early"
+        return Doubt.SCAN_ENDED_EARLY
     if window.hits < per_probe:
-        return "fewer hits than kept"
+        return Doubt.FEWER_HITS_THAN_KEPT
     if overfetch > per_probe and window.farthest - window.last < NEAR_TIE_DISTANCE:
-        return "window ends at its last row"
+        return Doubt.WINDOW_ENDS_AT_ITS_LAST_ROW
     if overfetch > per_probe and window.farthest - window.nearest < CROWDED_WINDOW_DISTANCE:
-        return "window crowded"
+        return Doubt.WINDOW_CROWDED
     if window.tied > HNSW_ROWS_PER_NODE:
-        return "tied group"
+        return Doubt.TIED_GROUP
     return None

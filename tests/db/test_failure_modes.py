@@ -222,14 +222,14 @@ async def test_is_new_asks_a_recurring_groups_representative_first(
     async def spied(
         context: Context, ids: list[uuid.UUID], lookup: failure_modes.Lookup, now: datetime
     ) -> Any:
-        asked.extend(ids if lookup[1].started_before is not None else [])
+        asked.extend(ids if lookup.narrowing.started_before is not None else [])
         return await compare_window(context, ids, lookup, now)
 
     monkeypatch.setattr(failure_modes, "compare_window", spied)
     load_many = context.loaders.similar.load_many
 
     def loaded(keys: list[SimilarKey]) -> Any:
-        asked.extend(i for i, _, among in keys if among.started_before is not None)
+        asked.extend(i for i, _, narrowing in keys if narrowing.started_before is not None)
         return load_many(keys)
 
     context.loaders.similar.load_many = loaded  # type: ignore[method-assign]

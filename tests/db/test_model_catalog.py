@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 from tests.support.world import MODEL, World, blend, direction
 
@@ -35,7 +35,11 @@ async def test_a_model_that_appears_later_is_compared_after_the_catalog_is_read_
     await world.write(engine)
     async with engine.connect() as conn:
         [result] = await compare_sessions(
-            conn, uuid.UUID(account), [(uuid.UUID(later), SimilarArgs(), ASKED)], Tuning(), catalog
+            conn,
+            uuid.UUID(account),
+            [(uuid.UUID(later), SimilarArgs(), NOT_NARROWED)],
+            Tuning(),
+            catalog,
         )
         assert result is not None and result.model_identity == NEW_MODEL
         assert [str(n.session.id) for n in result.results] == [other]

@@ -17,7 +17,7 @@ from data.comparison import reading
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 from tests.support.world import World, blend, direction
 
@@ -54,7 +54,7 @@ async def compare(
         [result] = await compare_sessions(
             conn,
             uuid.UUID(account),
-            [(uuid.UUID(session), SimilarArgs(**args), ASKED)],
+            [(uuid.UUID(session), SimilarArgs(**args), NOT_NARROWED)],
             tuning or Tuning(),
         )
     assert result is not None

@@ -18,7 +18,7 @@ from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.results import SimilarResult
-from resolvers.comparison.state import ASKED
+from resolvers.comparison.state import NOT_NARROWED
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.crowded import IDENTITY
@@ -86,7 +86,7 @@ async def compare_page(
         results = await compare_sessions(
             conn,
             uuid.UUID(account),
-            [(uuid.UUID(s), args, ASKED) for s in sessions],
+            [(uuid.UUID(s), args, NOT_NARROWED) for s in sessions],
             tuning,
             checks=checks,
         )
@@ -103,7 +103,7 @@ async def compare_remembering(
         [result] = await compare_sessions(
             conn,
             uuid.UUID(account),
-            [(uuid.UUID(session), SimilarArgs(), ASKED)],
+            [(uuid.UUID(session), SimilarArgs(), NOT_NARROWED)],
             tuning,
             checks=checks,
         )

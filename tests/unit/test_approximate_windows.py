@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from data.lookups import ScanWindow
-from resolvers.rules.lookup_path import vouches_for
+from resolvers.rules.lookup_path import Doubt, vouches_for, why_not_vouched
 
 
 def window(
@@ -29,22 +29,38 @@ def test_an_ordinary_window_vouches_for_its_answer() -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "seen"),
+    ("case", "seen", "why"),
     [
-        ("the scan stopped before the over-fetch", window(ORDINARY, scanned=60)),
-        ("nothing came back", None),
-        ("nothing finite came back", ScanWindow(100, None, None, None, 100, 0)),
-        ("fewer than 25 are hits", window(ORDINARY, hits=24)),
-        ("eleven identical vectors", window(ORDINARY, tied=11)),
-        ("near-ties run past the window's end", window(ORDINARY, farthest=0.3205)),
+        (
+            "the scan stopped before the over-fetch",
+            window(ORDINARY, scanned=60),
+            Doubt.SCAN_ENDED_EARLY,
+        ),
+        ("nothing came back", None, Doubt.NO_WINDOW),
+        ("nothing finite came back", ScanWindow(100, None, None, None, 100, 0), Doubt.NO_WINDOW),
+        ("fewer than 25 are hits", window(ORDINARY, hits=24), Doubt.FEWER_HITS_THAN_KEPT),
+        ("eleven identical vectors", window(ORDINARY, tied=11), Doubt.TIED_GROUP),
+        (
+            "near-ties run past the window's end",
+            window(ORDINARY, farthest=0.3205),
+            Doubt.WINDOW_ENDS_AT_ITS_LAST_ROW,
+        ),
         (
             "the whole window in a thin shell",
             window([0.5 + 1e-4 * n for n in range(25)], farthest=0.509),
+            Doubt.WINDOW_CROWDED,
         ),
     ],
 )
-def test_a_window_that_cannot_vouch_is_unsure(case: str, seen: ScanWindow | None) -> None:
+def test_a_window_that_cannot_vouch_is_unsure_and_says_why(
+    case: str, seen: ScanWindow | None, why: Doubt
+) -> None:
     assert not vouches_for(seen, 100, 25), case
+    assert why_not_vouched(seen, 100, 25) is why, case
+
+
+def test_a_window_that_vouches_has_no_doubt() -> None:
+    assert why_not_vouched(window(ORDINARY), 100, 25) is None
 
 
 def test_ten_identical_vectors_fit_one_graph_node() -> None:
