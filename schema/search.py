@@ -1,4 +1,5 @@
-"""Query.searchSessions: the account's sessions with passages like a described text."""
+"""Query.searchSessions: the account's sessions with passages like a described text, and
+the answer's types."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ from typing import Any
 
 import strawberry
 
+from resolvers.comparison.results import NeighbourResult, SearchResult
 from resolvers.comparison.search import checked_text
 from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
 from resolvers.turns import TakesTurn
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
+from schema.mapping import from_result
 from schema.selection import selects_passage_text, selects_shared_terms
-from schema.sessions import RuntimeSession
-from schema.similar import SessionSearch
+from schema.sessions import RankedSession, ranked
+from schema.similar import NEAREST, RankedAnswer, SearchLeg, SearchMatch, answer_fields
 
 
 @strawberry.type
@@ -38,4 +41,26 @@ class SearchQuery:
         listed = search_list(info.context.principal.account_id, text)
         args = ranked_args(info, ranked, listed, selected)
         result = await search_sessions(info.context, text, args, terms)
-        return SessionSearch.of(result, RuntimeSession.of)
+        return SessionSearch.of(result)
+
+
+@strawberry.type(description="A session of the account with passages like the search text.")
+class SearchNeighbour(RankedSession):
+    matches: list[SearchMatch]
+
+    @classmethod
+    def of(cls, n: NeighbourResult) -> SearchNeighbour:
+        return ranked(cls, n, [SearchMatch.of(m) for m in n.matches])
+
+
+@strawberry.type(description="The account's sessions with passages like a described text.")
+class SessionSearch(RankedAnswer):
+    legs: list[SearchLeg] = strawberry.field(description="Each leg, and whether it ran.")
+    results: list[SearchNeighbour]
+    nearest: list[SearchNeighbour] = strawberry.field(description=NEAREST)
+
+    @classmethod
+    def of(cls, r: SearchResult) -> SessionSearch:
+        legs = [SearchLeg.of(leg) for leg in r.legs]
+        fields = answer_fields(r, SearchNeighbour.of)
+        return from_result(cls, r, legs=legs, **fields)

@@ -1,88 +1,36 @@
-"""RuntimeSession, its replay, and its similarSessions field."""
+"""RuntimeSession, its similarSessions field and what that answers: the sessions ranked
+beside it (a type refers to the session it ranks, so they live together)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 import strawberry
 
-from data.sessions import ReplayTurn, SessionRow
+from data.sessions import SessionRow
 from indexer import credentials
+from resolvers.arguments import SimilarArgs
+from resolvers.comparison.results import NeighbourResult, SimilarResult
+from resolvers.comparison.timeline import TimelineBucket
 from resolvers.context import Context
-from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor, replay_page
-from resolvers.sessions import similar_list, similar_sessions
+from resolvers.replay import DEFAULT_REPLAY_PAGE, replay_cursor, replay_page
+from resolvers.sessions import similar_list, similar_sessions, similar_timeline
 from resolvers.turns import TakesTurn
 from schema.arguments import ranked_args, with_ranked_arguments
 from schema.comparison_budget import require_granted
 from schema.mapping import from_result
+from schema.replay import REPLAY_PAGING, ReplayEntry, ReplayPage
 from schema.selection import selects_passage_text, selects_shared_terms
-from schema.similar import SimilarSessions
-
-
-@strawberry.type(description="One step of a session's replay.")
-class ReplayEntry:
-    id: UUID
-    ordinal: int
-    occurred_at: datetime
-    role: str
-    kind: str
-    api_usage_id: UUID | None
-    row: strawberry.Private[ReplayTurn]
-    shown: strawberry.Private[str | None] = None  # decided once, by content or contentTruncated
-
-    @classmethod
-    def of(cls, row: ReplayTurn) -> ReplayEntry:
-        return from_result(cls, row, row=row, shown=None)
-
-    @strawberry.field(
-        description="Pass as `after` to read the turns that follow this one (in this session's "
-        "replay only)."
-    )
-    def cursor(self, info: strawberry.Info[Context, None]) -> str:
-        return replay_cursor(info.context, self.row)
-
-    def _shown(self, info: strawberry.Info[Context, None]) -> str:
-        if self.shown is None:
-            self.shown = info.context.content.take(self._whole())
-        return self.shown
-
-    def _whole(self) -> str:
-        """The turn's text as the account is shown it (its credentials masked unless it
-        shows them)."""
-        return credentials.shown(self.row.content)
-
-    @strawberry.field(
-        description="The turn's text; cut when the request's replay content budget "
-        "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS read, and as many returned, across all its "
-        "aliases and sessions) ran out."
-    )
-    def content(self, info: strawberry.Info[Context, None]) -> str:
-        return self._shown(info)
-
-    @strawberry.field(description="True when `content` was cut by the request's content budget.")
-    def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
-        read_whole = len(self.row.content) >= self.row.content_chars
-        return not read_whole or len(self._shown(info)) < len(self._whole())
-
-
-@strawberry.type(description="One page of a session's replay, in order.")
-class ReplayPage:
-    nodes: list[ReplayEntry]
-    end_cursor: str | None = strawberry.field(
-        description="Pass as `after` for the next page; null when the page is empty."
-    )
-    has_next_page: bool
-
-
-_REPLAY_PAGING = (
-    f"At most `first` turns ({DEFAULT_REPLAY_PAGE} by default, {MAX_REPLAY_PAGE} at most) "
-    "after the cursor `after` (one of this session's replay cursors). Null, with an error, "
-    "when refused (BAD_USER_INPUT naming `first` or `after`); the rest of the query keeps its "
-    "data. A query whose replay fields could read more than SIMILAR_SESSIONS_REPLAY_TURNS "
-    "turns together (each its `first` times the sessions it can run for) is refused before "
-    "it runs (LIMIT_EXCEEDED)."
+from schema.similar import (
+    NEAREST,
+    Lookup,
+    Match,
+    RankedAnswer,
+    SimilarityBand,
+    Timeline,
+    answer_fields,
 )
 
 
@@ -102,7 +50,7 @@ class RuntimeSession:
         return from_result(cls, row, title=credentials.shown(row.title))
 
     @strawberry.field(
-        extensions=[TakesTurn()], description=f"The session's activity, in order. {_REPLAY_PAGING}"
+        extensions=[TakesTurn()], description=f"The session's activity, in order. {REPLAY_PAGING}"
     )
     async def replay(
         self,
@@ -115,7 +63,7 @@ class RuntimeSession:
 
     @strawberry.field(
         extensions=[TakesTurn()],
-        description=f"The replay as pages that say whether more follow. {_REPLAY_PAGING}",
+        description=f"The replay as pages that say whether more follow. {REPLAY_PAGING}",
     )
     async def replay_page(
         self,
@@ -145,4 +93,85 @@ class RuntimeSession:
         args = ranked_args(info, ranked, similar_list(self.id), selected)
         result = await similar_sessions(info.context, self.id, args, terms)
         assert result is not None, "the session was read through the same account"
-        return SimilarSessions.of(result, RuntimeSession.of)
+        return SimilarSessions.of(result)
+
+
+@strawberry.interface(description="Another session of the account, ranked by its best passage.")
+class RankedSession:
+    runtime_session_id: UUID
+    session_source_type: str
+    session_source_id: str
+    session_reference: str
+    title: str
+    started_at: datetime
+    last_activity_at: datetime
+    session: RuntimeSession
+    score: float
+    similarity: float
+    band: SimilarityBand  # type: ignore[valid-type]
+    matched_chunk_count: int
+    console_link: str = strawberry.field(
+        description="The other session in the console, at the turn of its best match when "
+        "that match came from a replay turn."
+    )
+
+
+# A ranked session's own fields, as the contract names them, read from its session row.
+_SESSION_FIELDS = {
+    "session_source_type": "source_type",
+    "session_source_id": "source_id",
+    "session_reference": "reference",
+    "title": "title",
+    "started_at": "started_at",
+    "last_activity_at": "last_activity_at",
+}
+
+
+T = TypeVar("T")
+
+
+def ranked(cls: type[T], n: NeighbourResult, matches: list[Any]) -> T:
+    """A ranked session's type: its session, the fields read from it, and its matches."""
+    flat = {name: getattr(n.session, column) for name, column in _SESSION_FIELDS.items()}
+    flat["title"] = credentials.shown(flat["title"])
+    return from_result(cls, n, session=RuntimeSession.of(n.session), matches=matches, **flat)
+
+
+@strawberry.type(description="Another session of the account that went the same way.")
+class Neighbour(RankedSession):
+    matches: list[Match]
+
+    @classmethod
+    def of(cls, n: NeighbourResult) -> Neighbour:
+        return ranked(cls, n, [Match.of(m) for m in n.matches])
+
+
+@strawberry.type(description="The sessions most similar to one session, best first.")
+class SimilarSessions(RankedAnswer):
+    runtime_session_id: UUID
+    embedded_chunks: int
+    probe_chunks: int
+    pending_chunks: int
+    results: list[Neighbour]
+    nearest: list[Neighbour] = strawberry.field(description=NEAREST)
+    lookup: Lookup = strawberry.field(
+        description="How its lookups ran: the path, and the probes widened or checked exactly."
+    )
+    args: strawberry.Private[SimilarArgs]
+
+    @strawberry.field(
+        extensions=[TakesTurn()],
+        description="How often this has happened, counted by bucket; null, with an error, "
+        "when refused (LIMIT_EXCEEDED: it counts as a comparison of the request's budget).",
+    )
+    async def timeline(
+        self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK
+    ) -> Timeline | None:
+        require_granted(info)
+        result = await similar_timeline(info.context, self.runtime_session_id, self.args, bucket)
+        return Timeline.of(result)
+
+    @classmethod
+    def of(cls, r: SimilarResult) -> SimilarSessions:
+        fields = answer_fields(r, Neighbour.of)
+        return from_result(cls, r, lookup=Lookup.of(r), **fields)

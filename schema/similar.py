@@ -1,4 +1,6 @@
-"""The similarSessions types: SimilarSessions, Neighbour, Match, Probe and Degraded.
+"""The parts of a ranked answer: the degraded block, the lookup, the bands, the passages and
+matches, the timeline and the search's legs (the answers themselves, which rank sessions, are
+schema/sessions.py's SimilarSessions and schema/search.py's SessionSearch).
 
 Each type is filled from the resolver's result object by its own field names
 (`from_result`), so a field is declared once, here; the REST payload is derived from these
@@ -8,37 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import strawberry
 
 from data.lookups import LookupPath
 from data.reasons import Reason
-from data.sessions import SessionRow
-from indexer import credentials
-from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Leg, LegAnswer
 from resolvers.comparison.results import (
     MatchResult,
     NeighbourResult,
     PassageResult,
-    SearchResult,
     SimilarResult,
 )
 from resolvers.comparison.results import RankedAnswer as RankedAnswerResult
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult
-from resolvers.context import Context
 from resolvers.rules import degraded as resolved
 from resolvers.rules import ranking
-from resolvers.sessions import similar_timeline
-from resolvers.turns import TakesTurn
-from schema.comparison_budget import require_granted
 from schema.mapping import from_result
 from schema.reasons import DegradedReason
-
-if TYPE_CHECKING:
-    from schema.sessions import RuntimeSession
 
 SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a word.")
 TERMS_MODEL = (
@@ -170,67 +161,6 @@ class SearchMatch(RankedPassage):
         return from_result(cls, m)
 
 
-@strawberry.interface(description="Another session of the account, ranked by its best passage.")
-class RankedSession:
-    runtime_session_id: UUID
-    session_source_type: str
-    session_source_id: str
-    session_reference: str
-    title: str
-    started_at: datetime
-    last_activity_at: datetime
-    session: Annotated[RuntimeSession, strawberry.lazy("schema.sessions")]
-    score: float
-    similarity: float
-    band: SimilarityBand  # type: ignore[valid-type]
-    matched_chunk_count: int
-    console_link: str = strawberry.field(
-        description="The other session in the console, at the turn of its best match when "
-        "that match came from a replay turn."
-    )
-
-
-# Makes the RuntimeSession of a neighbour's session row (schema/sessions.py passes its own).
-SessionOf = Callable[[SessionRow], "RuntimeSession"]
-# A ranked session's own fields, as the contract names them, read from its session row.
-_SESSION_FIELDS = {
-    "session_source_type": "source_type",
-    "session_source_id": "source_id",
-    "session_reference": "reference",
-    "title": "title",
-    "started_at": "started_at",
-    "last_activity_at": "last_activity_at",
-}
-
-
-T = TypeVar("T")
-
-
-def ranked(cls: type[T], n: NeighbourResult, session_of: SessionOf, matches: list[Any]) -> T:
-    """A ranked session's type: its session, the fields read from it, and its matches."""
-    flat = {name: getattr(n.session, column) for name, column in _SESSION_FIELDS.items()}
-    flat["title"] = credentials.shown(flat["title"])
-    return from_result(cls, n, session=session_of(n.session), matches=matches, **flat)
-
-
-@strawberry.type(description="Another session of the account that went the same way.")
-class Neighbour(RankedSession):
-    matches: list[Match]
-
-    @classmethod
-    def of(cls, n: NeighbourResult, session_of: SessionOf) -> Neighbour:
-        return ranked(cls, n, session_of, [Match.of(m) for m in n.matches])
-
-
-@strawberry.type(description="A session of the account with passages like the search text.")
-class SearchNeighbour(RankedSession):
-    matches: list[SearchMatch]
-
-    @classmethod
-    def of(cls, n: NeighbourResult, session_of: SessionOf) -> SearchNeighbour:
-        return ranked(cls, n, session_of, [SearchMatch.of(m) for m in n.matches])
-
-
 strawberry.enum(TimelineBucket, description="The span of a timeline's bucket.")
 
 
@@ -325,48 +255,4 @@ def answer_fields(
     }
 
 
-_NEAREST = "When nothing passed the floor, the nearest sessions below it (loose); else empty."
-
-
-@strawberry.type(description="The sessions most similar to one session, best first.")
-class SimilarSessions(RankedAnswer):
-    runtime_session_id: UUID
-    embedded_chunks: int
-    probe_chunks: int
-    pending_chunks: int
-    results: list[Neighbour]
-    nearest: list[Neighbour] = strawberry.field(description=_NEAREST)
-    lookup: Lookup = strawberry.field(
-        description="How its lookups ran: the path, and the probes widened or checked exactly."
-    )
-    args: strawberry.Private[SimilarArgs]
-
-    @strawberry.field(
-        extensions=[TakesTurn()],
-        description="How often this has happened, counted by bucket; null, with an error, "
-        "when refused (LIMIT_EXCEEDED: it counts as a comparison of the request's budget).",
-    )
-    async def timeline(
-        self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK
-    ) -> Timeline | None:
-        require_granted(info)
-        result = await similar_timeline(info.context, self.runtime_session_id, self.args, bucket)
-        return Timeline.of(result)
-
-    @classmethod
-    def of(cls, r: SimilarResult, session_of: SessionOf) -> SimilarSessions:
-        fields = answer_fields(r, lambda n: Neighbour.of(n, session_of))
-        return from_result(cls, r, lookup=Lookup.of(r), **fields)
-
-
-@strawberry.type(description="The account's sessions with passages like a described text.")
-class SessionSearch(RankedAnswer):
-    legs: list[SearchLeg] = strawberry.field(description="Each leg, and whether it ran.")
-    results: list[SearchNeighbour]
-    nearest: list[SearchNeighbour] = strawberry.field(description=_NEAREST)
-
-    @classmethod
-    def of(cls, r: SearchResult, session_of: SessionOf) -> SessionSearch:
-        legs = [SearchLeg.of(leg) for leg in r.legs]
-        fields = answer_fields(r, lambda n: SearchNeighbour.of(n, session_of))
-        return from_result(cls, r, legs=legs, **fields)
+NEAREST = "When nothing passed the floor, the nearest sessions below it (loose); else empty."

@@ -30,8 +30,8 @@ from resolvers.failure_modes import failure_modes
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
 from schema.failure_modes import FailureMemberPage, FailureModes
 from schema.mapping import init_fields
-from schema.sessions import RuntimeSession
-from schema.similar import SessionSearch, SimilarSessions
+from schema.search import SessionSearch
+from schema.sessions import SimilarSessions
 from similar_sessions.errors import not_found
 from similar_sessions.request_context import request_context
 
@@ -119,7 +119,7 @@ async def similar_route(request: Request) -> JSONResponse:
     result = await similar_sessions(context, session_id, args, terms=True)
     if result is None:
         return not_found()
-    return JSONResponse(payload(SimilarSessions.of(result, RuntimeSession.of), result.end_cursor))
+    return JSONResponse(payload(SimilarSessions.of(result), result.end_cursor))
 
 
 async def search_route(request: Request) -> JSONResponse:
@@ -129,7 +129,7 @@ async def search_route(request: Request) -> JSONResponse:
     ranked = search_list(context.principal.account_id, text)
     args = parse_args(request, ranked, context.cursors, also=frozenset({"q"}))
     result = await search_sessions(context, text, args, terms=True)
-    return JSONResponse(payload(SessionSearch.of(result, RuntimeSession.of), result.end_cursor))
+    return JSONResponse(payload(SessionSearch.of(result), result.end_cursor))
 
 
 async def failure_modes_route(request: Request) -> JSONResponse:

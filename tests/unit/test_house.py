@@ -97,26 +97,14 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_only(tree: ast.Module) -> set[int]:
-    """The nodes under `if TYPE_CHECKING:`: names for annotations (a strawberry lazy type
-    between two GraphQL types that refer to each other), never imported at run time."""
-    return {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
-
-
 def module_graph() -> dict[str, set[str]]:
-    """Each module and the modules of its own package it imports at run time."""
+    """Each module and the modules of its own package it imports, at run time or for type
+    checking alone (an import under `if TYPE_CHECKING:` is a cycle all the same: issue #40)."""
     trees = {module_name(path): tree for _, path, tree in modules()}
     graph: dict[str, set[str]] = {}
     for name, tree in trees.items():
-        skip, needs = _type_only(tree), set()
+        needs: set[str] = set()
         for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for alias in node.names:
                     full = f"{node.module}.{alias.name}"
