@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -16,7 +17,7 @@ from indexer.credentials import SHOWN_FEATURE
 from indexer.lexical import Fit
 from tests.support.comparisons import bearer, graphql
 from tests.support.search_world import MODEL, vector
-from tests.support.world import World
+from tests.support.world import T0, World
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 PASSWORD = "hunter2-prod"
@@ -31,14 +32,19 @@ SEARCH = """query($q: String!) { searchSessions(text: $q) { degraded { reasons }
   results { runtimeSessionId title matches { text matchedWords } } } }"""
 
 
-async def secrets_world(engine: AsyncEngine, *features: str) -> dict[str, Any]:
+async def secrets_world(
+    engine: AsyncEngine, *features: str, failed_yesterday: bool = False
+) -> dict[str, Any]:
     """Two sessions whose passages, titles and replay hold the same AWS key and password,
-    a third unlike them, and the account's lexical fit (for shared terms)."""
+    a third unlike them, and the account's lexical fit (for shared terms); all three failed
+    yesterday when asked (what the failure modes group)."""
     world = World()
     account, key = world.account(model=MODEL, features=("similarSessions", *features))
     ids = {}
+    day = (datetime.now(UTC) - T0).days - 1 if failed_yesterday else 0
+    status = "failed" if failed_yesterday else "completed"
     for name, text in {"viewed": VIEWED, "twin": TWIN, "other": OTHER}.items():
-        ids[name] = world.session(account, f"{name} with {AWS}")
+        ids[name] = world.session(account, f"{name} with {AWS}", day=day, status=status)
         world.chunk(ids[name], vector(text), content=text, model=MODEL)
         world.activity(ids[name], 0, text)
     await world.write(engine)
@@ -112,3 +118,29 @@ async def test_an_account_that_shows_credentials_sees_them(
     assert twin["matches"][0]["probe"]["text"] == VIEWED
     # Shown, but still no term: a credential is never a feature of the fit.
     assert not {AWS.lower(), PASSWORD} & set(twin["matches"][0]["sharedTerms"])
+
+
+async def test_the_rest_routes_mask_titles_and_passages_too(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """Search and the failure modes over REST (their groups' sessions, first, last and
+    representative, and each group's first members with their matches) show no credential."""
+    world = await secrets_world(engine, failed_yesterday=True)
+    auth = bearer(world["key"])
+    search = await client.get(
+        "/api/v1/runtime-sessions/search", params={"q": "orders database"}, headers=auth
+    )
+    assert search.status_code == 200
+    titles = {r["title"] for r in search.json()["results"]}
+    assert titles == {"viewed with [masked: AWS Access Key]", "twin with [masked: AWS Access Key]"}
+    assert _leaks(search.json()) == []
+    modes = await client.get(
+        "/api/v1/runtime-sessions/failure-modes", params={"window_days": 7}, headers=auth
+    )
+    assert modes.status_code == 200
+    groups = modes.json()["groups"]
+    assert groups, "the three failed sessions are grouped"
+    shown = [g[k]["title"] for g in groups for k in ("first", "last", "representative")]
+    shown += [m["title"] for g in groups for m in g["members"]]
+    assert shown and all("[masked: AWS Access Key]" in title for title in shown)
+    assert _leaks(modes.json()) == []
