@@ -1,5 +1,6 @@
 """What a failure-modes request answers: one result object per group and member, named as the
-API names them (schema/failure_modes.py reads these attributes; REST derives from those)."""
+API names them, each value as the account is shown it (a title's credentials masked unless it
+shows them); schema/failure_modes.py declares the fields both edges read from them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from uuid import UUID
 
 from data.sessions import SessionRow
 from resolvers.arguments import FailureArgs
-from resolvers.comparison.results import MatchResult, console_link
+from resolvers.comparison.results import MatchResult, console_link, shown_session
 from resolvers.comparison.timeline import BucketCount
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.calibration import BandCuts
@@ -32,7 +33,7 @@ class FailureMemberResult:
 
     @property
     def title(self) -> str:
-        return self.session.title
+        return shown_session(self.session).title
 
     @property
     def status(self) -> str:
@@ -62,7 +63,7 @@ class FailureGroupResult:
 
     group: rules.Group
     sessions: dict[UUID, SessionRow]
-    seen_before: SessionRow | None
+    earlier: SessionRow | None  # the earlier session most like the members asked
     shared_terms: tuple[str, ...] | None  # None: not asked for, or texts not shown
     cuts: dict[UUID, BandCuts]  # each member's comparison's cut points
     args: FailureArgs
@@ -82,15 +83,19 @@ class FailureGroupResult:
 
     @property
     def first(self) -> SessionRow:
-        return self.sessions[self.group.first.session_id]
+        return shown_session(self.sessions[self.group.first.session_id])
 
     @property
     def last(self) -> SessionRow:
-        return self.sessions[self.group.last.session_id]
+        return shown_session(self.sessions[self.group.last.session_id])
 
     @property
     def representative(self) -> SessionRow:
-        return self.sessions[self.group.representative]
+        return shown_session(self.sessions[self.group.representative])
+
+    @property
+    def seen_before(self) -> SessionRow | None:
+        return None if self.earlier is None else shown_session(self.earlier)
 
     @property
     def daily(self) -> tuple[BucketCount, ...]:

@@ -1,8 +1,8 @@
 """Query.failureModes: which failures of a window recur, which are new, and why they match.
 
 Each type is filled from its result object by its own field names (`from_result`), so a field
-is declared once, here; the REST payload is derived from these types
-(similar_sessions/rest.py)."""
+is declared once, here; the REST route serialises the same result objects by these
+declarations (similar_sessions/rest.py)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class FailureMember:
     def of(cls, m: FailureMemberResult) -> FailureMember:
         match = None if m.match is None else Match.of(m.match)
         session = RuntimeSession.of(m.session)
-        return from_result(cls, m, session=session, match=match, title=session.title)
+        return from_result(cls, m, session=session, match=match)
 
 
 @strawberry.type(description="A page of a failure group's members, newest first.")

@@ -1,9 +1,12 @@
-"""One mapping from a resolver's result to a GraphQL type: the type's fields, read by name."""
+"""One mapping from a resolver's result to the API: the fields a GraphQL type declares, read
+from the result by name, for GraphQL (`from_result`) and REST (`declared`) alike."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, TypeVar
+
+from strawberry.types.base import StrawberryList, StrawberryOptional, get_object_definition
 
 T = TypeVar("T")
 
@@ -23,3 +26,24 @@ def init_fields(cls: type) -> tuple[str, ...]:
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
     return names
+
+
+_DECLARED: dict[type, tuple[tuple[str, type | None], ...]] = {}
+
+
+def declared(cls: type) -> tuple[tuple[str, type | None], ...]:
+    """The fields a strawberry type is built from, in order, each with its own GraphQL object
+    type when it has one (a list's or an optional's inner type), else None; read once."""
+    found = _DECLARED.get(cls)
+    if found is None:
+        types = {f.python_name: f.type for f in get_object_definition(cls, strict=True).fields}
+        found = _DECLARED[cls] = tuple((n, _object_type(types.get(n))) for n in init_fields(cls))
+    return found
+
+
+def _object_type(annotation: Any) -> type | None:
+    while isinstance(annotation, StrawberryList | StrawberryOptional):
+        annotation = annotation.of_type
+    if isinstance(annotation, type) and get_object_definition(annotation) is not None:
+        return annotation
+    return None

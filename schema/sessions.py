@@ -116,25 +116,12 @@ class RankedSession:
     )
 
 
-# A ranked session's own fields, as the contract names them, read from its session row.
-_SESSION_FIELDS = {
-    "session_source_type": "source_type",
-    "session_source_id": "source_id",
-    "session_reference": "reference",
-    "title": "title",
-    "started_at": "started_at",
-    "last_activity_at": "last_activity_at",
-}
-
-
 T = TypeVar("T")
 
 
 def ranked(cls: type[T], n: NeighbourResult, matches: list[Any]) -> T:
-    """A ranked session's type: its session, the fields read from it, and its matches."""
-    flat = {name: getattr(n.session, column) for name, column in _SESSION_FIELDS.items()}
-    flat["title"] = credentials.shown(flat["title"])
-    return from_result(cls, n, session=RuntimeSession.of(n.session), matches=matches, **flat)
+    """A ranked session's type: its fields read from the result, its session and matches."""
+    return from_result(cls, n, session=RuntimeSession.of(n.session), matches=matches)
 
 
 @strawberry.type(description="Another session of the account that went the same way.")
@@ -174,4 +161,4 @@ class SimilarSessions(RankedAnswer):
     @classmethod
     def of(cls, r: SimilarResult) -> SimilarSessions:
         fields = answer_fields(r, Neighbour.of)
-        return from_result(cls, r, lookup=Lookup.of(r), **fields)
+        return from_result(cls, r, lookup=Lookup.of(r.lookup), **fields)

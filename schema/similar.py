@@ -3,8 +3,8 @@ matches, the timeline and the search's legs (the answers themselves, which rank 
 schema/sessions.py's SimilarSessions and schema/search.py's SessionSearch).
 
 Each type is filled from the resolver's result object by its own field names
-(`from_result`), so a field is declared once, here; the REST payload is derived from these
-types (similar_sessions/rest.py)."""
+(`from_result`), so a field is declared once, here; the REST routes serialise the same result
+objects by these declarations (similar_sessions/rest.py)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,12 @@ from uuid import UUID
 import strawberry
 
 from data.lookups import LookupPath
-from data.reasons import Reason
 from resolvers.comparison.legs import Leg, LegAnswer
 from resolvers.comparison.results import (
+    LookupResult,
     MatchResult,
     NeighbourResult,
     PassageResult,
-    SimilarResult,
 )
 from resolvers.comparison.results import RankedAnswer as RankedAnswerResult
 from resolvers.comparison.timeline import TimelineBucket, TimelineResult
@@ -81,10 +80,8 @@ class Lookup:
     )
 
     @classmethod
-    def of(cls, r: SimilarResult) -> Lookup:
-        return cls(
-            path=r.lookup_path, widened_probes=r.widened_probes, checked_probes=r.checked_probes
-        )
+    def of(cls, r: LookupResult) -> Lookup:
+        return from_result(cls, r)
 
 
 @strawberry.type(
@@ -215,9 +212,7 @@ class SearchLeg:
 
     @classmethod
     def of(cls, leg: LegAnswer) -> SearchLeg:
-        ordered = sorted(leg.reasons, key=resolved.REASON_ORDER.__getitem__)
-        reasons = [Reason(code) for code in ordered if not leg.ran]
-        return from_result(cls, leg, reasons=reasons)
+        return from_result(cls, leg, reasons=list(leg.reasons))
 
 
 @strawberry.interface(

@@ -1,12 +1,12 @@
 """The REST routes: GET /api/v1/runtime-sessions/{id}/similar (the compatibility route),
 GET /api/v1/runtime-sessions/search and GET /api/v1/runtime-sessions/failure-modes.
 
-Each runs the same resolver as its GraphQL field, and its payload is the GraphQL answer's own
-types serialised with snake_case names, less the fields only GraphQL has."""
+Each runs the same resolver as its GraphQL field and serialises the same result object: the
+fields its GraphQL type declares, read from the result by their snake_case names
+(schema/mapping.py), less the fields only GraphQL has."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -28,8 +28,8 @@ from resolvers.errors import BadArgument
 from resolvers.failure_members import first_pages
 from resolvers.failure_modes import failure_modes
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
-from schema.failure_modes import FailureMemberPage, FailureModes
-from schema.mapping import init_fields
+from schema.failure_modes import FailureMember, FailureModes
+from schema.mapping import declared
 from schema.search import SessionSearch
 from schema.sessions import SimilarSessions
 from similar_sessions.errors import not_found
@@ -119,7 +119,7 @@ async def similar_route(request: Request) -> JSONResponse:
     result = await similar_sessions(context, session_id, args, terms=True)
     if result is None:
         return not_found()
-    return JSONResponse(payload(SimilarSessions.of(result), result.end_cursor))
+    return JSONResponse(payload(result, SimilarSessions, result.end_cursor))
 
 
 async def search_route(request: Request) -> JSONResponse:
@@ -129,7 +129,7 @@ async def search_route(request: Request) -> JSONResponse:
     ranked = search_list(context.principal.account_id, text)
     args = parse_args(request, ranked, context.cursors, also=frozenset({"q"}))
     result = await search_sessions(context, text, args, terms=True)
-    return JSONResponse(payload(SessionSearch.of(result), result.end_cursor))
+    return JSONResponse(payload(result, SessionSearch, result.end_cursor))
 
 
 async def failure_modes_route(request: Request) -> JSONResponse:
@@ -143,17 +143,18 @@ async def failure_modes_route(request: Request) -> JSONResponse:
         cursors=context.cursors,
     )
     result = await failure_modes(context, args, terms=True)
-    body = payload(FailureModes.of(result), result.end_cursor)
+    body = payload(result, FailureModes, result.end_cursor)
     pages = await first_pages(context, result.groups, terms=True)
     for group, page in zip(body["groups"], pages, strict=True):
-        group["members"] = to_json(FailureMemberPage.of(page).nodes)
+        group["members"] = to_json(page.nodes, FailureMember)
         group["more_members"] = page.has_next_page
     return JSONResponse(body)
 
 
-def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:
-    """A GraphQL answer as the REST body: next_cursor only when more results exist."""
-    body: dict[str, Any] = to_json(answer)
+def payload(result: Any, shape: type, next_cursor: str | None) -> dict[str, Any]:
+    """A result as the REST body, by its GraphQL type `shape`: next_cursor only when more
+    results exist."""
+    body: dict[str, Any] = to_json(result, shape)
     if next_cursor is not None:
         body["next_cursor"] = next_cursor
     return body
@@ -162,15 +163,19 @@ def payload(answer: Any, next_cursor: str | None) -> dict[str, Any]:
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
-def to_json(value: Any) -> Any:
-    """A GraphQL type instance as JSON, by its snake_case field names."""
+def to_json(value: Any, shape: type | None = None) -> Any:
+    """A result as JSON: an object by the fields its GraphQL type (`shape`) declares, read by
+    their snake_case names; a sequence item by item; a scalar as JSON writes it."""
     if type(value) in _PLAIN:  # most of a body: tested first
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        names = init_fields(type(value))
-        return {n: to_json(getattr(value, n)) for n in names if n not in GRAPHQL_ONLY}
-    if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
+    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):  # not a NamedTuple
+        return [to_json(v, shape) for v in value]
+    if shape is not None:
+        return {
+            n: to_json(getattr(value, n), inner)
+            for n, inner in declared(shape)
+            if n not in GRAPHQL_ONLY
+        }
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, UUID):

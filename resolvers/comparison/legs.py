@@ -54,9 +54,14 @@ class LegAnswer:
     found: tuple[Found, ...] = ()
     floor: float | None = None
     path: LookupPath | None = None
-    reasons: frozenset[Reason] = frozenset()
+    why: frozenset[Reason] = frozenset()  # why it did not run
     unverified: bool = False
     elapsed_ms: float = 0.0
+
+    @property
+    def reasons(self) -> tuple[Reason, ...]:
+        """Why it did not run, in the contract's order (none when it ran)."""
+        return () if self.ran else tuple(r for r in Reason if r in self.why)
 
 
 @dataclass(frozen=True, slots=True)

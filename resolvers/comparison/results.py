@@ -1,14 +1,18 @@
-"""What a comparison answers: one result object per comparison, named as the API names it.
-The GraphQL types read these attributes and the REST payload is derived from those types."""
+"""What a comparison answers: one result object per comparison, named as the API names it,
+each value as the account is shown it (a title's credentials masked unless it shows them).
+Both edges read these attributes by the names the GraphQL types declare: the types are filled
+from them (schema/), and the REST routes serialise them (similar_sessions/rest.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
 from uuid import UUID
 
 from data.comparison_details import ChunkDetail
 from data.lookups import LookupPath
 from data.sessions import SessionRow
+from indexer import credentials
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import LegAnswer
 from resolvers.cursors import Position
@@ -24,6 +28,12 @@ def console_link(session_id: UUID, anchor: UUID | None = None) -> str:
     """The console page of a session, scrolled to one turn of its replay when anchored."""
     link = CONSOLE_PATH + str(session_id)
     return link if anchor is None else f"{link}#activity-{anchor}"
+
+
+def shown_session(row: SessionRow) -> SessionRow:
+    """A session as the account is shown it: its title's credentials masked unless the
+    account shows them (the request's setting, read when called)."""
+    return replace(row, title=credentials.shown(row.title))
 
 
 # One passage of a session as the API shows it: its text only when asked and still clear.
@@ -65,6 +75,30 @@ class NeighbourResult:
     @property
     def runtime_session_id(self) -> UUID:
         return self.session.id
+
+    @property
+    def session_source_type(self) -> str:
+        return self.session.source_type
+
+    @property
+    def session_source_id(self) -> str:
+        return self.session.source_id
+
+    @property
+    def session_reference(self) -> str:
+        return self.session.reference
+
+    @property
+    def title(self) -> str:
+        return credentials.shown(self.session.title)
+
+    @property
+    def started_at(self) -> datetime:
+        return self.session.started_at
+
+    @property
+    def last_activity_at(self) -> datetime:
+        return self.session.last_activity_at
 
     @property
     def console_link(self) -> str:
@@ -119,6 +153,15 @@ class RankedAnswer(Answered):
     shared_terms_model: str | None = None  # the fit the matches' terms were chosen with
 
 
+@dataclass(frozen=True, slots=True)
+class LookupResult:
+    """How a comparison's lookups ran: the path, and the probes widened or checked."""
+
+    path: LookupPath | None
+    widened_probes: int
+    checked_probes: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimilarResult(RankedAnswer):
     """A session's neighbours."""
@@ -133,6 +176,10 @@ class SimilarResult(RankedAnswer):
     # probe number: what the failure modes are grouped from (resolvers/failure_modes.py).
     ranked: tuple[ranking.Neighbour, ...] = ()
     probes: tuple[UUID, ...] = ()
+
+    @property
+    def lookup(self) -> LookupResult:
+        return LookupResult(self.lookup_path, self.widened_probes, self.checked_probes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
