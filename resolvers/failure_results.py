@@ -9,6 +9,7 @@ from datetime import datetime
 from uuid import UUID
 
 from data.sessions import SessionRow
+from indexer import credentials
 from resolvers.arguments import FailureArgs
 from resolvers.comparison.results import MatchResult, console_link, shown_session
 from resolvers.comparison.timeline import BucketCount
@@ -33,7 +34,7 @@ class FailureMemberResult:
 
     @property
     def title(self) -> str:
-        return shown_session(self.session).title
+        return credentials.shown(self.session.title)
 
     @property
     def status(self) -> str:
@@ -59,7 +60,9 @@ class MemberPageResult:
 @dataclass(frozen=True, slots=True)
 class FailureGroupResult:
     """One group, with its members' sessions (by id), for a recurring group the earlier session
-    most like the members asked (`seen_before`), and the terms most of its members share."""
+    most like the members asked (`earlier`; shown as `seen_before`), and the terms most of its
+    members share. The sessions it shows (first, last, representative, seen before) are as the
+    account is shown them."""
 
     group: rules.Group
     sessions: dict[UUID, SessionRow]

@@ -107,10 +107,13 @@ class FailureGroup:
         return from_result(
             cls,
             g,
-            first=RuntimeSession.of(g.first),
-            last=RuntimeSession.of(g.last),
-            representative=RuntimeSession.of(g.representative),
-            seen_before=None if g.seen_before is None else RuntimeSession.of(g.seen_before),
+            # rows the result already shows (their titles masked): read as they are
+            first=from_result(RuntimeSession, g.first),
+            last=from_result(RuntimeSession, g.last),
+            representative=from_result(RuntimeSession, g.representative),
+            seen_before=None
+            if g.seen_before is None
+            else from_result(RuntimeSession, g.seen_before),
             daily=[from_result(TimelineCount, b) for b in g.daily],
             shared_terms=None if g.shared_terms is None else list(g.shared_terms),
             found=g,

@@ -6,7 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
-from strawberry.types.base import StrawberryList, StrawberryOptional, get_object_definition
+from strawberry.types import get_object_definition
+from strawberry.types.base import StrawberryList, StrawberryOptional
+from strawberry.types.lazy_type import LazyType
+from strawberry.types.private import is_private
+from strawberry.types.union import StrawberryUnion
 
 T = TypeVar("T")
 
@@ -32,18 +36,25 @@ _DECLARED: dict[type, tuple[tuple[str, type | None], ...]] = {}
 
 
 def declared(cls: type) -> tuple[tuple[str, type | None], ...]:
-    """The fields a strawberry type is built from, in order, each with its own GraphQL object
-    type when it has one (a list's or an optional's inner type), else None; read once."""
+    """The API fields a strawberry type is built from (not its private ones), in order, each
+    with its own GraphQL object type when it has one (a list's or an optional's inner type),
+    else None; read once."""
     found = _DECLARED.get(cls)
     if found is None:
         types = {f.python_name: f.type for f in get_object_definition(cls, strict=True).fields}
-        found = _DECLARED[cls] = tuple((n, _object_type(types.get(n))) for n in init_fields(cls))
+        found = _DECLARED[cls] = tuple(
+            (n, _object_type(types[n], cls, n))
+            for n in init_fields(cls)
+            if not is_private(types[n])
+        )
     return found
 
 
-def _object_type(annotation: Any) -> type | None:
+def _object_type(annotation: Any, cls: type, name: str) -> type | None:
     while isinstance(annotation, StrawberryList | StrawberryOptional):
         annotation = annotation.of_type
+    if isinstance(annotation, LazyType | StrawberryUnion):  # no one type to read it by
+        raise TypeError(f"{cls.__name__}.{name}: a lazy or union type has no declared fields")
     if isinstance(annotation, type) and get_object_definition(annotation) is not None:
         return annotation
     return None

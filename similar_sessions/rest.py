@@ -39,11 +39,8 @@ from similar_sessions.request_context import request_context
 _REST_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS}
 _FAILURE_NAMES = {a.field: a.rest_name for a in FAILURE_ARGUMENTS}
 # What only GraphQL has: a neighbour's session object and console link, Relay-style paging
-# (REST pages with next_cursor, present only when more results exist); and what a GraphQL
-# type keeps for its own resolvers (the arguments, a failure group's result).
-GRAPHQL_ONLY = frozenset(
-    {"session", "console_link", "end_cursor", "has_next_page", "args", "found"}
-)
+# (REST pages with next_cursor, present only when more results exist).
+GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page"})
 
 
 def _int(raw: str, name: str) -> int:
@@ -86,14 +83,14 @@ def _value(request: Request, argument: Argument) -> Any:
 
 
 def _values(
-    request: Request, declared: tuple[Argument, ...], also: frozenset[str] = frozenset()
+    request: Request, arguments: tuple[Argument, ...], also: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
     """The declared arguments from the query string (by field); `also` the route's others."""
-    known = {a.rest_name for a in declared} | also
+    known = {a.rest_name for a in arguments} | also
     unknown = sorted(set(request.query_params) - known)
     if unknown:
         raise BadArgument(unknown[0][:40], "is not a parameter of this route")
-    return {a.field: _value(request, a) for a in declared}
+    return {a.field: _value(request, a) for a in arguments}
 
 
 def parse_args(
@@ -168,7 +165,7 @@ def to_json(value: Any, shape: type | None = None) -> Any:
     their snake_case names; a sequence item by item; a scalar as JSON writes it."""
     if type(value) in _PLAIN:  # most of a body: tested first
         return value
-    if isinstance(value, list | tuple) and not hasattr(value, "_fields"):  # not a NamedTuple
+    if isinstance(value, list | tuple) and not (shape and hasattr(value, "_fields")):
         return [to_json(v, shape) for v in value]
     if shape is not None:
         return {

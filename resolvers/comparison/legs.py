@@ -17,6 +17,7 @@ from data.lookups import Ask, Limits, LookupPath, TextAnswer
 from data.reasons import Reason
 from data.vector_slots import Space
 from resolvers.comparison.check_costs import CheckCosts, exact_check
+from resolvers.rules.degraded import in_contract_order
 from resolvers.rules.lookup_path import vouches_for
 from resolvers.rules.lookup_plan import LookupPlan
 
@@ -54,14 +55,14 @@ class LegAnswer:
     found: tuple[Found, ...] = ()
     floor: float | None = None
     path: LookupPath | None = None
-    why: frozenset[Reason] = frozenset()  # why it did not run
+    why_not: frozenset[Reason] = frozenset()  # why it did not run
     unverified: bool = False
     elapsed_ms: float = 0.0
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
         """Why it did not run, in the contract's order (none when it ran)."""
-        return () if self.ran else tuple(r for r in Reason if r in self.why)
+        return () if self.ran else in_contract_order(self.why_not)
 
 
 @dataclass(frozen=True, slots=True)

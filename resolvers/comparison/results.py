@@ -65,6 +65,9 @@ class MatchResult(ChunkDetail):
 
 @dataclass(frozen=True, slots=True)
 class NeighbourResult:
+    """A ranked neighbour: its session (the row as stored; what the API shows of it are the
+    properties below, its title masked), its score and band, and its matches."""
+
     session: SessionRow
     score: float
     similarity: float

@@ -189,7 +189,7 @@ async def _legs(
     model = str(dense.identity)
     if vector is None:  # why: the reasons the text's embedding gave, not what was asked
         why = search.reasons - ASKED
-        return [*legs, LegAnswer(Leg.DENSE, model, False, why=why, elapsed_ms=search.embed_ms)]
+        return [*legs, LegAnswer(Leg.DENSE, model, False, why_not=why, elapsed_ms=search.embed_ms)]
     floor = calibration(model, ProbeKind.TEXT).floor
     searching = plan(Caller.SEARCH, services.tuning)
     started = time.perf_counter()

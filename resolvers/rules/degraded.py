@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from data.reasons import Reason
@@ -182,5 +182,9 @@ def degraded(
     unknown = set(reasons) - SENTENCES.keys()
     if unknown:
         raise ValueError(f"undocumented reason codes: {sorted(unknown)}")
-    ordered = tuple(sorted({Reason(r) for r in reasons}, key=REASON_ORDER.__getitem__))
-    return Degraded(semantic, ordered, window_days, values)
+    return Degraded(semantic, in_contract_order(reasons), window_days, values)
+
+
+def in_contract_order(codes: Iterable[Reason | str]) -> tuple[Reason, ...]:
+    """The codes, each once, in the contract's order."""
+    return tuple(sorted({Reason(c) for c in codes}, key=REASON_ORDER.__getitem__))

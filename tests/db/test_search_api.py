@@ -219,6 +219,6 @@ async def test_a_leg_that_did_not_run_says_why_in_the_contracts_order(engine: As
     )
     result = await searched(engine, account, QUESTION, registry=down, statuses=("completed",))
     [_, dense] = result.legs
-    assert dense.why == {"search_text_not_embedded", "search_dense_leg_failed"}
+    assert dense.why_not == {"search_text_not_embedded", "search_dense_leg_failed"}
     # as the API says them: in the contract's order
     assert dense.reasons == (Reason.SEARCH_TEXT_NOT_EMBEDDED, Reason.SEARCH_DENSE_LEG_FAILED)
