@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from data.lookups import Limits, ScanWindow
+from resolvers.comparison.check_costs import EXACT_CHECK
 from resolvers.comparison.verify import APPROXIMATE, DOUBTS
 from resolvers.rules.lookup_path import Doubt, why_not_vouched
 
@@ -37,7 +38,6 @@ PHASES = ("lookups", "widened", "check", "nearest", "ranking", "details", "other
 SPAN = "similar_sessions."
 COMPARISON = "bench.comparison"  # the span `tallied` runs a comparison under
 BUDGET = "similar_sessions.plan.check_budget_ms"
-EXACT_CHECK = "exact_check"  # the check span's event per exact check, started or not
 
 _kept = InMemorySpanExporter()
 _provider: TracerProvider | None = None

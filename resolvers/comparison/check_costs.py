@@ -150,12 +150,15 @@ def begin_check(checks: CheckCosts, account_id: UUID, lookups: int, budget_ms: i
     return Clock(checks, account_id, lookups, budget_ms, time.perf_counter())
 
 
+EXACT_CHECK = "exact_check"  # the log line's event, and the span's event, of each exact check
+
+
 def said(lookups: int, started: bool, finished: bool) -> None:
     """An exact check, started or not, in the log and as an event of the span it ran in (a
     comparison's `check` phase; for a search's dense leg, the search's span)."""
-    log.info("exact_check", lookups=lookups, started=started, finished=finished)
+    log.info(EXACT_CHECK, lookups=lookups, started=started, finished=finished)
     attributes = {"lookups": lookups, "started": started, "finished": finished}
-    trace.get_current_span().add_event("exact_check", attributes)
+    trace.get_current_span().add_event(EXACT_CHECK, attributes)
 
 
 Checked = TypeVar("Checked")

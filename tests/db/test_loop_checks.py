@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import comparison
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison import verify
-from resolvers.comparison.check_costs import ROUTE_MIN_SAMPLES, CheckCosts
+from resolvers.comparison.check_costs import EXACT_CHECK, ROUTE_MIN_SAMPLES, CheckCosts
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules.lookup_path import Doubt
@@ -146,7 +146,7 @@ async def test_each_check_is_an_event_of_the_check_phase_s_span(
     await compare_remembering(engine, account, sessions[0], APPROXIMATE, checks)
     phases = [s for s in spans.get_finished_spans() if s.name == "similar_sessions.check"]
     said: list[dict[str, Any]] = [
-        dict(e.attributes or {}) for s in phases for e in s.events if e.name == "exact_check"
+        dict(e.attributes or {}) for s in phases for e in s.events if e.name == EXACT_CHECK
     ]
     assert len(phases) == 2 and len(said) == 2, said
     assert said[0]["started"] is True and said[0]["lookups"] >= 1
