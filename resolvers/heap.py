@@ -11,8 +11,16 @@ block is mapped on its own, and giving back what a large pass freed (issue #37).
   pass, the next passes' arrays land inside the arenas, where a few live blocks between them
   pin the freed pages. Held at MMAP_THRESHOLD, the same load kept 25 MB instead of 47 (a
   server of 136 MB, in process).
+- Python's own small objects. pymalloc takes them from arenas of 1 MiB and gives an arena
+  back only once every object in it is freed, so a pass's millions of short-lived objects
+  leave arenas nearly empty and kept: after the failure modes' load, 20 MB of them held under
+  1 MB of live objects. Under glibc's malloc (PYTHONMALLOC=malloc) the freed pages go back
+  with the rest of the heap: the server kept +18% after that load instead of +30%
+  (bench.fairness, the same session), its first pages as fast within the runs' spread
+  (bench.latency.failure_modes, the two alternated). The allocator is chosen before the
+  interpreter starts, so `similar-sessions serve` starts itself again under it (`restart`).
 
-`similar-sessions serve` sets both for itself (mallopt) and exports glibc's variables for
+`similar-sessions serve` sets the arenas and the threshold for itself (mallopt) and exports glibc's variables for
 the worker processes it starts (which read them at their start) once the embedded PostgreSQL
 is up, so that the database's own processes keep glibc's defaults. A setting the operator
 made, by its variable or its tunable, is left as it is. Elsewhere than glibc, nothing is
@@ -23,7 +31,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 ARENAS = 2  # one per core of the machine this was measured on; fewer contend on malloc's lock
@@ -51,6 +60,36 @@ _NAME = ctypes.util.find_library("c")
 _LIBC = ctypes.CDLL(_NAME) if _NAME else None
 _TRIM = getattr(_LIBC, "malloc_trim", None)
 _MALLOPT = getattr(_LIBC, "mallopt", None)
+
+
+ALLOCATOR = "PYTHONMALLOC"  # CPython's choice of allocator, read as the interpreter starts
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """The same command again, in a new interpreter (os.execve: the same process id)."""
+
+    executable: str
+    argv: list[str]
+    environ: dict[str, str]
+
+    def run(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(self.executable, self.argv, self.environ)
+
+
+def restart(
+    environ: Mapping[str, str] = os.environ,
+    argv: Sequence[str] = sys.orig_argv,
+    executable: str = sys.executable,
+) -> Restart | None:
+    """The command line that starts this interpreter again under glibc's malloc for Python's
+    objects; None elsewhere than glibc, or when the operator chose an allocator (any value
+    of PYTHONMALLOC, `pymalloc` included)."""
+    if _MALLOPT is None or ALLOCATOR in environ or not executable:
+        return None
+    return Restart(executable, [executable, *argv[1:]], {**environ, ALLOCATOR: "malloc"})
 
 
 def trim() -> None:

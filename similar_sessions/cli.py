@@ -22,6 +22,7 @@ from data.migrate import migrate
 from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
+from resolvers import heap
 from similar_sessions.serve import PortTaken, serve
 from transfer.errors import ImportRefused
 from transfer.exporting import export
@@ -292,6 +293,10 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
 def main(argv: Sequence[str] | None = None) -> int:
     top, commands = parser()
     args = top.parse_args(argv)
+    if args.command == "serve" and argv is None:  # the process's own command line
+        again = heap.restart()  # under the allocator that gives memory back (resolvers/heap.py)
+        if again is not None:
+            again.run()
     try:
         settings = Settings.from_env()
         configure_logging(settings.log_level)

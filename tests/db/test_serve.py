@@ -50,6 +50,7 @@ async def test_serve_with_two_workers_answers_on_the_bound_port(
     viewed, key = await pair_world(engine)
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "SIMILAR_SESSIONS_RATE_LIMIT": "off"}
+    env.pop("PYTHONMALLOC", None)
     server = await asyncio.create_subprocess_exec(
         *[sys.executable, "-m", "similar_sessions.cli", "serve", "--port", str(port)],
         *["--workers", "2"],
@@ -62,6 +63,10 @@ async def test_serve_with_two_workers_answers_on_the_bound_port(
         assert line.startswith(f"serving on http://127.0.0.1:{port} with 2 worker processes")
         base = f"http://127.0.0.1:{port}"
         await _until_both_workers_answer(base, server.pid)
+        # started again under glibc's malloc (resolvers/heap.py), the workers with it
+        for process in [psutil.Process(server.pid), *psutil.Process(server.pid).children()]:
+            if process.pid == server.pid or _is_worker(process):
+                assert process.environ().get("PYTHONMALLOC") == "malloc"
         async with httpx.AsyncClient(base_url=base, timeout=10) as http:
             route = f"/api/v1/runtime-sessions/{viewed}/similar"
             for _ in range(6):

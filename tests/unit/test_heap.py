@@ -65,3 +65,24 @@ def test_without_glibc_nothing_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "_TRIM", None)
     assert heap.tune({}) == {}
     heap.trim()  # no error
+
+
+def test_serve_starts_again_under_glibcs_malloc(mallopt: list[tuple[Any, ...]]) -> None:
+    again = heap.restart({"PATH": "/bin"}, ["python", "-m", "similar_sessions.cli", "serve"], "/py")
+    assert again == heap.Restart(
+        "/py",
+        ["/py", "-m", "similar_sessions.cli", "serve"],
+        {"PATH": "/bin", "PYTHONMALLOC": "malloc"},
+    )
+
+
+@pytest.mark.parametrize("chosen", ["pymalloc", "malloc", "pymalloc_debug"])
+def test_an_allocator_the_operator_chose_is_kept(
+    mallopt: list[tuple[Any, ...]], chosen: str
+) -> None:
+    assert heap.restart({"PYTHONMALLOC": chosen}, ["similar-sessions", "serve"], "/py") is None
+
+
+def test_nothing_starts_again_elsewhere_than_glibc(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(heap, "_MALLOPT", None)
+    assert heap.restart({}, ["similar-sessions", "serve"], "/py") is None
