@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 from cachetools import TTLCache
@@ -27,11 +28,17 @@ from data import ef_fits
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.model_indexes import (
+    BUILT_KIND,
+    IndexKind,
     comparable_count,
     comparable_predicate,
     hnsw_index_ddl,
     prepare_build,
 )
+
+# How long a process reads an account's indexes from its memory (OwnIndexMarks) before it
+# reads them again: a move to another kind keeps the old index this long (and a margin).
+INDEX_TTL_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,37 +96,70 @@ async def written_so_far(conn: AsyncConnection) -> int:
     return int((await conn.execute(text(WRITTEN_SO_FAR))).scalar_one())
 
 
-# The watermark of each of the account's own indexes, by model identity.
-ACCOUNT_MARKS = (
-    "SELECT model_identity, watermark FROM account_model_indexes "
-    "WHERE account_id = :account_id AND watermark IS NOT NULL"
+@dataclass(frozen=True, slots=True)
+class IndexShape:
+    """What a statement's text names of the indexes of one model an account is looked up
+    in: its own index's watermark (None: no own index, or one built before migration 0012,
+    which holds every row) and kind, and the shared index's kind. An index not registered
+    when they were read can only be built later, as BUILT_KIND."""
+
+    shared_kind: IndexKind = BUILT_KIND
+    own_kind: IndexKind = BUILT_KIND
+    mark: int | None = None
+
+
+# Per model identity: the shared index's kind, and the account's own index's watermark, kind
+# and fitted ef_search (NULL kind: no own index).
+ACCOUNT_INDEXES = (
+    "SELECT model_identity, m.index_kind, r.index_kind, r.watermark, r.ef_search "
+    "FROM embedding_models m FULL JOIN "
+    "(SELECT * FROM account_model_indexes WHERE account_id = :account_id) r "
+    "USING (model_identity)"
 )
 
 
+def shapes(rows: Iterable[Sequence[Any]]) -> dict[str, IndexShape]:
+    """The shapes by model identity, from ACCOUNT_INDEXES' rows."""
+    return {
+        model: IndexShape(
+            IndexKind(shared or BUILT_KIND),
+            IndexKind(own or BUILT_KIND),
+            None if mark is None else int(mark),
+        )
+        for model, shared, own, mark, *_ in rows
+    }
+
+
 class OwnIndexMarks:
-    """Process-wide, per account: the watermark of each own index (model identity -> mark),
-    which a statement's text inlines, kept in cachetools' TTLCache (the least recently used
-    of `accounts` out first). Read again after ttl_s, or when the model catalog reads the
-    account's fits (data/model_catalog.py puts them). A stale mark still answers right: a
-    newer index's predicate is implied by an older mark's, and the rows between the two are
-    looked up with the tail."""
+    """Process-wide, per account: the shape of its indexes of each model (model identity ->
+    IndexShape), which a statement's text inlines, kept in cachetools' TTLCache (the least
+    recently used of `accounts` out first). Read again after ttl_s, or when the model
+    catalog reads the account's fits (data/model_catalog.py puts them). A stale mark still
+    answers right: a newer index's predicate is implied by an older mark's, and the rows
+    between the two are looked up with the tail. A stale kind still finds its index: a move
+    to another kind keeps the old index for longer than INDEX_TTL_S after it registers the
+    new one (data/index_moves.py)."""
 
-    def __init__(self, ttl_s: float = 60.0, accounts: int = 10_000) -> None:
-        self._marks: TTLCache[UUID, Mapping[str, int]] = TTLCache(accounts, ttl_s)
+    def __init__(self, ttl_s: float = INDEX_TTL_S, accounts: int = 10_000) -> None:
+        self._marks: TTLCache[UUID, Mapping[str, IndexShape]] = TTLCache(accounts, ttl_s)
 
-    async def of(self, conn: AsyncConnection, account_id: UUID) -> Mapping[str, int]:
+    async def of(self, conn: AsyncConnection, account_id: UUID) -> Mapping[str, IndexShape]:
         known = self._marks.get(account_id)
         if known is not None:
             return known
-        rows = await conn.execute(text(ACCOUNT_MARKS), {"account_id": account_id})
-        return self.put(account_id, {model: int(mark) for model, mark in rows.all()})
+        rows = await conn.execute(text(ACCOUNT_INDEXES), {"account_id": account_id})
+        return self.put(account_id, shapes(rows.all()))
 
-    def put(self, account_id: UUID, marks: Mapping[str, int]) -> Mapping[str, int]:
+    def put(self, account_id: UUID, marks: Mapping[str, IndexShape]) -> Mapping[str, IndexShape]:
         self._marks[account_id] = marks
         return marks
 
     def forget(self, account_id: UUID) -> None:
         self._marks.pop(account_id, None)
+
+    def clear(self) -> None:
+        """Forget every account's (a shared index changed its kind)."""
+        self._marks.clear()
 
 
 MARKS = OwnIndexMarks()
@@ -136,7 +176,7 @@ def valid_registered(account: str, model: str) -> str:
     )
 
 
-VALID_ACCOUNT_INDEX = "SELECT r.index_name, r.watermark FROM " + valid_registered(
+VALID_ACCOUNT_INDEX = "SELECT r.index_name, r.watermark, r.index_kind FROM " + valid_registered(
     ":account_id", ":identity"
 )
 
@@ -162,6 +202,7 @@ class OwnIndex:
 
     name: str
     watermark: int | None  # None: built before migration 0012, it holds every row
+    kind: IndexKind
 
     def predicate(self, account_id: UUID, identity: ModelIdentity, alias: str = "") -> str:
         return account_predicate(account_id, identity, alias, self.watermark)
@@ -176,7 +217,9 @@ async def valid_own_index(
             text(VALID_ACCOUNT_INDEX), {"account_id": account_id, "identity": str(identity)}
         )
     ).first()
-    return None if row is None else OwnIndex(row[0], None if row[1] is None else int(row[1]))
+    if row is None:
+        return None
+    return OwnIndex(row[0], None if row[1] is None else int(row[1]), IndexKind(row[2]))
 
 
 async def valid_account_index(
@@ -208,9 +251,9 @@ async def ensure_account_index(
     chunks = await comparable_count(conn, predicate)
     await prepare_build(conn, chunks, identity.dimensions)
     started = time.perf_counter()
-    await conn.execute(text(hnsw_index_ddl(name, identity, predicate)))
+    await conn.execute(text(hnsw_index_ddl(name, identity, predicate, kind=BUILT_KIND)))
     seconds = time.perf_counter() - started
-    await register(conn, account_id, identity, chunks, watermark)
+    await register(conn, account_id, identity, chunks, watermark, kind=BUILT_KIND)
     if not fit:
         return BuiltIndex(account_id, identity, name, chunks, seconds)
     fitted = await fit_own_index(conn, account_id, identity)
@@ -223,12 +266,11 @@ async def fit_own_index(
     """Fit the ef_search of the account's own index of the model (valid), in the caller's
     transaction, and register it (data/ef_fits.py)."""
     own = await valid_own_index(conn, account_id, identity)
-    predicate = (
-        own.predicate(account_id, identity, "c")
-        if own is not None
-        else account_predicate(account_id, identity, "c")
-    )
-    return await ef_fits.fit(conn, account_id, identity, predicate)
+    if own is None:
+        predicate, kind = account_predicate(account_id, identity, "c"), BUILT_KIND
+    else:
+        predicate, kind = own.predicate(account_id, identity, "c"), own.kind
+    return await ef_fits.fit(conn, account_id, identity, predicate, kind)
 
 
 async def register(
@@ -238,20 +280,21 @@ async def register(
     chunks: int,
     watermark: int | None = None,
     name: str | None = None,
+    kind: IndexKind = BUILT_KIND,
 ) -> None:
     """Register the account's index of the model (its rows are then written out of the
     shared index), before or after it is built, with its watermark (None: not built yet, or
-    built holding every row) and name (its first one unless given); a fit of an earlier
-    build is dropped."""
+    built holding every row), name (its first one unless given) and kind; a fit of an
+    earlier build is dropped."""
     await conn.execute(
         text(
             "INSERT INTO account_model_indexes "
-            "(account_id, model_identity, index_name, chunks_at_build, watermark) "
-            "VALUES (:account_id, :identity, :name, :chunks, :watermark) "
+            "(account_id, model_identity, index_name, chunks_at_build, watermark, index_kind) "
+            "VALUES (:account_id, :identity, :name, :chunks, :watermark, :kind) "
             "ON CONFLICT (account_id, model_identity) DO UPDATE "
             "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = now(), "
             "index_name = EXCLUDED.index_name, watermark = EXCLUDED.watermark, "
-            "ef_search = NULL, ef_fit = NULL"
+            "index_kind = EXCLUDED.index_kind, ef_search = NULL, ef_fit = NULL"
         ),
         {
             "account_id": account_id,
@@ -259,6 +302,7 @@ async def register(
             "name": name or account_index_name(account_id, identity),
             "chunks": chunks,
             "watermark": watermark,
+            "kind": kind.value,
         },
     )
     MARKS.forget(account_id)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 from uuid import UUID
 
-from data.account_indexes import account_predicate, tail_predicate, valid_registered
+from data.account_indexes import IndexShape, account_predicate, tail_predicate, valid_registered
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import shared_predicate
@@ -239,12 +239,13 @@ def first_statement(
     filtered: bool,
     answer: str = ANSWER,
     pooled: bool = True,
-    marks: Mapping[str, int] | None = None,
+    marks: Mapping[str, IndexShape] | None = None,
 ) -> str:
     """The comparison's first statement, with lookup branches for these models (a probe of
     another model is answered with the path 'unserved'). The account's own index is named by
     its literal predicate (with its watermark, from `marks` by model), so the text is per
-    account; the rows past the mark are looked up exactly beside it. `pooled`: exact lookups
+    account; the rows past the mark are looked up exactly beside it. Each index is searched
+    by the expression of its kind (`marks`). `pooled`: exact lookups
     rank a pool of the account's chunks read once (a page of probes on a small account);
     otherwise each scans the account (the exact check of a few probes, on an account of any
     size)."""
@@ -261,23 +262,24 @@ def first_statement(
             exact.append(exact_in_pool(n, filtered))
         else:
             exact.append(exact_scan(n, identity, filtered))
-        mark = (marks or {}).get(str(identity))
-        approximate += _approximate(n, identity, account_id, filtered, mark)
-        tails += _tail(n, identity, filtered, mark)
+        shape = (marks or {}).get(str(identity), IndexShape())
+        approximate += _approximate(n, identity, account_id, filtered, shape)
+        tails += _tail(n, identity, filtered, shape.mark)
     ctes.append(_lookups(exact, approximate, tails))
     ctes.append(_looked(len(models)))
     return "WITH " + ",\n".join(ctes) + answer
 
 
 def _approximate(
-    n: int, identity: ModelIdentity, account_id: UUID, filtered: bool, mark: int | None
+    n: int, identity: ModelIdentity, account_id: UUID, filtered: bool, shape: IndexShape
 ) -> list[str]:
-    """The model's lookups on the shared index and on the account's own (up to its mark)."""
+    """The model's lookups on the shared index and on the account's own (up to its mark),
+    each by its index's kind."""
     shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
-    own = account_predicate(account_id, identity, "c", mark)
+    own = account_predicate(account_id, identity, "c", shape.mark)
     return [
-        approximate_lookup(n, identity, LookupPath.INDEX, shared, filtered),
-        approximate_lookup(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered),
+        approximate_lookup(n, identity, LookupPath.INDEX, shared, filtered, shape.shared_kind),
+        approximate_lookup(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered, shape.own_kind),
     ]
 
 
@@ -305,7 +307,7 @@ def search_statement(
     account_id: UUID,
     filtered: bool,
     slot: VectorSlot = VectorSlot.PRIMARY,
-    marks: Mapping[str, int] | None = None,
+    marks: Mapping[str, IndexShape] | None = None,
 ) -> str:
     """One probe, a vector given by the caller (an embedded search text), looked up as the
     comparison looks up its probes: same paths, same candidates (an own index's tail too),
@@ -328,8 +330,8 @@ def search_statement(
     )
     approximate, tails = [], []
     if slot is VectorSlot.PRIMARY:
-        mark = (marks or {}).get(str(identity))
-        approximate = _approximate(0, identity, account_id, filtered, mark)
-        tails = _tail(0, identity, filtered, mark)
+        shape = (marks or {}).get(str(identity), IndexShape())
+        approximate = _approximate(0, identity, account_id, filtered, shape)
+        tails = _tail(0, identity, filtered, shape.mark)
     lookups = _lookups([exact_scan(0, identity, filtered, slot)], approximate, tails)
     return f"WITH {paths},\n{probe},\n{lookups}" + SEARCH_ANSWER

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
-from data.model_indexes import vector_expression
+from data.model_indexes import IndexKind, vector_expression
 
 # tried from the lowest, each below the configured default of 400; 300 is for the accounts
 # whose hardest probes 200 misses (a 25k clustered account drawn anew: worst recall@25 0.92
@@ -96,10 +96,11 @@ def _sample_sql(predicate: str) -> str:
     )
 
 
-def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool) -> str:
+def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool, kind: IndexKind) -> str:
     """Per sampled chunk (:ids), its FIT_NEIGHBOURS nearest chunks of other sessions: from
-    the account's own index as a comparison's lookup reads it (over-fetched, re-ranked), or
-    by an exact scan (`+ 0` keeps the index out). `predicate` is the index's, on alias `c`."""
+    the account's own index (of the kind) as a comparison's lookup reads it (over-fetched,
+    re-ranked), or by an exact scan (`+ 0` keeps the index out). `predicate` is the index's,
+    on alias `c`."""
     distance = f"({vector_expression(identity, 'c')} <=> s.v)"
     near = (
         f"SELECT c.id, {distance} AS d FROM session_chunks c WHERE {predicate} "
@@ -107,7 +108,7 @@ def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool) -> str:
         + (
             f"ORDER BY {distance} + 0, c.id LIMIT {FIT_NEIGHBOURS}"
             if exact
-            else f"ORDER BY {distance} LIMIT {FIT_OVERFETCH}"
+            else f"ORDER BY {kind.distance(identity, 'c', 's.v')} LIMIT {FIT_OVERFETCH}"
         )
     )
     sample = (
@@ -127,6 +128,7 @@ async def _nearest(
     identity: ModelIdentity,
     ids: list[UUID],
     ef: int | None,
+    kind: IndexKind,
 ) -> dict[UUID, set[UUID]]:
     if ef is not None:
         await conn.execute(
@@ -136,24 +138,26 @@ async def _nearest(
             ),
             {"ef": str(ef)},
         )
-    sql = text(_nearest_sql(predicate, identity, exact=ef is None))
+    sql = text(_nearest_sql(predicate, identity, ef is None, kind))
     rows = await conn.execute(sql, {"ids": ids})
     return {sample: set(found or ()) for sample, found in rows.all()}
 
 
-async def measure(conn: AsyncConnection, predicate: str, identity: ModelIdentity) -> EfFit:
-    """Measure the own index of this predicate (on alias `c`; valid, in the caller's
+async def measure(
+    conn: AsyncConnection, predicate: str, identity: ModelIdentity, kind: IndexKind
+) -> EfFit:
+    """Measure the own index of this predicate and kind (on alias `c`; valid, in the caller's
     transaction) at each candidate against the exact scan, in a savepoint rolled back after
     (its settings end with it)."""
     savepoint = await conn.begin_nested()
     try:
         await lift_statement_budget(conn)
         ids = list((await conn.execute(text(_sample_sql(predicate)))).scalars())
-        truth = await _nearest(conn, predicate, identity, ids, None)
+        truth = await _nearest(conn, predicate, identity, ids, None, kind)
         truth = {sample: near for sample, near in truth.items() if near}
         recalls: dict[int, list[float]] = {}
         for ef in FIT_CANDIDATES:
-            found = await _nearest(conn, predicate, identity, ids, ef)
+            found = await _nearest(conn, predicate, identity, ids, ef, kind)
             recalls[ef] = [
                 len(found.get(sample, set()) & near) / len(near) for sample, near in truth.items()
             ]
@@ -163,13 +167,17 @@ async def measure(conn: AsyncConnection, predicate: str, identity: ModelIdentity
 
 
 async def fit(
-    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, predicate: str
+    conn: AsyncConnection,
+    account_id: UUID,
+    identity: ModelIdentity,
+    predicate: str,
+    kind: IndexKind,
 ) -> EfFit:
-    """Measure the account's own index (its predicate on alias `c`) and register what it
+    """Measure the account's own index (its predicate on alias `c`, its kind) and register what it
     chose beside it. A measurement that fails (out of memory, say) fits nothing and says why:
     the fit is an optimisation, and the build or the import it follows stands without it."""
     try:
-        made = await measure(conn, predicate, identity)
+        made = await measure(conn, predicate, identity, kind)
     except DBAPIError as exc:
         made = EfFit(0, {}, None, getattr(exc.orig, "sqlstate", None) or type(exc.orig).__name__)
     await conn.execute(

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.model_identity import ModelIdentity
-from data.model_indexes import index_name
+from data.model_indexes import IndexKind, index_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,14 +140,23 @@ async def drop_unused_model(conn: AsyncConnection, identity: str) -> bool:
     ).first()
     if held is not None:
         return False
-    names = [index_name(ModelIdentity.parse(identity))]
-    names += (
-        await conn.execute(
-            sa.text("SELECT index_name FROM account_model_indexes WHERE model_identity = :m"),
-            {"m": identity},
+    names = (
+        (
+            await conn.execute(
+                sa.text(
+                    "SELECT index_name FROM embedding_models WHERE model_identity = :m "
+                    "UNION ALL "
+                    "SELECT index_name FROM account_model_indexes WHERE model_identity = :m"
+                ),
+                {"m": identity},
+            )
         )
-    ).scalars()
-    for name in names:
+        .scalars()
+        .all()
+    )
+    # with the shared index's names of each kind: a move that failed left one unregistered
+    names = [*names, *(index_name(ModelIdentity.parse(identity), kind) for kind in IndexKind)]
+    for name in dict.fromkeys(names):
         await conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
     for table in ("account_model_indexes", "embedding_models"):
         await conn.execute(

@@ -3,7 +3,8 @@ chunks carry), cached for a while (cachetools' TTLCache: CATALOG_TTL_S, the leas
 used of CATALOG_ACCOUNTS accounts out first): the comparison's first statement has a lookup
 branch for each. A model the catalog has not seen yet is answered 'unserved', and the
 catalog is read again (`forget`). Beside them, the ef_search fitted on each of the account's
-own indexes (data/ef_fits.py), and their watermarks (given to data.account_indexes.MARKS)."""
+own indexes (data/ef_fits.py), and the shape of its indexes (their kinds and the own indexes'
+watermarks, given to data.account_indexes.MARKS)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 from cachetools import TTLCache
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from data.account_indexes import MARKS
+from data.account_indexes import ACCOUNT_INDEXES, MARKS, shapes
 from data.model_identity import ModelIdentity
 
 CATALOG_TTL_S = 60.0
@@ -37,12 +38,6 @@ WITH RECURSIVE used(model) AS (
 SELECT model FROM used WHERE model IS NOT NULL
 UNION SELECT model_identity FROM embedding_settings WHERE account_id = :account_id
 """
-
-
-ACCOUNT_FITS = (
-    "SELECT model_identity, ef_search, watermark FROM account_model_indexes "
-    "WHERE account_id = :account_id"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +73,12 @@ class ModelCatalog:
             return known
         rows = await conn.execute(sa.text(ACCOUNT_MODELS), {"account_id": account_id})
         models = sorted((ModelIdentity.parse(row[0]) for row in rows), key=str)
-        fits = (await conn.execute(sa.text(ACCOUNT_FITS), {"account_id": account_id})).all()
-        known = _Known(models, {model: ef for model, ef, _ in fits})
-        # the own indexes' watermarks, read with the fits: the statements' texts inline them
-        MARKS.put(account_id, {model: int(mark) for model, _, mark in fits if mark is not None})
+        indexes = (await conn.execute(sa.text(ACCOUNT_INDEXES), {"account_id": account_id})).all()
+        # per model with an own index (its kind is registered): the ef_search fitted on it
+        fitted = {model: ef for model, _, own, _, ef in indexes if own is not None}
+        known = _Known(models, fitted)
+        # the indexes' kinds and watermarks, read with the fits: the statements' texts name them
+        MARKS.put(account_id, shapes(indexes))
         self._accounts[account_id] = known
         return known
 

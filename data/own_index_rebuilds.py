@@ -19,7 +19,7 @@ file's commit, so every read of every account waits meanwhile."""
 
 from __future__ import annotations
 
-import time
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import ef_fits
 from data.account_indexes import (
+    INDEX_TTL_S,
     BuiltIndex,
     account_index_name,
     account_predicate,
@@ -45,7 +46,7 @@ from data.account_indexes import (
 )
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
-from data.model_indexes import comparable_count, hnsw_index_ddl, prepare_build
+from data.model_indexes import BUILT_KIND, build_concurrently
 
 # A file adding at least this share of an account's comparable rows of a model rebuilds its
 # own index instead of inserting into it: one pass over all rows (about 1 ms a row) against
@@ -58,6 +59,10 @@ DROP_LOCK_TIMEOUT_MS = 2000
 # share of the index's rows.
 MERGE_SHARE = 0.05
 LOCK_NOT_AVAILABLE = "55P03"
+# How long an index moved to another kind is kept after the new one is registered: every
+# process reads the indexes' kinds again within INDEX_TTL_S, and orders by the old kind's
+# expression until then.
+MOVE_GRACE_S = INDEX_TTL_S + 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +141,7 @@ async def rebuild_concurrently(
     """Build the account's own index again with CREATE INDEX CONCURRENTLY, outside any
     transaction; None when a valid one exists (another process built it meanwhile)."""
     name = account_index_name(account_id, identity)
-    async with _maintenance(engine, account_id, identity) as conn:
+    async with maintenance(engine, _lock_key(account_id, identity)) as conn:
         if await valid_account_index(conn, account_id, identity) is not None:
             return None
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # invalid
@@ -213,31 +218,42 @@ async def merge_due(
 
 
 async def merge_concurrently(
-    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity
+    engine: AsyncEngine,
+    account_id: UUID,
+    identity: ModelIdentity,
+    grace_s: float = MOVE_GRACE_S,
 ) -> BuiltIndex | None:
     """The account's own index built again over all its rows (its tail merged in), under its
-    other name, concurrently: the old one serves the account's comparisons, with the tail
-    looked up exactly beside it, until the new one is registered; then it is dropped. None
-    when the account has no valid own index of the model."""
-    async with _maintenance(engine, account_id, identity) as conn:
+    other name, as BUILT_KIND, concurrently: the old one serves the account's comparisons,
+    with the tail looked up exactly beside it, until the new one is registered; then it is
+    dropped, `grace_s` later when its kind was another (every process has read the new kind
+    by then, data/account_indexes.INDEX_TTL_S). None when the account has no valid own index
+    of the model."""
+    async with maintenance(engine, _lock_key(account_id, identity)) as conn:
         own = await valid_own_index(conn, account_id, identity)
         if own is None:
             return None
         name = merged_name(own.name, account_id, identity)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed merge's
         chunks, seconds = await _build_concurrently(conn, account_id, identity, name)
+        if own.kind is not BUILT_KIND:
+            await asyncio.sleep(grace_s)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {own.name}"))
     return await _fitted(engine, account_id, identity, name, chunks, seconds)
 
 
+def _lock_key(account_id: UUID, identity: ModelIdentity) -> str:
+    """The account's index's rebuild lock: one build of it at a time (a rebuild, a merge, a
+    move, or ensure_large_account_indexes, which leaves it alone)."""
+    return rebuild_lock_key(account_index_name(account_id, identity))
+
+
 @asynccontextmanager
-async def _maintenance(
-    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity
-) -> AsyncIterator[AsyncConnection]:
+async def maintenance(engine: AsyncEngine, lock: str) -> AsyncIterator[AsyncConnection]:
     """A connection outside any transaction (a concurrent build cannot run in one), without
-    a statement timeout, holding the account's index's rebuild lock (one build of it at a
-    time: a rebuild, a merge, or ensure_large_account_indexes, which leaves it alone)."""
-    key = {"k": rebuild_lock_key(account_index_name(account_id, identity))}
+    a statement timeout, holding the advisory lock of this key (one build of an index at a
+    time)."""
+    key = {"k": lock}
     async with engine.connect() as pooled:
         conn = await pooled.execution_options(isolation_level="AUTOCOMMIT")
         await conn.execute(text("SET statement_timeout = 0"))  # the lock may wait for a build
@@ -258,12 +274,8 @@ async def _build_concurrently(
     build are numbered past the mark: they are the new index's tail."""
     watermark = await written_so_far(conn)
     predicate = account_predicate(account_id, identity, watermark=watermark)
-    chunks = await comparable_count(conn, predicate)
-    await prepare_build(conn, chunks, identity.dimensions, local=False)
-    started = time.perf_counter()
-    await conn.execute(text(hnsw_index_ddl(name, identity, predicate, concurrently=True)))
-    seconds = time.perf_counter() - started
-    await register(conn, account_id, identity, chunks, watermark, name)
+    chunks, seconds = await build_concurrently(conn, name, identity, predicate)
+    await register(conn, account_id, identity, chunks, watermark, name, BUILT_KIND)
     return chunks, seconds
 
 

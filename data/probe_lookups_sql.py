@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
-from data.model_indexes import comparable_predicate, vector_expression
+from data.model_indexes import BUILT_KIND, IndexKind, comparable_predicate, vector_expression
 from data.vector_slots import VectorSlot
 
 
@@ -143,13 +143,20 @@ def exact_scan(
 
 
 def approximate_lookup(
-    n: int, identity: ModelIdentity, path: LookupPath, scope: str, filtered: bool
+    n: int,
+    identity: ModelIdentity,
+    path: LookupPath,
+    scope: str,
+    filtered: bool,
+    kind: IndexKind = BUILT_KIND,
 ) -> str:
-    """Per probe, the over-fetched nearest candidates from an HNSW index (iterative scan),
-    re-ranked exactly to per_probe, each with what the window it was cut from looked like
-    (how many candidates, the farthest, how many at its distance) and its model's floor
-    (not applied here)."""
+    """Per probe, the over-fetched nearest candidates from an HNSW index of the kind
+    (iterative scan, ordered by the index's own expression), re-ranked by the full-precision
+    distance to per_probe, each with what the window it was cut from looked like (how many
+    candidates, the farthest, how many at its distance) and its model's floor (not applied
+    here)."""
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
+    order = kind.distance(identity, "c", "p.v")
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance, "
         f"a.scanned, a.farthest, a.tied, {floor_of(n)} "
@@ -158,7 +165,7 @@ def approximate_lookup(
         "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
         "count(*) OVER (PARTITION BY distance) AS tied FROM ("
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
-        f"FROM {candidates(scope, filtered)} ORDER BY {distance} LIMIT :overfetch) AS near "
+        f"FROM {candidates(scope, filtered)} ORDER BY {order} LIMIT :overfetch) AS near "
         "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
         f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup"
     )

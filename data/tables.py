@@ -303,6 +303,9 @@ embedding_models = sa.Table(
     sa.Column("dimensions", sa.Integer, nullable=False),
     sa.Column("index_name", sa.Text, nullable=False, unique=True),
     sa.Column("created_at", TZ, nullable=False, server_default=sa.func.now()),
+    # the index's kind (data/model_indexes.IndexKind; migration 0015)
+    sa.Column("index_kind", sa.Text, nullable=False, server_default="vector"),
+    sa.CheckConstraint("index_kind IN ('vector', 'halfvec')", name="embedding_models_index_kind"),
 )
 
 # What the indexer last chunked of each session: re-chunked when the activity or the
@@ -341,7 +344,12 @@ account_model_indexes = sa.Table(
     # the index holds the account's rows with written_seq up to this (NULL: built before
     # migration 0012, it holds every row); the later ones are its tail, looked up exactly
     sa.Column("watermark", sa.BigInteger, nullable=True),
+    # the index's kind (data/model_indexes.IndexKind; migration 0015)
+    sa.Column("index_kind", sa.Text, nullable=False, server_default="vector"),
     sa.CheckConstraint("ef_search BETWEEN 10 AND 1000", name="ef_search"),
+    sa.CheckConstraint(
+        "index_kind IN ('vector', 'halfvec')", name="account_model_indexes_index_kind"
+    ),
 )
 
 # Secrets of the whole deployment, shared by all its processes, generated on first use

@@ -18,7 +18,9 @@ from config.settings import Settings, SettingsError
 from data.account_indexes import BuiltIndex
 from data.accounts import revoke_key
 from data.engine import make_engine
+from data.index_moves import Moved, move_indexes
 from data.migrate import migrate
+from data.model_indexes import BUILT_KIND
 from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
@@ -110,6 +112,23 @@ def cmd_merge_indexes(settings: Settings, args: argparse.Namespace) -> int:
             engine, settings.exact_scan_max_chunks, every=args.all, on_merge=say
         )
         print(f"merged {len(merged)} own indexes' tails", file=sys.stderr)
+        return 0
+
+    return asyncio.run(with_engine(settings, work))
+
+
+def cmd_move_indexes(settings: Settings, args: argparse.Namespace) -> int:
+    def say(moved: Moved) -> None:
+        whose = "shared" if moved.account_id is None else f"account {moved.account_id}'s own"
+        print(
+            f"{moved.identity}: the {whose} index moved from {moved.kind} to {BUILT_KIND}, "
+            f"{moved.chunks} chunks in {moved.index_name} ({moved.seconds:.1f} s)",
+            file=sys.stderr,
+        )
+
+    async def work(engine: AsyncEngine) -> int:
+        moved = await move_indexes(engine, on_move=say)
+        print(f"moved {len(moved)} indexes to {BUILT_KIND}", file=sys.stderr)
         return 0
 
     return asyncio.run(with_engine(settings, work))
@@ -231,11 +250,29 @@ MERGE_HELP = (
 )
 
 
+MOVE_HELP = (
+    f"build every HNSW index of another kind again as {BUILT_KIND}, concurrently, beside the "
+    "old one (which serves meanwhile and is dropped a minute after): once, after an upgrade "
+    "from indexes built before migration 0015"
+)
+
+
 def _merge_arguments(merges: argparse.ArgumentParser) -> None:
     merges.add_argument(
         "--all",
         action="store_true",
         help="every tail, due or not, and every index built before tails existed",
+    )
+
+
+def _serve_arguments(server: argparse.ArgumentParser) -> None:
+    server.add_argument("--host", default="127.0.0.1")
+    server.add_argument("--port", type=int, default=8000)
+    server.add_argument(
+        "--workers",
+        type=positive,
+        default=1,
+        help="uvicorn worker processes (pools and rate limits are per process)",
     )
 
 
@@ -246,15 +283,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     )
     top.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = top.add_subparsers(dest="command", required=True)
-    server = sub.add_parser("serve", help="migrate, then serve the API and console")
-    server.add_argument("--host", default="127.0.0.1")
-    server.add_argument("--port", type=int, default=8000)
-    server.add_argument(
-        "--workers",
-        type=positive,
-        default=1,
-        help="uvicorn worker processes (pools and rate limits are per process)",
-    )
+    _serve_arguments(sub.add_parser("serve", help="migrate, then serve the API and console"))
     sub.add_parser("migrate", help="bring the schema up to date")
     _import_arguments(sub.add_parser("import", help="import files (all of a file, or none of it)"))
     exp = sub.add_parser("export", help="write every account back in the import format")
@@ -276,6 +305,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     )
     _fit_arguments(sub.add_parser("fit-indexes", help=FIT_HELP))
     _merge_arguments(sub.add_parser("merge-indexes", help=MERGE_HELP))
+    sub.add_parser("move-indexes", help=MOVE_HELP)
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
@@ -286,6 +316,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "demo": cmd_demo,
         "fit-indexes": cmd_fit_indexes,
         "merge-indexes": cmd_merge_indexes,
+        "move-indexes": cmd_move_indexes,
     }
     return top, commands
 

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import import_rows
 from data.account_indexes import (
     MARKS,
+    IndexShape,
     account_index_name,
     account_predicate,
     ensure_large_account_indexes,
@@ -207,7 +208,7 @@ async def test_a_due_tail_is_merged_under_the_other_name_and_the_old_index_dropp
     assert not await own_index_valid(engine, account, first)  # dropped
     assert (await tail_of(engine, account)).rows == 0
     assert await served_equals_exact(engine, account) == "account_index"
-    MARKS.put(account_id, {str(IDENTITY): before.watermark})  # a process's stale mark
+    MARKS.put(account_id, {str(IDENTITY): IndexShape(mark=before.watermark)})  # a stale mark
     assert await served_equals_exact(engine, account) == "account_index"
     world = World()
     sessions(world, account, 11, 26)

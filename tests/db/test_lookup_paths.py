@@ -3,6 +3,7 @@ stay on the intended index under prepared statements (never timed)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -14,14 +15,18 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import (
+    MARKS,
+    IndexShape,
     OwnIndexMarks,
     account_index_name,
     ensure_account_index,
     ensure_large_account_indexes,
+    valid_own_index,
 )
 from data.comparison_sql import first_statement
+from data.index_moves import Moved, move_indexes
 from data.lookups import Ask
-from data.model_indexes import index_name
+from data.model_indexes import BUILT_KIND, IndexKind, hnsw_index_ddl, index_name, shared_predicate
 from resolvers.rules.lookup_path import LookupPath, choose_path
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
@@ -125,7 +130,7 @@ async def _plan_after_executions(
     account: str,
     viewed: str,
     cache_mode: str,
-    marks: Mapping[str, int] | None = None,
+    marks: Mapping[str, IndexShape] | None = None,
 ) -> str:
     """Prepare the comparison's first statement on an approximate path (the account's own
     indexes at these watermarks), execute it ten times under cache_mode, then EXPLAIN the
@@ -184,7 +189,7 @@ async def test_the_account_index_stays_in_the_plan_after_repeated_executions(
         # shows whether the own index is provably usable under each cache mode.
         await conn.execute(sa.text(f"DROP INDEX {index_name(IDENTITY)}"))
         marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
-    assert list(marks) == [str(IDENTITY)]  # the index holds the rows up to its watermark
+    assert marks[str(IDENTITY)].mark is not None  # the index holds the rows up to its mark
     plan = await _plan_after_executions(database_url, account, viewed, cache_mode, marks)
     assert account_index_name(uuid.UUID(account), IDENTITY) in plan, plan
 
@@ -195,3 +200,96 @@ async def test_the_shared_index_stays_in_the_plan_under_the_products_cache_mode(
     account, viewed, _ = await crowded_world(engine)
     plan = await _plan_after_executions(database_url, account, viewed, "force_custom_plan")
     assert index_name(IDENTITY) in plan, plan
+
+
+async def _as_built_before_kinds(engine: AsyncEngine, account: str) -> tuple[str, str]:
+    """The shared index, and the account's own, built again as migration 0015 found them:
+    `vector` indexes registered as such. Their names."""
+    account_id = uuid.UUID(account)
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, account_id, IDENTITY)
+        own = await valid_own_index(conn, account_id, IDENTITY)
+        assert own is not None and own.kind is BUILT_KIND is IndexKind.HALFVEC
+        shared = index_name(IDENTITY, IndexKind.VECTOR)
+        for name, predicate in (
+            (own.name, own.predicate(account_id, IDENTITY)),
+            (shared, shared_predicate(IDENTITY)),
+        ):
+            await conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
+            ddl = hnsw_index_ddl(name, IDENTITY, predicate, kind=IndexKind.VECTOR)
+            await conn.execute(sa.text(ddl))
+        await conn.execute(sa.text(f"DROP INDEX {index_name(IDENTITY)}"))
+        await conn.execute(
+            sa.text(
+                "UPDATE embedding_models SET index_name = :n, index_kind = 'vector' "
+                "WHERE model_identity = :m"
+            ),
+            {"n": shared, "m": str(IDENTITY)},
+        )
+        await conn.execute(
+            sa.text(
+                "UPDATE account_model_indexes SET index_kind = 'vector' "
+                "WHERE account_id = :a AND model_identity = :m"
+            ),
+            {"a": account_id, "m": str(IDENTITY)},
+        )
+    MARKS.clear()
+    return shared, own.name
+
+
+async def _exists(engine: AsyncEngine, name: str) -> bool:
+    async with engine.connect() as conn:
+        found = await conn.execute(sa.text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name})
+        return bool(found.scalar_one())
+
+
+async def test_indexes_of_the_kind_built_before_serve_until_moved_then_the_new_kind_serves(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    account, viewed, _ = await crowded_world(engine)
+    exact, _ = await served_per_probe(engine, account, viewed, LookupPath.EXACT)
+    shared, own = await _as_built_before_kinds(engine, account)
+    async with engine.connect() as conn:
+        marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
+    assert marks[str(IDENTITY)].own_kind is marks[str(IDENTITY)].shared_kind is IndexKind.VECTOR
+    assert own in await _plan_after_executions(database_url, account, viewed, "auto", marks)
+    before, _ = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX)
+
+    heard: list[Moved] = []
+    moved = await move_indexes(engine, grace_s=0, on_move=heard.append)
+
+    assert heard == moved
+    assert [(m.account_id, m.kind) for m in moved] == [
+        (None, IndexKind.VECTOR),
+        (uuid.UUID(account), IndexKind.VECTOR),
+    ]
+    assert not await _exists(engine, shared) and not await _exists(engine, own)
+    async with engine.connect() as conn:
+        marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
+        now = await valid_own_index(conn, uuid.UUID(account), IDENTITY)
+    assert marks[str(IDENTITY)].own_kind is marks[str(IDENTITY)].shared_kind is BUILT_KIND
+    assert now is not None and now.kind is BUILT_KIND and now.name == moved[1].index_name
+    assert now.name in await _plan_after_executions(database_url, account, viewed, "auto", marks)
+    after, _ = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX)
+    assert before == after == exact, "either kind answers as the exact path does"
+    assert await move_indexes(engine, grace_s=0) == [], "nothing is left to move"
+
+
+async def test_a_moved_index_is_dropped_only_after_the_grace(engine: AsyncEngine) -> None:
+    """Other processes order by the kind they read, for up to INDEX_TTL_S: the old index
+    stays that long after the new one is registered."""
+    account, _, _ = await crowded_world(engine)
+    shared, _ = await _as_built_before_kinds(engine, account)
+    moving = asyncio.create_task(move_indexes(engine, grace_s=3.0))
+    for _ in range(3000):
+        async with engine.connect() as conn:
+            kind = await conn.execute(
+                sa.text("SELECT index_kind FROM embedding_models WHERE model_identity = :m"),
+                {"m": str(IDENTITY)},
+            )
+            if kind.scalar_one() == BUILT_KIND.value:
+                break
+        await asyncio.sleep(0.01)
+    assert await _exists(engine, shared), "the old index was dropped as the new one registered"
+    await moving
+    assert not await _exists(engine, shared)

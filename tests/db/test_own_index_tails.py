@@ -10,7 +10,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data.account_indexes import MARKS, ensure_account_index, valid_own_index
+from data.account_indexes import MARKS, IndexShape, ensure_account_index, valid_own_index
 from data.comparison_sql import first_statement
 from data.model_catalog import ModelCatalog
 from data.own_index_rebuilds import merge_due, tails
@@ -131,7 +131,7 @@ async def test_a_merge_empties_the_tail_and_a_stale_mark_still_answers_right(
     assert served == exact
     # a process that read the mark before the merge: the rows between the two marks are
     # in the new index, and its text's tail looks them up exactly
-    MARKS.put(uuid.UUID(account), {str(IDENTITY): before.watermark})
+    MARKS.put(uuid.UUID(account), {str(IDENTITY): IndexShape(mark=before.watermark)})
     stale, _ = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX)
     assert stale == exact
 
@@ -139,6 +139,6 @@ async def test_a_merge_empties_the_tail_and_a_stale_mark_still_answers_right(
 def test_only_an_account_with_a_marked_own_index_has_a_tail_in_its_statement() -> None:
     account = uuid.uuid4()
     assert "written_seq" not in first_statement([IDENTITY], account, False)
-    marked = first_statement([IDENTITY], account, False, marks={str(IDENTITY): 41})
+    marked = first_statement([IDENTITY], account, False, marks={str(IDENTITY): IndexShape(mark=41)})
     assert "coalesce(c.written_seq, 0) <= 41::bigint" in marked
     assert "c.written_seq > 41::bigint" in marked and "place <= :per_probe" in marked

@@ -12,11 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
 from data.lookups import LookupAnswer
+from data.model_indexes import BUILT_KIND
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare, full_scan
 from tests.support.crowded import (
     EXACT,
+    IDENTITY,
     INDEX,
     crowded_world,
     served_per_probe,
@@ -44,7 +46,8 @@ async def test_the_naive_index_query_loses_rows_in_this_world(engine: AsyncEngin
                 "SELECT id FROM session_chunks WHERE embedding_model = 'local:hash-384@384' "
                 "AND redaction_state = 'clear' AND embedding_state = 'embedded' "
                 "AND in_shared_index AND account_id = :a AND runtime_session_id <> :s "
-                "ORDER BY (embedding::vector(384)) <=> CAST(:q AS vector(384)) LIMIT 25"
+                f"ORDER BY {BUILT_KIND.distance(IDENTITY, '', 'CAST(:q AS vector(384))')} "
+                "LIMIT 25"
             ),
             {"a": account, "s": viewed, "q": probe},
         )
