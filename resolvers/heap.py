@@ -20,11 +20,11 @@ block is mapped on its own, and giving back what a large pass freed (issue #37).
   (bench.latency.failure_modes, the two alternated). The allocator is chosen before the
   interpreter starts, so `similar-sessions serve` starts itself again under it (`restart`).
 
-`similar-sessions serve` sets the arenas and the threshold for itself (mallopt) and exports glibc's variables for
-the worker processes it starts (which read them at their start) once the embedded PostgreSQL
-is up, so that the database's own processes keep glibc's defaults. A setting the operator
-made, by its variable or its tunable, is left as it is. Elsewhere than glibc, nothing is
-done."""
+`similar-sessions serve` sets the arenas and the threshold for itself (mallopt) and exports
+glibc's variables for the worker processes it starts (which read them at their start) once
+the embedded PostgreSQL is up, so that the database's own processes keep glibc's defaults.
+A setting the operator made, by its variable or its tunable, is left as it is, and so is an
+allocator chosen by PYTHONMALLOC. Elsewhere than glibc, nothing is done."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ class Restart:
     def run(self) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(self.executable, self.argv, self.environ)
+        os.execve(self.executable, self.argv, self.environ)  # noqa: S606 (the same command)
 
 
 def restart(
