@@ -11,7 +11,6 @@ invalid and unregistered, the old one serving; the command can be run again."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -31,68 +30,65 @@ from data.own_index_rebuilds import MOVE_GRACE_S, maintenance, merge_concurrentl
 
 
 @dataclass(frozen=True, slots=True)
-class Moved:
-    """One index built again as BUILT_KIND: the account's own, or the model's shared one."""
+class ToMove:
+    """An index of another kind than BUILT_KIND: the account's own, or the model's shared
+    one (account_id None), registered under `name`."""
 
     identity: ModelIdentity
-    account_id: UUID | None  # None: the shared index
-    kind: IndexKind  # the kind it had
+    account_id: UUID | None
+    kind: IndexKind
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """One index built again as BUILT_KIND."""
+
+    was: ToMove
     index_name: str  # its new name
     chunks: int
     seconds: float
 
 
-async def move_indexes(
-    engine: AsyncEngine,
-    grace_s: float = MOVE_GRACE_S,
-    on_move: Callable[[Moved], None] | None = None,
-) -> list[Moved]:
-    """Every shared and own index of another kind than BUILT_KIND, built again as it, one
-    after the other; `on_move` hears of each."""
+async def to_move(engine: AsyncEngine) -> list[ToMove]:
+    """Every index of another kind than BUILT_KIND: the shared ones first."""
     async with engine.connect() as conn:
-        shared = (
-            await conn.execute(
-                text(
-                    "SELECT model_identity, index_kind, index_name FROM embedding_models "
-                    "WHERE index_kind <> :kind ORDER BY model_identity"
-                ),
-                {"kind": BUILT_KIND.value},
-            )
-        ).all()
-        own = (
-            await conn.execute(
-                text(
-                    "SELECT account_id, model_identity, index_kind FROM account_model_indexes "
-                    "WHERE index_kind <> :kind ORDER BY account_id, model_identity"
-                ),
-                {"kind": BUILT_KIND.value},
-            )
-        ).all()
-    moved = []
-    for model, kind, old in shared:
-        moved.append(
-            await _move_shared(engine, ModelIdentity.parse(model), IndexKind(kind), old, grace_s)
+        rows = await conn.execute(
+            text(
+                "SELECT model_identity, NULL::uuid, index_kind, index_name FROM embedding_models "
+                "WHERE index_kind <> :kind UNION ALL "
+                "SELECT model_identity, account_id, index_kind, index_name "
+                "FROM account_model_indexes WHERE index_kind <> :kind "
+                "ORDER BY 2 NULLS FIRST, 1"
+            ),
+            {"kind": BUILT_KIND.value},
         )
-        if on_move is not None:
-            on_move(moved[-1])
-    for account_id, model, kind in own:
-        identity = ModelIdentity.parse(model)
-        made = await merge_concurrently(engine, account_id, identity, grace_s)
-        if made is None:  # registered, not built: it is built as BUILT_KIND
-            continue
-        moved.append(
-            Moved(identity, account_id, IndexKind(kind), made.index_name, made.chunks, made.seconds)
-        )
-        if on_move is not None:
-            on_move(moved[-1])
-    return moved
+        return [
+            ToMove(ModelIdentity.parse(model), account_id, IndexKind(kind), name)
+            for model, account_id, kind, name in rows.all()
+        ]
 
 
-async def _move_shared(
-    engine: AsyncEngine, identity: ModelIdentity, kind: IndexKind, old: str, grace_s: float
-) -> Moved:
+async def move(engine: AsyncEngine, index: ToMove, grace_s: float = MOVE_GRACE_S) -> Moved | None:
+    """The index built again as BUILT_KIND, concurrently, beside the old one, which is
+    dropped grace_s after the new one is registered; None for an own index registered but
+    not built (its build makes it BUILT_KIND)."""
+    if index.account_id is None:
+        return await _move_shared(engine, index, grace_s)
+    made = await merge_concurrently(engine, index.account_id, index.identity, grace_s)
+    return None if made is None else Moved(index, made.index_name, made.chunks, made.seconds)
+
+
+async def move_indexes(engine: AsyncEngine, grace_s: float = MOVE_GRACE_S) -> list[Moved]:
+    """Every index of another kind than BUILT_KIND moved, one after the other."""
+    moved = [await move(engine, index, grace_s) for index in await to_move(engine)]
+    return [m for m in moved if m is not None]
+
+
+async def _move_shared(engine: AsyncEngine, index: ToMove, grace_s: float) -> Moved:
     """The model's shared index built again as BUILT_KIND under its kind's name, beside the
     old one, concurrently; registered; the old one dropped grace_s later."""
+    identity = index.identity
     name = index_name(identity, BUILT_KIND)
     async with maintenance(engine, rebuild_lock_key(name)) as conn:
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed one
@@ -106,5 +102,5 @@ async def _move_shared(
         )
         MARKS.clear()  # this process reads the new kind at once; the others within the grace
         await asyncio.sleep(grace_s)
-        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {old}"))
-    return Moved(identity, None, kind, name, chunks, seconds)
+        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}"))
+    return Moved(index, name, chunks, seconds)

@@ -18,7 +18,7 @@ from config.settings import Settings, SettingsError
 from data.account_indexes import BuiltIndex
 from data.accounts import revoke_key
 from data.engine import make_engine
-from data.index_moves import Moved, move_indexes
+from data.index_moves import move, to_move
 from data.migrate import migrate
 from data.model_indexes import BUILT_KIND
 from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
@@ -118,17 +118,26 @@ def cmd_merge_indexes(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_move_indexes(settings: Settings, args: argparse.Namespace) -> int:
-    def say(moved: Moved) -> None:
-        whose = "shared" if moved.account_id is None else f"account {moved.account_id}'s own"
-        print(
-            f"{moved.identity}: the {whose} index moved from {moved.kind} to {BUILT_KIND}, "
-            f"{moved.chunks} chunks in {moved.index_name} ({moved.seconds:.1f} s)",
-            file=sys.stderr,
-        )
-
     async def work(engine: AsyncEngine) -> int:
-        moved = await move_indexes(engine, on_move=say)
-        print(f"moved {len(moved)} indexes to {BUILT_KIND}", file=sys.stderr)
+        indexes = await to_move(engine)
+        print(f"{len(indexes)} indexes to move to {BUILT_KIND}", file=sys.stderr)
+        for n, index in enumerate(indexes, 1):
+            whose = "shared" if index.account_id is None else f"account {index.account_id}'s"
+            print(
+                f"[{n}/{len(indexes)}] {index.identity}, the {whose} {index.kind} index "
+                f"{index.name}: building it again as {BUILT_KIND}, concurrently",
+                file=sys.stderr,
+                flush=True,
+            )
+            moved = await move(engine, index)
+            if moved is None:
+                print("  not built yet: its build makes it", BUILT_KIND, file=sys.stderr)
+            else:
+                print(
+                    f"  {moved.chunks} chunks in {moved.index_name} ({moved.seconds:.1f} s); "
+                    "the old index dropped",
+                    file=sys.stderr,
+                )
         return 0
 
     return asyncio.run(with_engine(settings, work))

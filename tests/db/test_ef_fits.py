@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import comparison, ef_fits
 from data.account_indexes import ensure_account_index
 from data.engine import ComparisonSettings, make_engine
+from data.model_indexes import BUILT_KIND
 from data.own_index_rebuilds import fit_all
 from tests.support.comparisons import transaction_queries
 from tests.support.crowded import IDENTITY
@@ -214,3 +215,10 @@ async def _one_index_with_a_tail(database_url: str) -> None:
         assert await into_tail(engine, account) > 0
     finally:
         await engine.dispose()
+
+
+def test_the_move_command_says_what_it_has_to_move(database_url: str) -> None:
+    """`similar-sessions move-indexes` where every index is already of the kind built now
+    (the moves themselves: tests/db/test_lookup_paths.py)."""
+    asyncio.run(_one_fitted_index(database_url))
+    assert _command(database_url, "move-indexes") == [f"0 indexes to move to {BUILT_KIND}"]
