@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Any
 
 import asyncpg
@@ -162,12 +163,18 @@ async def _load(engine: AsyncEngine, url: str, corpus: Corpus, exact_max: int) -
     }
 
 
-async def index_options(engine: AsyncEngine, name: str) -> str:
-    """The build parameters of an index, as PostgreSQL stores them."""
+async def index_options(engine: AsyncEngine, account_id: uuid.UUID) -> str:
+    """The build parameters of the account's own index (under the name it is registered by:
+    a merge builds it under its other one), as PostgreSQL stores them."""
     async with engine.connect() as conn:
         options = (
             await conn.execute(
-                sa.text("SELECT reloptions FROM pg_class WHERE relname = :n"), {"n": name}
+                sa.text(
+                    "SELECT c.reloptions FROM account_model_indexes r "
+                    "JOIN pg_class c ON c.relname = r.index_name "
+                    "WHERE r.account_id = :a AND r.model_identity = :m"
+                ),
+                {"a": account_id, "m": str(IDENTITY)},
             )
         ).scalar()
     return ", ".join(options or ["defaults"])

@@ -173,6 +173,7 @@ async def loop_in_table(
     report.say(
         f"The loop session repeats one turn near the first chunk of session {str(near)[:8]}; "
         f"measured: the loop session, that session, and {len(others)} others of the account "
-        f"(inserted into the existing indexes in {meta['insert_s']} s)."
+        f"(written in {meta['insert_s']} s past the own index's mark, then merged into it when "
+        "due, as the indexer's pass does)."
     )
     report.say()
