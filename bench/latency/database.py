@@ -27,7 +27,7 @@ from bench.latency.corpus import (
 )
 from data import import_rows
 from data import tables as t
-from data.account_indexes import ensure_large_account_indexes
+from data.account_indexes import ensure_large_account_indexes, valid_account_index
 from data.engine import make_engine
 from data.migrate import migrate
 from data.model_indexes import ensure_model_index
@@ -167,14 +167,10 @@ async def index_options(engine: AsyncEngine, account_id: uuid.UUID) -> str:
     """The build parameters of the account's own index (under the name it is registered by:
     a merge builds it under its other one), as PostgreSQL stores them."""
     async with engine.connect() as conn:
+        name = await valid_account_index(conn, account_id, IDENTITY)
         options = (
             await conn.execute(
-                sa.text(
-                    "SELECT c.reloptions FROM account_model_indexes r "
-                    "JOIN pg_class c ON c.relname = r.index_name "
-                    "WHERE r.account_id = :a AND r.model_identity = :m"
-                ),
-                {"a": account_id, "m": str(IDENTITY)},
+                sa.text("SELECT reloptions FROM pg_class WHERE relname = :n"), {"n": name}
             )
         ).scalar()
     return ", ".join(options or ["defaults"])
