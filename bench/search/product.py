@@ -12,15 +12,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.common.databases import recreate, with_database
+from bench.common.torch_minilm import torch_embedder
 from bench.quality import labelled, served
-from bench.quality.vector_cache import cached_minilm
+from bench.quality.vector_cache import cached_minilm, cached_torch_minilm
 from bench.search.blend import blended_order
 from bench.search.queries import Query
 from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
-from indexer.embedders import Registry
+from indexer.embedders import Factory, Registry, minilm
 from indexer.lexical import UNFITTED, LexicalEmbedder
 from indexer.onnx_minilm import MINILM
 from resolvers.arguments import SimilarArgs
@@ -34,8 +35,18 @@ TOP = 10  # MRR@10 reads ten
 Rankings = dict[str, list[str]]
 
 
-def registry() -> Registry:
-    return Registry({str(UNFITTED): LexicalEmbedder, str(MINILM): cached_minilm})
+# How MiniLM runs: as the product runs it (int8 ONNX) or under torch; its vectors cached
+# (bench/.cache) or embedded afresh (to time the indexing).
+RUNTIMES: dict[tuple[str, bool], Factory] = {
+    ("onnx", True): cached_minilm,
+    ("onnx", False): minilm,
+    ("torch", True): cached_torch_minilm,
+    ("torch", False): torch_embedder,
+}
+
+
+def registry(runtime: str = "onnx", cached: bool = True) -> Registry:
+    return Registry({str(UNFITTED): LexicalEmbedder, str(MINILM): RUNTIMES[runtime, cached]})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +57,17 @@ class Prepared:
     dense: bool
 
 
-async def prepare(
-    corpus: labelled.Corpus, dense: bool, settings: Settings, reuse: bool = False
-) -> Prepared:
-    """A fresh database `ss_search_<corpus>` with the corpus imported and indexed (`reuse`:
-    the one a run before left, as it is)."""
+def database_name(corpus: labelled.Corpus, dense: bool, runtime: str = "onnx") -> str:
+    suffix = {False: "", True: {"onnx": "_dense", "torch": "_torch"}[runtime]}[dense]
+    return "ss_search_" + corpus.name.replace("-", "_") + suffix
+
+
+async def loaded(
+    corpus: labelled.Corpus, dense: bool, settings: Settings, name: str
+) -> AsyncEngine:
+    """A fresh database `name` with the corpus imported as plain activity, not yet indexed;
+    `dense`: MiniLM named as the account's dense model."""
     url = resolve_url(settings.database_url, settings.data_dir)
-    name = "ss_search_" + corpus.name.replace("-", "_") + ("_dense" if dense else "")
-    if reuse:
-        engine = make_engine(with_database(url, name), statement_timeout_ms=600_000)
-        services = Services(engine, Tuning.of(settings), embedders=registry())
-        return Prepared(corpus, engine, services, dense)
     engine = make_engine(await recreate(url, name), statement_timeout_ms=600_000)
     await migrate(engine)
     await served.load(engine, corpus, LEXICAL)
@@ -70,11 +81,29 @@ async def prepare(
                 ),
                 {"a": corpus.account_id},
             )
-    started = time.perf_counter()
-    report = await served.index(engine, settings, corpus, registry())
-    took = time.perf_counter() - started
-    print(f"{corpus.name}: indexed in {took:.0f} s ({report.chunks_embedded} vectors)")
-    services = Services(engine, Tuning.of(settings), embedders=registry())
+    return engine
+
+
+async def prepare(
+    corpus: labelled.Corpus,
+    dense: bool,
+    settings: Settings,
+    reuse: bool = False,
+    runtime: str = "onnx",
+) -> Prepared:
+    """A fresh database (`database_name`) with the corpus imported and indexed, MiniLM run by
+    `runtime` (`reuse`: the one a run before left, as it is)."""
+    name = database_name(corpus, dense, runtime)
+    if reuse:
+        url = resolve_url(settings.database_url, settings.data_dir)
+        engine = make_engine(with_database(url, name), statement_timeout_ms=600_000)
+    else:
+        engine = await loaded(corpus, dense, settings, name)
+        started = time.perf_counter()
+        report = await served.index(engine, settings, corpus, registry(runtime))
+        took = time.perf_counter() - started
+        print(f"{name}: indexed in {took:.0f} s ({report.chunks_embedded} vectors)")
+    services = Services(engine, Tuning.of(settings), embedders=registry(runtime))
     return Prepared(corpus, engine, services, dense)
 
 
