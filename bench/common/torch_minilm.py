@@ -20,7 +20,7 @@ BATCH = 32  # sentence-transformers' own default
 
 
 class TorchMiniLM:
-    """Texts in, unit vectors out, by torch on `threads` threads."""
+    """Texts in, unit vectors out, by torch on the threads `torch_minilm` set."""
 
     identity = MINILM
     max_tokens = OnnxMiniLM.max_tokens
