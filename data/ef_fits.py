@@ -49,10 +49,6 @@ FIT_MIN_MEAN_RECALL = 0.99
 # and the default over-fetch (SIMILAR_SESSIONS_HNSW_OVERFETCH): a test keeps them equal.
 FIT_NEIGHBOURS = 25
 FIT_OVERFETCH = 100
-# Which rule made a fit, kept in `ef_fit`: 2 counts the matchable neighbours (FIT_FLOOR), 1
-# (no `rule` kept) counted all 25. `similar-sessions fit-indexes` fits again those made by an
-# earlier rule.
-FIT_RULE = 2
 # The lowest passage floor of any model (resolvers.rules.calibration; a test keeps them equal):
 # a neighbour below it is matched by no comparison of any model.
 FIT_FLOOR = 0.35
@@ -88,7 +84,6 @@ class EfFit:
             "recall": {str(ef): list(m) for ef, m in self.measured.items()},
             "recall_all": {str(ef): list(m) for ef, m in _mean_and_worst(self.recalls_all).items()},
             "floor": FIT_FLOOR,
-            "rule": FIT_RULE,
             "ef_search": self.ef_search,
             "fitted_at": datetime.now(UTC).isoformat(),
             **({"error": self.error} if self.error else {}),

@@ -311,19 +311,17 @@ async def fit_all(
     unfitted_only: bool = True,
     on_fit: Callable[[Fitted], None] | None = None,
 ) -> list[Fitted]:
-    """Fit every registered own index (unless told otherwise, only those without a fit or
-    with one an earlier rule made, ef_fits.FIT_RULE): for indexes built before fits existed
-    or before the rule changed (`similar-sessions fit-indexes`); `on_fit` hears of each as it
-    is fitted."""
+    """Fit every registered own index (only those without a fit unless told otherwise): for
+    indexes built before fits existed (`similar-sessions fit-indexes`); `on_fit` hears of
+    each as it is fitted."""
     async with engine.connect() as conn:
         rows = await conn.execute(
             text(
                 "SELECT account_id, model_identity FROM account_model_indexes "
                 "WHERE NOT CAST(:unfitted AS boolean) OR ef_fit IS NULL "
-                "OR (ef_fit ->> 'rule') IS DISTINCT FROM CAST(:rule AS text) "
                 "ORDER BY account_id, model_identity"
             ),
-            {"unfitted": unfitted_only, "rule": str(ef_fits.FIT_RULE)},
+            {"unfitted": unfitted_only},
         )
         registered = rows.all()
     fitted = []

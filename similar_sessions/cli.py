@@ -244,7 +244,7 @@ def _import_arguments(imp: argparse.ArgumentParser) -> None:
 
 FIT_HELP = (
     "fit the hnsw.ef_search of the accounts' own indexes on their vectors (those built "
-    "before fits existed, or fitted by an earlier rule; every build does it)"
+    "before fits existed; every build does it)"
 )
 
 

@@ -185,23 +185,6 @@ async def test_indexes_built_before_fits_are_fitted_by_fit_all(engine: AsyncEngi
     assert len(await fit_all(engine, unfitted_only=False)) == 1
 
 
-async def test_fits_an_earlier_rule_made_are_fitted_again_by_fit_all(engine: AsyncEngine) -> None:
-    """A fit kept without the rule that made it (rule 1 counted all 25 neighbours) is made
-    again, under today's rule, by `similar-sessions fit-indexes`."""
-    account, _ = await fitted_world(engine)
-    async with engine.begin() as conn:
-        await conn.execute(
-            sa.text(
-                "UPDATE account_model_indexes SET ef_search = 300, "
-                'ef_fit = \'{"samples": 32, "recall": {}, "ef_search": 300}\''
-            )
-        )
-    assert [(str(a), f.ef_search) for a, _, f in await fit_all(engine)] == [(account, 100)]
-    ef_search, fit = await registered_fit(engine, account)
-    assert ef_search == 100 and fit["rule"] == ef_fits.FIT_RULE
-    assert await fit_all(engine) == []
-
-
 async def test_a_failed_measurement_leaves_the_index_built_and_unfitted(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

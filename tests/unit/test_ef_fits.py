@@ -13,7 +13,6 @@ from data.ef_fits import (
     FIT_MIN_SAMPLES,
     FIT_NEIGHBOURS,
     FIT_OVERFETCH,
-    FIT_RULE,
     EfFit,
     chosen,
     matchable,
@@ -50,7 +49,6 @@ def test_the_fit_keeps_mean_and_worst_per_candidate() -> None:
     assert fit.measured == {100: (0.96, 0.92), 200: (1.0, 1.0)}
     assert fit.summary()["recall"] == {"100": [0.96, 0.92], "200": [1.0, 1.0]}
     assert fit.summary()["floor"] == FIT_FLOOR
-    assert fit.summary()["rule"] == FIT_RULE
 
 
 def test_the_fit_counts_the_neighbours_a_comparison_can_match() -> None:
