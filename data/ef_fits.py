@@ -8,25 +8,19 @@ where 400 did not; on vectors in topics (clustered, or real sessions under the l
 after a file grew it), the index is measured: FIT_SAMPLES of its chunks, chosen by a hash of
 their ids, are looked up as a comparison looks up a probe (over-fetched from the index,
 re-ranked exactly, the probe's own session left out) at each of FIT_CANDIDATES, and against
-an exact scan. Recall counts what a comparison can match: of a sample's 25 nearest chunks,
-those at or above the passage floor (FIT_FLOOR); a sample none of whose neighbours reaches it
-is measured on its nearest one alone, the first a `nearest` answer would offer. (A scan that
-misses a neighbour of similarity 0.15 changes no answer: on a 25k clustered account every
-miss at ef_search 100 was one such, and the all-neighbours recall kept the account at 400.)
-The lowest candidate whose recall holds on every sample (FIT_MIN_RECALL) and on average
-(FIT_MIN_MEAN_RECALL) is registered beside the index; none holding, none is registered, and
-the configured ef_search stays. The comparisons on the account's index then
+an exact scan. The lowest candidate whose recall@25 holds on every sample (FIT_MIN_RECALL)
+and on average (FIT_MIN_MEAN_RECALL) is registered beside the index; none holding, none is
+registered, and the configured ef_search stays. The comparisons on the account's index then
 run at the fitted value when it is below the configured one; their wider retry and their
 exact check are unchanged, so an answer the narrower search could not vouch for is still
-asked again and checked. The measurements are kept beside it (`ef_fit`), with the recall of
-all 25 neighbours beside the fitted one."""
+asked again and checked. The measurements are kept beside it (`ef_fit`)."""
 
 from __future__ import annotations
 
 import json
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -39,7 +33,8 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import IndexKind, vector_expression
 
 # tried from the lowest, each below the configured default of 400; 300 is for the accounts
-# whose hardest probes 200 misses, which 400 would otherwise search at 0.75x the speed of 300
+# whose hardest probes 200 misses (a 25k clustered account drawn anew: worst recall@25 0.92
+# at 200, 0.96 at 300), which 400 would otherwise search at 0.75x the speed of 300
 FIT_CANDIDATES = (100, 200, 300)
 FIT_SAMPLES = 32
 FIT_MIN_SAMPLES = 8  # fewer measured probes (a tiny account) fit nothing
@@ -49,16 +44,6 @@ FIT_MIN_MEAN_RECALL = 0.99
 # and the default over-fetch (SIMILAR_SESSIONS_HNSW_OVERFETCH): a test keeps them equal.
 FIT_NEIGHBOURS = 25
 FIT_OVERFETCH = 100
-# The lowest passage floor of any model (resolvers.rules.calibration; a test keeps them equal):
-# a neighbour below it is matched by no comparison of any model.
-FIT_FLOOR = 0.35
-
-
-def matchable(nearest: Sequence[tuple[UUID, float]]) -> set[UUID]:
-    """Of a sample's exact nearest (id, cosine distance), nearest first, the ones its fit
-    measures: those at or above FIT_FLOOR, or the nearest alone when none is."""
-    above = {chunk for chunk, distance in nearest if 1 - distance >= FIT_FLOOR}
-    return above or {chunk for chunk, _ in nearest[:1]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,32 +51,28 @@ class EfFit:
     """What one fit measured: recall@25 of each sample at each candidate, and the choice."""
 
     samples: int
-    recalls: Mapping[int, Sequence[float]]  # of the matchable neighbours: what it chose on
+    recalls: Mapping[int, Sequence[float]]
     ef_search: int | None
     error: str | None = None  # why the measurement failed (the index stands without a fit)
-    recalls_all: Mapping[int, Sequence[float]] = field(default_factory=dict)  # all 25
 
     @property
     def measured(self) -> dict[int, tuple[float, float]]:
-        """Per candidate measured, its mean and worst recall of the matchable neighbours."""
-        return _mean_and_worst(self.recalls)
+        """Per candidate measured, its mean and worst recall@25."""
+        return {
+            ef: (round(statistics.fmean(r), 4), round(min(r), 4))
+            for ef, r in self.recalls.items()
+            if r
+        }
 
     def summary(self) -> dict[str, object]:
-        """The fit as kept beside the index: per candidate, mean and worst recall (of the
-        matchable neighbours, and of all 25), and the floor it counted from."""
+        """The fit as kept beside the index: per candidate, mean and worst recall."""
         return {
             "samples": self.samples,
             "recall": {str(ef): list(m) for ef, m in self.measured.items()},
-            "recall_all": {str(ef): list(m) for ef, m in _mean_and_worst(self.recalls_all).items()},
-            "floor": FIT_FLOOR,
             "ef_search": self.ef_search,
             "fitted_at": datetime.now(UTC).isoformat(),
             **({"error": self.error} if self.error else {}),
         }
-
-
-def _mean_and_worst(recalls: Mapping[int, Sequence[float]]) -> dict[int, tuple[float, float]]:
-    return {ef: (round(statistics.fmean(r), 4), round(min(r), 4)) for ef, r in recalls.items() if r}
 
 
 def chosen(recalls: Mapping[int, Sequence[float]]) -> int | None:
@@ -116,8 +97,7 @@ def _sample_sql(predicate: str) -> str:
 
 
 def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool, kind: IndexKind) -> str:
-    """Per sampled chunk (:ids), its FIT_NEIGHBOURS nearest chunks of other sessions and their
-    distances, nearest first: from
+    """Per sampled chunk (:ids), its FIT_NEIGHBOURS nearest chunks of other sessions: from
     the account's own index (of the kind) as a comparison's lookup reads it (over-fetched,
     re-ranked), or by an exact scan (`+ 0` keeps the index out). `predicate` is the index's,
     on alias `c`."""
@@ -137,9 +117,8 @@ def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool, kind: Ind
     )
     return (
         f"WITH s AS MATERIALIZED ({sample}) "
-        "SELECT s.id, a.ids, a.ds FROM s CROSS JOIN LATERAL (SELECT array_agg(id ORDER BY d, id) "
-        "AS ids, array_agg(d ORDER BY d, id) AS ds "
-        f"FROM (SELECT id, d FROM ({near}) n ORDER BY d, id LIMIT {FIT_NEIGHBOURS}) k) a"
+        "SELECT s.id, a.ids FROM s CROSS JOIN LATERAL (SELECT array_agg(id ORDER BY d, id) "
+        f"AS ids FROM (SELECT id, d FROM ({near}) n ORDER BY d, id LIMIT {FIT_NEIGHBOURS}) k) a"
     )
 
 
@@ -150,9 +129,7 @@ async def _nearest(
     ids: list[UUID],
     ef: int | None,
     kind: IndexKind,
-) -> dict[UUID, list[tuple[UUID, float]]]:
-    """Per sample, its nearest (id, distance), nearest first: by an exact scan (`ef` None) or
-    from the index at `ef`."""
+) -> dict[UUID, set[UUID]]:
     if ef is not None:
         await conn.execute(
             text(
@@ -163,10 +140,7 @@ async def _nearest(
         )
     sql = text(_nearest_sql(predicate, identity, ef is None, kind))
     rows = await conn.execute(sql, {"ids": ids})
-    return {
-        sample: list(zip(found or (), distances or (), strict=True))
-        for sample, found, distances in rows.all()
-    }
+    return {sample: set(found or ()) for sample, found in rows.all()}
 
 
 async def measure(
@@ -179,28 +153,17 @@ async def measure(
     try:
         await lift_statement_budget(conn)
         ids = list((await conn.execute(text(_sample_sql(predicate)))).scalars())
-        exact = await _nearest(conn, predicate, identity, ids, None, kind)
-        every = {sample: {chunk for chunk, _ in near} for sample, near in exact.items() if near}
-        matched = {sample: matchable(exact[sample]) for sample in every}
+        truth = await _nearest(conn, predicate, identity, ids, None, kind)
+        truth = {sample: near for sample, near in truth.items() if near}
         recalls: dict[int, list[float]] = {}
-        recalls_all: dict[int, list[float]] = {}
         for ef in FIT_CANDIDATES:
-            found = {
-                sample: {chunk for chunk, _ in near}
-                for sample, near in (
-                    await _nearest(conn, predicate, identity, ids, ef, kind)
-                ).items()
-            }
-            recalls[ef] = _recall(found, matched)
-            recalls_all[ef] = _recall(found, every)
+            found = await _nearest(conn, predicate, identity, ids, ef, kind)
+            recalls[ef] = [
+                len(found.get(sample, set()) & near) / len(near) for sample, near in truth.items()
+            ]
     finally:
         await savepoint.rollback()
-    return EfFit(len(every), recalls, chosen(recalls), recalls_all=recalls_all)
-
-
-def _recall(found: Mapping[UUID, set[UUID]], truth: Mapping[UUID, set[UUID]]) -> list[float]:
-    """Per sample of `truth`, the share of its chunks `found` holds."""
-    return [len(found.get(sample, set()) & near) / len(near) for sample, near in truth.items()]
+    return EfFit(len(truth), recalls, chosen(recalls))
 
 
 async def fit(

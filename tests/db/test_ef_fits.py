@@ -29,12 +29,12 @@ from tests.support.tails import into_tail
 from tests.support.world import World
 
 
-async def fitted_world(engine: AsyncEngine, topics: int = 3) -> tuple[str, list[str]]:
+async def fitted_world(engine: AsyncEngine) -> tuple[str, list[str]]:
     """Sixteen sessions of 8 chunks on three topics (past APPROXIMATE's exact-scan size),
     the account with its own index."""
     world = World()
     account, _ = world.account()
-    sessions = ordinary_sessions(world, account, 16, topics)
+    sessions = ordinary_sessions(world, account, 16)
     await world.write(engine)
     async with engine.begin() as conn:
         await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
@@ -70,38 +70,6 @@ async def test_an_index_no_candidate_holds_on_keeps_the_configured_ef_search(
     widths = record_widths(monkeypatch)
     await compared(engine, account, session[0], APPROXIMATE)
     assert widths == ["400"]
-
-
-@pytest.mark.parametrize(
-    ("missed", "fitted", "worst"),
-    [("farthest", 100, 1.0), ("nearest", None, 0.875)],
-)
-async def test_the_fit_counts_only_neighbours_a_comparison_can_match(
-    engine: AsyncEngine,
-    monkeypatch: pytest.MonkeyPatch,
-    missed: str,
-    fitted: int | None,
-    worst: float,
-) -> None:
-    """Sessions on six topics: a chunk's 25 nearest of other sessions are its topic's 8 or 16
-    (about 0.69 similar) and then other topics' (about 0, below every floor). A search that
-    misses each sample's farthest neighbour misses nothing a comparison matches, and the
-    lowest candidate holds; one that misses its nearest does not hold anywhere. The recall of
-    all 25 is kept beside it either way."""
-    real = ef_fits._nearest
-
-    async def missing_one(*args: Any) -> dict[uuid.UUID, list[tuple[uuid.UUID, float]]]:
-        found = await real(*args)
-        if args[4] is None:  # the exact scan: the truth
-            return found
-        return {s: near[:-1] if missed == "farthest" else near[1:] for s, near in found.items()}
-
-    monkeypatch.setattr(ef_fits, "_nearest", missing_one)
-    account, _ = await fitted_world(engine, topics=6)
-    ef_search, fit = await registered_fit(engine, account)
-    assert ef_search == fit["ef_search"] == fitted
-    assert fit["recall"]["100"][1] == worst
-    assert fit["recall_all"]["100"] == [0.96, 0.96]  # 24 of 25 on every sample
 
 
 def record_widths(monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -3,21 +3,16 @@ every sample and on average; none when none does, or when too few probes were me
 
 from __future__ import annotations
 
-import uuid
-
 from config.settings import default_of
 from data.ef_fits import (
     FIT_CANDIDATES,
-    FIT_FLOOR,
     FIT_MIN_RECALL,
     FIT_MIN_SAMPLES,
     FIT_NEIGHBOURS,
     FIT_OVERFETCH,
     EfFit,
     chosen,
-    matchable,
 )
-from resolvers.rules.calibration import CALIBRATED, CONTRACT, ProbeKind
 from resolvers.rules.ranking import SIMILAR_NEIGHBOURS_PER_PROBE
 
 ALL_FOUND = [1.0] * FIT_MIN_SAMPLES
@@ -48,24 +43,6 @@ def test_the_fit_keeps_mean_and_worst_per_candidate() -> None:
     fit = EfFit(3, {100: [1.0, 0.96, 0.92], 200: [1.0, 1.0, 1.0]}, None)
     assert fit.measured == {100: (0.96, 0.92), 200: (1.0, 1.0)}
     assert fit.summary()["recall"] == {"100": [0.96, 0.92], "200": [1.0, 1.0]}
-    assert fit.summary()["floor"] == FIT_FLOOR
-
-
-def test_the_fit_counts_the_neighbours_a_comparison_can_match() -> None:
-    """Of a sample's exact nearest (id, cosine distance), those at or above the floor; when
-    none is, the nearest alone (what a `nearest` answer offers first)."""
-    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    above, below = 1 - FIT_FLOOR - 0.01, 1 - FIT_FLOOR + 0.01
-    assert matchable([(a, 0.1), (b, above), (c, below)]) == {a, b}
-    assert matchable([(a, 1 - FIT_FLOOR), (b, 0.9)]) == {a}  # at the floor: matched
-    assert matchable([(b, below), (a, 0.9), (c, 1.2)]) == {b}
-    assert matchable([]) == set()
-
-
-def test_the_fit_floor_is_the_lowest_passage_floor_of_any_model() -> None:
-    """A neighbour the fit leaves out is matched by no comparison, whatever its model."""
-    passages = [cal.floor for (_, kind), cal in CALIBRATED.items() if kind is ProbeKind.PASSAGE]
-    assert min([CONTRACT.floor, *passages]) == FIT_FLOOR
 
 
 def test_the_fit_looks_up_as_a_comparison_does() -> None:
