@@ -42,6 +42,7 @@ import asyncpg
 from bench.common.databases import libpq, with_database
 from bench.common.paths import result
 from config.settings import Settings
+from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M
 from data.server import resolve_url
 from resolvers.rules.ranking import probe_positions
 
@@ -57,8 +58,12 @@ class OwnIndex:
     name: str
     predicate: str  # on the table's columns, no alias
     expression: str  # the indexed expression, as its ORDER BY reads it
-    operator: str
+    opclass: str
     bytes: int
+
+    @property
+    def operator(self) -> str:
+        return "<=>" if "cosine" in self.opclass else "<->"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +88,12 @@ async def largest_own_index(conn: asyncpg.Connection) -> OwnIndex:
     )
     if row is None:
         raise SystemExit("no own index: run `python -m bench.run --size 1m --tail` first")
-    operator = "<=>" if "cosine" in row["opcname"] else "<->"
     return OwnIndex(
         row["account_id"],
         row["index_name"],
         row["predicate"],
         row["expression"],
-        operator,
+        row["opcname"],
         row["bytes"],
     )
 
@@ -146,21 +150,12 @@ async def build_representatives(conn: asyncpg.Connection, own: OwnIndex, found: 
     started = time.perf_counter()
     await conn.execute(
         f"CREATE INDEX {REPRESENTATIVES}_hnsw ON {REPRESENTATIVES} USING hnsw "
-        f"(({own.expression}) {await opclass(conn, own)}) WITH (m = 16, ef_construction = 200)"
+        f"(({own.expression}) {own.opclass}) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
     )
     seconds = time.perf_counter() - started
     await conn.execute(f"ANALYZE {REPRESENTATIVES}")
     return seconds
-
-
-async def opclass(conn: asyncpg.Connection, own: OwnIndex) -> str:
-    return str(
-        await conn.fetchval(
-            "SELECT o.opcname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "JOIN pg_opclass o ON o.oid = i.indclass[0] WHERE c.relname = $1",
-            own.name,
-        )
-    )
 
 
 async def probes(
@@ -293,6 +288,8 @@ async def run(database: str, sampled: int, near: int) -> str:
         await conn.execute("SET hnsw.iterative_scan = 'relaxed_order'")
         rows = []
         for name, probe_list in asked.items():
+            if not probe_list:
+                continue
             truths = [await exact(conn, own, s, v) for s, v in probe_list]
             today = await measure(conn, own, found, probe_list, truths, representatives=False)
             remedy = await measure(conn, own, found, probe_list, truths, representatives=True)
@@ -304,8 +301,12 @@ async def run(database: str, sampled: int, near: int) -> str:
             say(rows[-1])
         return report(own, found, seconds, rows, sampled, near)
     finally:
-        await conn.execute(f"DROP TABLE IF EXISTS {REPRESENTATIVES}")
-        await conn.close()
+        try:
+            await conn.execute(f"DROP TABLE IF EXISTS {REPRESENTATIVES}")
+        except (asyncpg.PostgresError, OSError, asyncio.CancelledError) as exc:
+            say(f"could not drop {REPRESENTATIVES} ({type(exc).__name__}): drop it by hand")
+        finally:
+            await conn.close()
 
 
 def say(line: str) -> None:
