@@ -138,7 +138,9 @@ HEADER = """# Search by description
 
 `python -m bench.search` on the description sets of `bench/search/queries/` (written by hand,
 none sharing three consecutive words with its task's sessions; "held out": written after the
-product was tuned, by someone who tuned nothing on them). Relevant = a session of the
+product was tuned, by someone who tuned nothing on them; "another writer": written from the
+tasks' instructions alone by a writer never shown a session or the other sets). Relevant = a
+session of the
 description's task; hit@5: any among the first five; P@5 over five; MRR@10; empty: answers
 with no session.
 

@@ -128,9 +128,11 @@ def query_set(name: str, corpus: labelled.Corpus | None = None, kind: str = "") 
     return checked(load(QUERIES_DIR / f"{name}{'-' + kind if kind else ''}.jsonl"), corpus)
 
 
-# The sets of a corpus: the one written with the product (issue #26), and the one written
-# after it by someone who had not tuned anything on it (issue #38), never used to tune.
-SETS = {"authored": "", "held out": "holdout"}
+# The sets of a corpus: the one written with the product (issue #26), the one written after
+# it by someone who had not tuned anything on it (issue #38), and one written by another
+# writer from the tasks' instructions alone, never shown a session or the other sets; the
+# last two never used to tune.
+SETS = {"authored": "", "held out": "holdout", "another writer": "other"}
 
 
 def query_sets(name: str, corpus: labelled.Corpus) -> dict[str, list[Query]]:

@@ -45,6 +45,11 @@ def test_the_held_out_tau_bench_set_follows_the_rule_and_names_40_tasks() -> Non
         assert not runs(query.text) & runs(authored.get(query.task, ""))
 
 
+def test_another_writers_tau_bench_set_follows_the_rule_and_names_every_task() -> None:
+    other = query_set("tau-bench", kind="other")
+    assert sorted(int(query.task) for query in other) == list(range(50))
+
+
 def test_the_coding_set_names_45_tasks_over_the_repos() -> None:
     queries = load(QUERIES_DIR / "coding-agents.jsonl")
     assert len({query.task for query in queries}) >= 45
