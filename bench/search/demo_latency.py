@@ -1,7 +1,7 @@
 """A hybrid search's latency on the demo as `make run` loads it (the lexical model, MiniLM
-beside it): every tau-bench description (authored and held out) searched in process through
-`searchSessions`' own code, idle and beside one CPU-bound process, with each leg's time (the
-dense leg's includes embedding the text).
+beside it): every tau-bench description of every set (90 in the kept run: authored and held
+out) searched in process through `searchSessions`' own code, idle and beside one CPU-bound
+process, with each leg's time (the dense leg's includes embedding the text).
 
     python -m bench.search.demo_latency [--rounds 3]
 
