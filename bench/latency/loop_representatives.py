@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import statistics
 import sys
 import time
@@ -41,50 +40,57 @@ import asyncpg
 
 from bench.common.databases import libpq, with_database
 from bench.common.paths import result
-from config.settings import Settings
-from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M
+from config.settings import Settings, default_of
+from data.model_identity import ModelIdentity
+from data.model_indexes import HNSW_EF_CONSTRUCTION, HNSW_M, IndexKind, vector_expression
 from data.server import resolve_url
-from resolvers.rules.ranking import probe_positions
+from resolvers.rules.ranking import SIMILAR_NEIGHBOURS_PER_PROBE, probe_positions
 
-PER_PROBE, OVERFETCH, EF_SEARCH = 25, 100, 400
+# the product's lookup: neighbours a probe keeps, candidates read, ef_search (the defaults)
+PER_PROBE = SIMILAR_NEIGHBOURS_PER_PROBE
+OVERFETCH = default_of("hnsw_overfetch")
+EF_SEARCH = default_of("hnsw_ef_search")
 REPRESENTATIVES = "bench_loop_representatives"  # the copied rows' table (and its index's name)
 
 
 @dataclass(frozen=True, slots=True)
 class OwnIndex:
-    """The largest account's own index: its name, predicate, ordering expression and size."""
+    """The largest account's own index: its name, predicate, model, kind and size."""
 
     account: UUID
     name: str
     predicate: str  # on the table's columns, no alias
-    expression: str  # the indexed expression, as its ORDER BY reads it
-    opclass: str
+    identity: ModelIdentity
+    kind: IndexKind
     bytes: int
-
-    @property
-    def operator(self) -> str:
-        return "<=>" if "cosine" in self.opclass else "<->"
 
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """A run of identical vectors in one session: its representative and first 25 chunks."""
+    """A run of identical vectors in one session: its chunks by id, and its representative
+    (the first written)."""
 
     session: UUID
     representative: UUID
-    first: tuple[UUID, ...]
+    ids: tuple[UUID, ...]
     vector: str
-    chunks: int
+
+    @property
+    def first(self) -> tuple[UUID, ...]:
+        """The chunks an exact scan keeps of the run, all at one distance: the first by id."""
+        return self.ids[:PER_PROBE]
+
+    @property
+    def repeats(self) -> list[UUID]:
+        return [chunk for chunk in self.ids if chunk != self.representative]
 
 
 async def largest_own_index(conn: asyncpg.Connection) -> OwnIndex:
     row = await conn.fetchrow(
         "SELECT a.account_id, a.index_name, pg_get_expr(i.indpred, i.indrelid) AS predicate, "
-        "pg_get_indexdef(i.indexrelid, 1, true) AS expression, o.opcname, "
-        "pg_relation_size(i.indexrelid) AS bytes "
+        "a.model_identity, a.index_kind, pg_relation_size(i.indexrelid) AS bytes "
         "FROM account_model_indexes a JOIN pg_class c ON c.relname = a.index_name "
-        "JOIN pg_index i ON i.indexrelid = c.oid JOIN pg_opclass o ON o.oid = i.indclass[0] "
-        "ORDER BY a.chunks_at_build DESC LIMIT 1"
+        "JOIN pg_index i ON i.indexrelid = c.oid ORDER BY a.chunks_at_build DESC LIMIT 1"
     )
     if row is None:
         raise SystemExit("no own index: run `python -m bench.run --size 1m --tail` first")
@@ -92,8 +98,8 @@ async def largest_own_index(conn: asyncpg.Connection) -> OwnIndex:
         row["account_id"],
         row["index_name"],
         row["predicate"],
-        row["expression"],
-        row["opcname"],
+        ModelIdentity.parse(row["model_identity"]),
+        IndexKind(row["index_kind"]),
         row["bytes"],
     )
 
@@ -101,7 +107,7 @@ async def largest_own_index(conn: asyncpg.Connection) -> OwnIndex:
 async def runs(conn: asyncpg.Connection, own: OwnIndex) -> list[Run]:
     """Every run of two or more identical vectors in one session of the index's rows."""
     rows = await conn.fetch(
-        f"SELECT runtime_session_id, embedding::text AS v, count(*) AS n FROM session_chunks "
+        f"SELECT runtime_session_id, embedding::text AS v FROM session_chunks "
         f"WHERE {own.predicate} GROUP BY runtime_session_id, embedding HAVING count(*) > 1"
     )
     found = []
@@ -114,13 +120,7 @@ async def runs(conn: asyncpg.Connection, own: OwnIndex) -> list[Run]:
         )
         first_written = min(ids, key=lambda r: (r["written_seq"] or 0, r["id"]))["id"]
         found.append(
-            Run(
-                row["runtime_session_id"],
-                first_written,
-                tuple(r["id"] for r in ids[:PER_PROBE]),
-                row["v"],
-                row["n"],
-            )
+            Run(row["runtime_session_id"], first_written, tuple(r["id"] for r in ids), row["v"])
         )
     return found
 
@@ -129,17 +129,7 @@ async def build_representatives(conn: asyncpg.Connection, own: OwnIndex, found: 
     """Copy the own index's rows less every repeat (a chunk of a run other than its
     representative) into a table of their own, and build the own index's kind on it; the
     build's seconds."""
-    repeats = [
-        r["id"]
-        for run in found
-        for r in await conn.fetch(
-            f"SELECT id FROM session_chunks WHERE {own.predicate} AND runtime_session_id = $1 "
-            "AND embedding = $2::vector AND id <> $3",
-            run.session,
-            run.vector,
-            run.representative,
-        )
-    ]
+    repeats = [chunk for run in found for chunk in run.repeats]
     await conn.execute(f"DROP TABLE IF EXISTS {REPRESENTATIVES}")
     await conn.execute(
         f"CREATE TABLE {REPRESENTATIVES} AS SELECT id, runtime_session_id, embedding "
@@ -150,7 +140,7 @@ async def build_representatives(conn: asyncpg.Connection, own: OwnIndex, found: 
     started = time.perf_counter()
     await conn.execute(
         f"CREATE INDEX {REPRESENTATIVES}_hnsw ON {REPRESENTATIVES} USING hnsw "
-        f"(({own.expression}) {own.opclass}) "
+        f"({own.kind.expression(own.identity)} {own.kind.value}_cosine_ops) "
         f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
     )
     seconds = time.perf_counter() - started
@@ -196,16 +186,20 @@ async def probes(
     return out
 
 
+def distance(own: OwnIndex) -> str:
+    """The full-precision cosine distance to the probe ($1): the exact scan's, and the one a
+    lookup re-ranks its candidates by."""
+    return f"({vector_expression(own.identity)} <=> $1::vector)"
+
+
 def lookup_sql(own: OwnIndex, representatives: bool) -> str:
     """The product's lookup on the account's own index, or on the representatives' copy."""
-    cast = re.search(r"::(\w+\(\d+\))", own.expression)
-    probe = f"($1::vector)::{cast.group(1)}" if cast else "$1::vector"
     rows = REPRESENTATIVES if representatives else f"session_chunks WHERE {own.predicate} AND"
     where = "WHERE" if representatives else ""
     return (
-        f"SELECT id, d FROM (SELECT id, (embedding <=> $1::vector) AS d FROM {rows} "
+        f"SELECT id, d FROM (SELECT id, {distance(own)} AS d FROM {rows} "
         f"{where} runtime_session_id <> $2 "
-        f"ORDER BY ({own.expression}) {own.operator} {probe} LIMIT {OVERFETCH}) k "
+        f"ORDER BY {own.kind.distance(own.identity, '', '$1::vector')} LIMIT {OVERFETCH}) k "
         f"ORDER BY d, id LIMIT {PER_PROBE}"
     )
 
@@ -213,7 +207,7 @@ def lookup_sql(own: OwnIndex, representatives: bool) -> str:
 async def exact(conn: asyncpg.Connection, own: OwnIndex, session: UUID, vector: str) -> set[UUID]:
     rows = await conn.fetch(
         f"SELECT id FROM session_chunks WHERE {own.predicate} AND runtime_session_id <> $2 "
-        f"ORDER BY (embedding <=> $1::vector) + 0, id LIMIT {PER_PROBE}",
+        f"ORDER BY {distance(own)} + 0, id LIMIT {PER_PROBE}",
         vector,
         session,
     )
@@ -279,7 +273,7 @@ async def run(database: str, sampled: int, near: int) -> str:
         await conn.execute("SET statement_timeout = 0")
         own = await largest_own_index(conn)
         found = await runs(conn, own)
-        say(f"{len(found)} runs of identical vectors ({sum(r.chunks for r in found)} chunks)")
+        say(f"{len(found)} runs of identical vectors ({sum(len(r.ids) for r in found)} chunks)")
         seconds = await build_representatives(conn, own, found)
         size = int(await conn.fetchval(f"SELECT pg_relation_size('{REPRESENTATIVES}_hnsw')"))
         say(f"representatives' index built in {seconds:.0f} s")
@@ -316,7 +310,7 @@ def say(line: str) -> None:
 def report(
     own: OwnIndex, found: list[Run], seconds: float, rows: list[str], sampled: int, near: int
 ) -> str:
-    chunks = sum(r.chunks for r in found)
+    chunks = sum(len(r.ids) for r in found)
     return (
         "# A loop inside the own index, and one vector a run, at 1M\n\n"
         f"`python -m bench.latency.loop_representatives --sessions {sampled} --near {near}` "
