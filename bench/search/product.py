@@ -58,7 +58,7 @@ class Prepared:
 
 
 def database_name(corpus: labelled.Corpus, dense: bool, runtime: str = "onnx") -> str:
-    suffix = {False: "", True: {"onnx": "_dense", "torch": "_torch"}[runtime]}[dense]
+    suffix = ("_dense" if runtime == "onnx" else f"_{runtime}") if dense else ""
     return "ss_search_" + corpus.name.replace("-", "_") + suffix
 
 
