@@ -33,6 +33,7 @@ from data.model_indexes import (
     comparable_count,
     comparable_predicate,
     hnsw_index_ddl,
+    not_a_repeat,
     prepare_build,
 )
 
@@ -64,17 +65,23 @@ def merged_name(current: str, account_id: UUID, identity: ModelIdentity) -> str:
 
 
 def account_predicate(
-    account_id: UUID, identity: ModelIdentity, alias: str = "", watermark: int | None = None
+    account_id: UUID,
+    identity: ModelIdentity,
+    alias: str = "",
+    watermark: int | None = None,
+    repeats: bool = False,
 ) -> str:
     """The index's WHERE clause, the account (and the watermark) inlined as literals: a query
     repeats it verbatim, so even a generic plan of a prepared statement can prove it and use
-    the index. A row without a number (written before migration 0012) is below every mark."""
+    the index. A row without a number (written before migration 0012) is below every mark.
+    No repeat is in the index; with `repeats`, the rows its lookups answer with
+    (model_indexes.not_a_repeat)."""
     p = f"{alias}." if alias else ""
     literal = f"'{UUID(str(account_id))}'::uuid"
     own = f"{p}account_id = {literal} AND {comparable_predicate(identity, alias)}"
-    if watermark is None:
-        return own
-    return f"{own} AND coalesce({p}written_seq, 0) <= {int(watermark)}::bigint"
+    if watermark is not None:
+        own += f" AND coalesce({p}written_seq, 0) <= {int(watermark)}::bigint"
+    return own + not_a_repeat(alias, repeats)
 
 
 def tail_predicate(identity: ModelIdentity, watermark: int, alias: str = "c") -> str:

@@ -275,8 +275,13 @@ def _approximate(
 ) -> list[str]:
     """The model's lookups on the shared index and on the account's own (up to its mark),
     each by its index's kind."""
-    shared = f"c.account_id = :account_id AND {shared_predicate(identity, 'c')}"
-    own = account_predicate(account_id, identity, "c", shape.mark)
+
+    def shared(alias: str, repeats: bool) -> str:
+        return f"{alias}.account_id = :account_id AND {shared_predicate(identity, alias, repeats)}"
+
+    def own(alias: str, repeats: bool) -> str:
+        return account_predicate(account_id, identity, alias, shape.mark, repeats)
+
     return [
         approximate_lookup(n, identity, LookupPath.INDEX, shared, filtered, shape.shared_kind),
         approximate_lookup(n, identity, LookupPath.ACCOUNT_INDEX, own, filtered, shape.own_kind),

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from data import tables as t
 from data.accounts import hash_key
 from data.engine import lift_statement_budget
-from data.staging import OWNER, STAGE
+from data.staging import OWNER, REPEATS, STAGE
 
 
 def content_hash(content: str) -> bytes:
@@ -143,6 +143,7 @@ _SHARED_FLAG = (
     "NOT EXISTS (SELECT 1 FROM account_model_indexes r "
     "WHERE r.account_id = o.account_id AND r.model_identity = s.embedding_model)"
 )
+_REPEAT_OF = f"(SELECT r.representative FROM {REPEATS} r WHERE r.id = s.id)"
 _TARGET = {
     "session": t.runtime_sessions,
     "activity": t.runtime_session_activity,
@@ -159,7 +160,10 @@ async def upsert_staged(conn: AsyncConnection, kind: str) -> int:
     updated = [c for c in columns if c not in ("account_id", "id")]
     # a new chunk of an account with its own index of the chunk's model stays out of the
     # shared index; an updated row keeps its flag (neither compared nor set)
-    written = {**columns, **({"in_shared_index": _SHARED_FLAG} if kind == "chunk" else {})}
+    # and a new chunk comes marked when it repeats a vector of its session (data/repeats.py;
+    # an updated row's mark is left to data/repeats.mark_repeats after)
+    chunk_only = {"in_shared_index": _SHARED_FLAG, "repeat_of": _REPEAT_OF}
+    written = {**columns, **(chunk_only if kind == "chunk" else {})}
     sql = (
         f"INSERT INTO {table} ({', '.join(written)}) "
         f"SELECT {', '.join(written.values())} FROM {STAGE} s{owner} WHERE s.type = '{kind}' "

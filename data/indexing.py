@@ -56,6 +56,7 @@ class RepeatRule:
 class ClaimedChunk:
     id: UUID
     content: str
+    session_id: UUID
 
 
 async def enabled_accounts(
@@ -236,7 +237,8 @@ async def claim_pending(
     worker holds."""
     rows = await conn.execute(
         sa.text(
-            "SELECT id, content FROM session_chunks WHERE account_id = :account_id "
+            "SELECT id, content, runtime_session_id FROM session_chunks "
+            "WHERE account_id = :account_id "
             f"AND {slot.waiting} AND redaction_state = 'clear' AND {_SUMMARY_ONLY} "
             "ORDER BY runtime_session_id, chunk_index, id LIMIT :limit FOR UPDATE SKIP LOCKED"
         ),

@@ -80,11 +80,22 @@ def comparable_predicate(
     )
 
 
-def shared_predicate(identity: ModelIdentity, alias: str = "") -> str:
-    """The WHERE clause of the model's shared index: its comparable rows, less those written
-    while their account had its own index of the model (in_shared_index false)."""
+def not_a_repeat(alias: str = "", repeats: bool = False) -> str:
+    """The conjunct every HNSW index's predicate ends with: no chunk that repeats another's
+    vector (data/repeats.py) is in a graph. Empty with `repeats`: the rows an index's lookups
+    answer with, its own and the repeats they stand for."""
     p = f"{alias}." if alias else ""
-    return f"{comparable_predicate(identity, alias)} AND {p}in_shared_index"
+    return "" if repeats else f" AND {p}repeat_of IS NULL"
+
+
+def shared_predicate(identity: ModelIdentity, alias: str = "", repeats: bool = False) -> str:
+    """The WHERE clause of the model's shared index: its comparable rows, less those written
+    while their account had its own index of the model (in_shared_index false) and the
+    repeats (`not_a_repeat`)."""
+    p = f"{alias}." if alias else ""
+    return f"{comparable_predicate(identity, alias)} AND {p}in_shared_index" + not_a_repeat(
+        alias, repeats
+    )
 
 
 def vector_expression(

@@ -5,6 +5,8 @@ re-ranked, with what its window looked like). data/comparison_sql.py assembles t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import BUILT_KIND, IndexKind, comparable_predicate, vector_expression
@@ -36,13 +38,14 @@ def probe_vectors(n: int, identity: ModelIdentity) -> str:
     )
 
 
-def candidates(scope: str, filtered: bool) -> str:
-    """The candidate chunks `c` of probe `p` within scope; with filters, joined to their
-    session `s` for its status, source type and start."""
-    where = (
-        f"WHERE {scope} AND c.runtime_session_id IS DISTINCT FROM p.session_id "
-        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
-    )
+# Whether chunk `c` was written within probe `p`'s window (`window_days`).
+IN_WINDOW = "(p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+
+
+def candidates(scope: str, filtered: bool, in_window: str = IN_WINDOW) -> str:
+    """The candidate chunks `c` of probe `p` within scope and `in_window`; with filters,
+    joined to their session `s` for its status, source type and start."""
+    where = f"WHERE {scope} AND c.runtime_session_id IS DISTINCT FROM p.session_id AND {in_window}"
     if not filtered:
         return f"session_chunks c {where}"
     return (
@@ -146,7 +149,7 @@ def approximate_lookup(
     n: int,
     identity: ModelIdentity,
     path: LookupPath,
-    scope: str,
+    scope: Callable[[str, bool], str],
     filtered: bool,
     kind: IndexKind = BUILT_KIND,
 ) -> str:
@@ -154,19 +157,45 @@ def approximate_lookup(
     (iterative scan, ordered by the index's own expression), re-ranked by the full-precision
     distance to per_probe, each with what the window it was cut from looked like (how many
     candidates, the farthest, how many at its distance) and its model's floor (not applied
-    here)."""
+    here). `scope(alias, repeats)` is the index's predicate on the alias, or with `repeats`
+    the rows its lookups answer with (model_indexes.not_a_repeat).
+
+    The index holds no repeat (data/repeats.py): a candidate kept (one as near as the
+    per_probe-th, ties included) brings its repeats at its own distance, the first per_probe
+    of them by id, and the cut to per_probe is made over both, by (distance, id): whenever
+    the index finds a representative, this is what an exact scan of every chunk keeps. A
+    representative written before the probe's window still comes when a repeat of it falls
+    in the window; only its repeats that do are kept. The window describes the index's scan,
+    the repeats added apart."""
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
     order = kind.distance(identity, "c", "p.v")
+    with_repeats = (
+        f"(p.cutoff IS NULL OR c.occurred_at >= p.cutoff OR EXISTS (SELECT 1 FROM "
+        f"session_chunks r WHERE {scope('r', True)} AND r.repeat_of = c.id "
+        "AND r.occurred_at >= p.cutoff))"
+    )
+    near = (
+        f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance, "
+        f"{IN_WINDOW} AS in_window FROM {candidates(scope('c', False), filtered, with_repeats)} "
+        f"ORDER BY {order} LIMIT :overfetch"
+    )
+    windowed = (
+        "SELECT near.*, count(*) OVER () AS scanned, "
+        "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
+        "count(*) OVER (PARTITION BY distance) AS tied, rank() OVER (ORDER BY distance) AS place "
+        f"FROM ({near}) AS near"
+    )
+    repeats = (
+        f"SELECT c.id FROM session_chunks c WHERE {scope('c', True)} "
+        f"AND c.repeat_of = k.chunk_id AND {IN_WINDOW} ORDER BY c.id LIMIT :per_probe"
+    )
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance, "
         f"a.scanned, a.farthest, a.tied, {floor_of(n)} "
-        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT chunk_id, session_id, distance, "
-        "count(*) OVER () AS scanned, "
-        "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
-        "count(*) OVER (PARTITION BY distance) AS tied FROM ("
-        f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance "
-        f"FROM {candidates(scope, filtered)} ORDER BY {order} LIMIT :overfetch) AS near "
-        "ORDER BY distance, chunk_id LIMIT :per_probe) AS a "
+        f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT e.chunk_id, k.session_id, k.distance, "
+        f"k.scanned, k.farthest, k.tied FROM ({windowed}) AS k CROSS JOIN LATERAL ("
+        f"SELECT k.chunk_id WHERE k.in_window UNION ALL ({repeats})) AS e (chunk_id) "
+        "WHERE k.place <= :per_probe ORDER BY k.distance, e.chunk_id LIMIT :per_probe) AS a "
         f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup"
     )
 

@@ -210,6 +210,10 @@ session_chunks = sa.Table(
         sa.BigInteger,
         server_default=sa.text("nextval('session_chunks_written_seq')"),
     ),
+    # The session's chunk whose vector this one repeats (the first written of it, for the same
+    # model; data/repeats.py, migration 0016): left out of every HNSW index, added back by the
+    # lookups at its representative's distance. NULL: none, or not marked yet.
+    sa.Column("repeat_of", UUID(as_uuid=True)),
     # The words of the content, stemmed, and the character pairs of its unspaced scripts
     # (migrations 0009, 0013): what a search's lexical leg ranks.
     sa.Column("search_terms", TSVECTOR, sa.Computed("search_terms_of(content)", persisted=True)),
@@ -264,6 +268,13 @@ session_chunks = sa.Table(
         "account_id",
         "written_seq",
         postgresql_where=sa.text("written_seq IS NOT NULL"),
+    ),
+    sa.Index(
+        "session_chunks_repeats_idx",
+        "account_id",
+        "repeat_of",
+        "id",
+        postgresql_where=sa.text("repeat_of IS NOT NULL"),
     ),
     sa.Index(
         "session_chunks_dense_work_idx",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from uuid import UUID
 
 from opentelemetry import trace
 
@@ -23,6 +24,7 @@ class BatchOutcome:
     attempted: int = 0
     failed: int = 0
     skipped: int = 0  # chunks whose vector had no direction: `skipped`, never stored
+    sessions: frozenset[UUID] = frozenset()  # the sessions of the chunks it embedded
 
 
 def observe_batch(span: trace.Span, identity: ModelIdentity, outcome: BatchOutcome) -> None:

@@ -37,6 +37,7 @@ from data.own_index_rebuilds import (
     rebuild_concurrently,
     tails,
 )
+from data.repeats import mark_repeats
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS
 from transfer.import_format import AccountRecord, ChunkRecord, Record
@@ -196,9 +197,13 @@ async def _import(
     if account_index_min_chunks is not None and run.imported.lines["chunk"]:
         incoming = await staging.staged_new_comparable(conn)
         plan = await plan_own_indexes(conn, account_index_min_chunks, incoming, rebuild)
+    await staging.stage_repeats(conn)
     for kind in KINDS:
         run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
     run.imported.analyzed = await import_rows.stale_tables(conn, run.imported.changed)
+    if run.imported.lines["chunk"]:  # the marks of the rows it did not write (changed ones)
+        for owner, sessions in (await staging.staged_chunk_sessions(conn)).items():
+            await mark_repeats(conn, owner, sessions)
     run.phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)

@@ -266,3 +266,27 @@ async def test_the_indexer_merges_an_own_index_tail_once_it_is_due(engine: Async
     assert not await rows(
         engine, "SELECT 1 FROM pg_indexes WHERE indexname = :n", n=before.index_name
     )
+
+
+async def test_a_pass_marks_the_repeats_of_the_sessions_it_embedded(engine: AsyncEngine) -> None:
+    """An agent repeating itself: the chunks of one text share one vector, and after the pass
+    each names the session's first of them (data/repeats.py)."""
+    world = World()
+    account, _ = world.account(model=str(WORDS))
+    sid = world.session(account)
+    retry = " ".join(f"retry{j}" for j in range(35))  # a 40-token window holds one such turn
+    add_activity(world, sid, [("user", "The build is red on main."), *[("user", retry)] * 7])
+    await world.write(engine)
+    report = await index_once(engine, Registry(WORDS_ONLY), CONFIG)
+    assert report.batches >= 2  # marked once, after the pass, not per batch
+    chunks = await rows(
+        engine,
+        "SELECT id, content, repeat_of FROM session_chunks WHERE runtime_session_id = :s "
+        "ORDER BY occurred_at, chunk_index, id",
+        s=uuid.UUID(sid),
+    )
+    firsts: dict[str, uuid.UUID] = {}
+    for c in chunks:
+        first = firsts.setdefault(c.content, c.id)
+        assert c.repeat_of == (None if first == c.id else first), c.content
+    assert sum(c.repeat_of is not None for c in chunks) >= 4

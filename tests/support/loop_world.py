@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import comparison
 from data.account_indexes import ensure_account_index
 from data.lookups import Inventory
+from data.repeats import mark_repeats
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
@@ -31,17 +32,24 @@ APPROXIMATE = Tuning(exact_scan_max_chunks=100)
 EXACT = Tuning(exact_scan_max_chunks=1_000_000)
 
 
-async def loop_world(engine: AsyncEngine, copies: int) -> tuple[str, list[str]]:
-    """Twelve ordinary sessions on three topics and a loop session of `copies` identical
-    chunks on the first topic; the account gets its own index."""
+async def loop_world(
+    engine: AsyncEngine, copies: int, marked: bool = False, ordinary: int = 12
+) -> tuple[str, list[str]]:
+    """`ordinary` sessions of 8 chunks on three topics and a loop session of `copies` identical
+    chunks on the first topic; the account gets its own index. The copies are written behind
+    the indexer's back: unmarked, in the graph as themselves, unless `marked` (as the indexer
+    leaves them, data/repeats.py)."""
     world = World()
     account, _ = world.account()
-    sessions = ordinary_sessions(world, account, 12)
+    sessions = ordinary_sessions(world, account, ordinary)
     loop = world.session(account, "stuck in a loop", day=20)
     turn = unit(topic(0) + 0.5 * direction(499) / SPREAD)
     world.chunk(loop, turn, index=0, content="Running the tests again.")
     await world.write(engine)
     await repeat_session(engine, loop, copies)
+    if marked:  # as the indexer's pass does, in a transaction of its own before the build
+        async with engine.begin() as conn:
+            await mark_repeats(conn, uuid.UUID(account))
     async with engine.begin() as conn:
         # the copies are written behind the import's back: their statistics, as autovacuum
         # would leave them, so that the planner takes the own index as it would in service

@@ -1,0 +1,58 @@
+"""A session's repeats: the chunks whose vector equals an earlier chunk's of the same session
+and model (an agent in a loop writes one turn thousands of times).
+
+In an HNSW graph thousands of identical vectors are a clump that strands the points near it
+(the known trap; the 1M benchmark's loop of 50,000). So each repeat names its session's first
+chunk of that vector, its representative, in `repeat_of` (migration 0016); the HNSW indexes
+hold only the chunks that name none (their predicates say `repeat_of IS NULL`,
+data/model_indexes.py and data/account_indexes.py), and a lookup that finds a representative
+adds its repeats, all at its distance, before it cuts to its nearest
+(data/probe_lookups_sql.py). Identical vectors have identical distances, so whenever the
+index finds the representative the lookup's answer is the exact scan's; the exact scans read
+every chunk, repeats too, and are unchanged.
+
+Marking is lazy, unmarking eager. A chunk not (yet) marked stands in the graph as itself,
+which is always right, only slower near a clump: the indexer marks the sessions it embedded
+at the end of its pass over an account, the import marks the sessions of the file before it
+builds any index. A mark that would no longer be true is cleared by the database itself
+(migration 0016's triggers) when the chunk's or its representative's vector, model, state or
+redaction changes, or the representative is deleted."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from uuid import UUID
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+# Every comparable chunk of the sessions, grouped by its session, model and vector: the
+# group's first in the session's order (occurred_at, chunk_index, id: known before a row is
+# written, so that an import writes its rows marked, data/staging.py) stands for the rest.
+# Only rows whose mark changes are written.
+REGROUP = """
+WITH g AS (
+  SELECT c.account_id, c.id, first_value(c.id) OVER (
+    PARTITION BY c.runtime_session_id, c.embedding_model, c.embedding
+    ORDER BY c.occurred_at, c.chunk_index, c.id) AS representative
+  FROM session_chunks c
+  WHERE c.account_id = :account_id AND {sessions}
+    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded')
+UPDATE session_chunks c SET repeat_of = nullif(g.representative, g.id)
+FROM g WHERE c.account_id = g.account_id AND c.id = g.id
+  AND c.repeat_of IS DISTINCT FROM nullif(g.representative, g.id)"""
+
+
+async def mark_repeats(
+    conn: AsyncConnection, account_id: UUID, sessions: Collection[UUID] | None = None
+) -> int:
+    """Mark the repeats of the account's sessions (all of them without `sessions`); the
+    chunks whose mark changed."""
+    if sessions is not None and not sessions:
+        return 0
+    where = "true" if sessions is None else "c.runtime_session_id = ANY(CAST(:sessions AS uuid[]))"
+    params: dict[str, object] = {"account_id": account_id}
+    if sessions is not None:
+        params["sessions"] = list(sessions)
+    result = await conn.execute(text(REGROUP.format(sessions=where)), params)
+    return int(result.rowcount)

@@ -1,0 +1,232 @@
+"""A loop's repeats out of the graph (data/repeats.py): marked by the import and the indexer,
+unmarked by the database when what a mark rests on changes, and expanded back by the lookups
+so that the served lists stay the exact path's."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.account_indexes import account_predicate
+from data.repeats import mark_repeats
+from tests.support.comparisons import compare
+from tests.support.crowded import IDENTITY
+from tests.support.loop_world import (
+    APPROXIMATE,
+    EXACT,
+    compared,
+    listed,
+    loop_world,
+    record_checks,
+)
+from tests.support.world import World, direction, unit
+from transfer.importing import import_lines
+
+
+async def _marks(engine: AsyncEngine, session: str) -> dict[uuid.UUID | None, int]:
+    """The session's chunks by what they repeat (None: nothing)."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            sa.text(
+                "SELECT repeat_of, count(*) FROM session_chunks "
+                "WHERE runtime_session_id = :s GROUP BY repeat_of"
+            ),
+            {"s": session},
+        )
+        return {repeat_of: n for repeat_of, n in rows.all()}
+
+
+async def _first_chunk(engine: AsyncEngine, session: str) -> uuid.UUID:
+    async with engine.connect() as conn:
+        return (
+            await conn.execute(
+                sa.text(
+                    "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
+                    "ORDER BY occurred_at, chunk_index, id LIMIT 1"
+                ),
+                {"s": session},
+            )
+        ).scalar_one()
+
+
+async def test_a_marked_loop_is_one_chunk_of_the_index_and_every_list_stays_exact(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # enough ordinary chunks that a scan of the index fills its over-fetch (otherwise it
+    # could not vouch, loop or none)
+    account, sessions = await loop_world(engine, copies=3000, marked=True, ordinary=20)
+    loop = sessions[-1]
+    first = await _first_chunk(engine, loop)
+    assert await _marks(engine, loop) == {None: 1, first: 2999}
+    async with engine.connect() as conn:
+        indexed = await conn.execute(
+            sa.text(
+                "SELECT count(*) FROM session_chunks c WHERE c.runtime_session_id = :s AND "
+                + account_predicate(uuid.UUID(account), IDENTITY, "c")
+            ),
+            {"s": loop},
+        )
+        assert indexed.scalar_one() == 1
+    checked = record_checks(monkeypatch)
+    for session in sessions:
+        served = await compared(engine, account, session, APPROXIMATE)
+        assert served.lookup_path == "account_index"
+    # the lookups that would tie in the loop's thousands of copies answer by themselves
+    assert checked == [], "a lookup near the marked loop still needed the exact check"
+    for session in sessions:
+        served = await compared(engine, account, session, APPROXIMATE)
+        exact = await compared(engine, account, session, EXACT)
+        assert listed(served) == listed(exact), f"session {session} differs from exact"
+
+
+async def test_an_unmarked_loop_needs_the_check_a_marked_one_does_not(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same world unmarked: the lookups near the loop cannot vouch for their answer (its
+    copies tie beyond what the scan returned) and are checked exactly."""
+    account, sessions = await loop_world(engine, copies=3000, ordinary=20)
+    checked = record_checks(monkeypatch)
+    for session in sessions:
+        await compared(engine, account, session, APPROXIMATE)
+    assert checked, "no lookup near the unmarked loop was checked"
+
+
+async def test_a_representative_before_the_window_still_brings_its_repeats_within_it(
+    engine: AsyncEngine,
+) -> None:
+    """`window_days` keeps the chunks written within it: a repeat within it whose
+    representative is older is found through that representative, which is not kept."""
+    account, sessions = await loop_world(engine, copies=400, marked=True)
+    loop = sessions[-1]
+    first = await _first_chunk(engine, loop)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "UPDATE session_chunks SET occurred_at = now() - "
+                "CASE WHEN id = :first THEN interval '40 days' ELSE interval '10 days' END "
+                "WHERE account_id = :a"
+            ),
+            {"first": first, "a": account},
+        )
+    assert await _marks(engine, loop) == {None: 1, first: 399}  # occurred_at is no vector
+    for session in sessions[:-1]:
+        served = await compare(engine, account, session, APPROXIMATE, window_days=30)
+        exact = await compare(engine, account, session, EXACT, window_days=30)
+        assert listed(served) == listed(exact), f"session {session} differs from exact"
+    matched = [
+        n for s in sessions[:-1] for n in (await compared(engine, account, s, EXACT)).results
+    ]
+    assert any(str(n.session.id) == loop for n in matched), "the loop was never a neighbour"
+
+
+def _loop_of_four_world() -> tuple[World, str, str]:
+    """A session of four chunks of one vector, and a fifth of another: (world, account,
+    session)."""
+    world = World()
+    account, _ = world.account()
+    session = world.session(account, "a loop of four")
+    turn = unit(direction(11))
+    for i in range(4):
+        world.chunk(session, turn, index=i, content=f"Running the tests again ({i}).")
+    world.chunk(session, unit(direction(12)), index=4, content="Giving up.")
+    return world, account, session
+
+
+async def _loop_of_four(engine: AsyncEngine) -> tuple[str, str, list[uuid.UUID]]:
+    """The loop of four imported: (account, session, its four chunks' ids in order)."""
+    world, account, session = _loop_of_four_world()
+    await world.write(engine)
+    async with engine.connect() as conn:
+        ids = await conn.execute(
+            sa.text(
+                "SELECT id FROM session_chunks WHERE runtime_session_id = :s AND chunk_index < 4 "
+                "ORDER BY chunk_index"
+            ),
+            {"s": session},
+        )
+        return account, session, list(ids.scalars())
+
+
+async def test_an_import_writes_a_session_s_repeats_marked(engine: AsyncEngine) -> None:
+    """Marked as they are inserted, not updated after: an index the file's transaction builds
+    would otherwise take their unmarked first versions into its graph."""
+    world, _, session = _loop_of_four_world()
+    async with engine.begin() as conn:
+        await import_lines(conn, "loop.jsonl", world.jsonl(), account_index_min_chunks=2)
+        updated = await conn.execute(
+            sa.text(
+                "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'session_chunks'"
+            )
+        )
+        assert updated.scalar_one() == 0
+    async with engine.connect() as conn:
+        ids = await conn.execute(
+            sa.text(
+                "SELECT id FROM session_chunks WHERE runtime_session_id = :s ORDER BY chunk_index"
+            ),
+            {"s": session},
+        )
+        first = ids.scalars().first()
+    # the first in the session's order stands for the rest
+    assert await _marks(engine, session) == {None: 2, first: 3}
+
+
+async def test_an_import_into_a_session_marks_against_its_chunks_already_there(
+    engine: AsyncEngine,
+) -> None:
+    _, session, ids = await _loop_of_four(engine)
+    world = World()
+    world.chunk(session, unit(direction(11)), index=9, content="Running the tests once more.")
+    await world.write(engine)
+    assert await _marks(engine, session) == {None: 2, ids[0]: 4}
+
+
+async def test_a_changed_vector_is_a_repeat_no_longer(engine: AsyncEngine) -> None:
+    _, session, ids = await _loop_of_four(engine)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE session_chunks SET embedding = :v WHERE id = :id"),
+            {"v": str(unit(direction(13))), "id": ids[3]},
+        )
+    assert await _marks(engine, session) == {None: 3, ids[0]: 2}
+
+
+async def test_a_representative_that_changes_or_goes_leaves_its_repeats_standing_alone(
+    engine: AsyncEngine,
+) -> None:
+    account, session, ids = await _loop_of_four(engine)
+    async with engine.begin() as conn:  # redacted: no longer comparable
+        await conn.execute(
+            sa.text(
+                "UPDATE session_chunks SET redaction_state = 'redacted', embedding = NULL, "
+                "embedding_state = 'skipped' WHERE id = :id"
+            ),
+            {"id": ids[0]},
+        )
+    assert await _marks(engine, session) == {None: 5}
+    async with engine.begin() as conn:
+        assert await mark_repeats(conn, uuid.UUID(account), [uuid.UUID(session)]) == 2
+    assert await _marks(engine, session) == {None: 3, ids[1]: 2}
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("DELETE FROM session_chunks WHERE id = :id"), {"id": ids[1]})
+    assert await _marks(engine, session) == {None: 4}
+
+
+async def test_a_mark_is_written_once(engine: AsyncEngine) -> None:
+    account, _, _ = await _loop_of_four(engine)
+    async with engine.begin() as conn:
+        assert await mark_repeats(conn, uuid.UUID(account)) == 0
+        assert await mark_repeats(conn, uuid.UUID(account), []) == 0
+
+
+async def test_the_exact_path_reads_every_repeat(engine: AsyncEngine) -> None:
+    """A neighbour's matched passages count the loop's repeats, marked or not."""
+    account, sessions = await loop_world(engine, copies=60, marked=True)
+    near = [await compared(engine, account, s, EXACT) for s in sessions[:-1]]
+    async with engine.begin() as conn:
+        await conn.execute(sa.text("UPDATE session_chunks SET repeat_of = NULL"))
+    unmarked = [await compared(engine, account, s, EXACT) for s in sessions[:-1]]
+    assert [listed(r) for r in near] == [listed(r) for r in unmarked]
