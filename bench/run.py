@@ -36,9 +36,10 @@ from bench.latency.tail import at_scale
 from bench.latency.vector_worlds import vector_worlds
 from config.logs import configure_logging
 from config.settings import Settings
-from data.engine import make_engine
+from data.engine import lift_statement_budget, make_engine
 from data.model_catalog import ModelCatalog
 from data.own_index_rebuilds import merge_due
+from data.repeats import mark_repeats
 from data.server import resolve_url
 from resolvers.tuning import Tuning
 
@@ -150,12 +151,18 @@ async def survey(
 ) -> Loaded:
     """The accounts and sessions in the loaded database, the loop session added (once) and
     then as the indexer's pass leaves it: written past the largest account's index mark (its
-    tail), merged into the index when the tail is due (data/own_index_rebuilds.merge_due),
+    tail), its repeats marked (data/repeats.py), merged into the index when the tail is due
+    (data/own_index_rebuilds.merge_due),
     so that the lookups measured are those of an account the indexer has caught up with,
     not of a 5%-of-the-table tail scanned exactly beside the index."""
     chat = next(a for a in corpus.accounts if a.name.startswith("chat"))
     by_size = sorted((a for a in corpus.accounts if a is not chat), key=lambda a: a.size)
     loop = await ensure_loop_in_table(url, by_size[-1].id, corpus.total)
+    async with engine.begin() as conn:  # the pass's last step: the loop's repeats marked
+        await lift_statement_budget(conn)
+        marked = await mark_repeats(conn, by_size[-1].id, [uuid.UUID(loop["session"])])
+    if marked:
+        print(f"  the loop's repeats marked: {marked} chunks")
     for made in await merge_due(engine, exact_max, [by_size[-1].id]):
         print(f"  loop merged into {made.index_name}: {made.chunks} chunks, {made.seconds:.0f} s")
     sizes = {str(a.id): a.size for a in corpus.accounts}
