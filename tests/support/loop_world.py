@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import comparison
 from data.account_indexes import ensure_account_index
 from data.lookups import Inventory
+from data.own_index_rebuilds import rebuild_concurrently
 from data.repeats import mark_repeats
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
@@ -54,7 +55,13 @@ async def loop_world(
         # the copies are written behind the import's back: their statistics, as autovacuum
         # would leave them, so that the planner takes the own index as it would in service
         await conn.execute(sa.text("ANALYZE session_chunks"))
-        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+        if not marked:
+            await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    if marked:
+        # built concurrently, as a merge builds it: a build inside a transaction indexes the
+        # copies' unmarked first versions too while any older snapshot (autovacuum's) may
+        # still see them
+        await rebuild_concurrently(engine, uuid.UUID(account), IDENTITY)
     return account, [*sessions, loop]
 
 
