@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -48,61 +47,45 @@ async def embed_account(
             await ensure_model_index(conn, work.identity)
     if not total:
         return
-    touched: set[UUID] = set()
+    touched: set[UUID] = set()  # the sessions of the chunks it embedded
     desc = "embedding" if slot is VectorSlot.PRIMARY else "embedding (dense)"
     with tqdm(total=total, desc=desc, unit="chunk", disable=config.hide_progress) as bar:
-        await _embed_batches(engine, config, work, embedder, report, now, slot, bar, touched)
+        while True:
+            with tracer.start_as_current_span("indexer.batch") as span:
+                span.set_attribute("similar_sessions.model_identity", str(work.identity))
+                span.set_attribute("similar_sessions.account_id", str(work.account_id))
+                outcome = await embed_batch(engine, config, work, embedder, now, slot)
+                observe_batch(span, work.identity, outcome)
+            embedded, capped = outcome.embedded, outcome.capped
+            touched.update(outcome.sessions)
+            bar.update(embedded + outcome.skipped)
+            report.zero_vectors_skipped += outcome.skipped
+            if embedded or outcome.skipped:
+                report.batches += 1
+                report.chunks_embedded += embedded
+            if outcome.error is not None:
+                report.batches_failed += 1
+                report.chunks_failed += outcome.failed
+                log.warning(
+                    "embedding_batch_failed",
+                    account_id=str(work.account_id),
+                    chunks=outcome.attempted,
+                    now_failed=outcome.failed,
+                    error=outcome.error,
+                )
+                break  # the provider is down or refusing: the next pass tries again
+            if capped:
+                await mark_degraded(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
+                report.degraded[work.account_id] = spend_cap.CAP_REACHED
+                log.warning("daily_cap_reached", account_id=str(work.account_id))
+                break
+            if not embedded and not outcome.skipped:
+                break
     if touched and slot is VectorSlot.PRIMARY:
-        # the sessions it embedded, their repeats marked (data/repeats.py): the HNSW indexes
-        # built or merged from now on leave them out
+        # their repeats marked (data/repeats.py): the HNSW indexes built or merged from now
+        # on leave them out
         async with engine.begin() as conn:
             await mark_repeats(conn, work.account_id, touched)
-
-
-async def _embed_batches(
-    engine: AsyncEngine,
-    config: IndexerConfig,
-    work: sql.AccountWork,
-    embedder: Embedder,
-    report: PassReport,
-    now: datetime,
-    slot: VectorSlot,
-    bar: tqdm[Any],
-    touched: set[UUID],
-) -> None:
-    """Batch after batch until none is left, the provider fails or the cap is reached; the
-    sessions of the chunks embedded are added to `touched`."""
-    while True:
-        with tracer.start_as_current_span("indexer.batch") as span:
-            span.set_attribute("similar_sessions.model_identity", str(work.identity))
-            span.set_attribute("similar_sessions.account_id", str(work.account_id))
-            outcome = await embed_batch(engine, config, work, embedder, now, slot)
-            observe_batch(span, work.identity, outcome)
-        embedded, capped = outcome.embedded, outcome.capped
-        touched.update(outcome.sessions)
-        bar.update(embedded + outcome.skipped)
-        report.zero_vectors_skipped += outcome.skipped
-        if embedded or outcome.skipped:
-            report.batches += 1
-            report.chunks_embedded += embedded
-        if outcome.error is not None:
-            report.batches_failed += 1
-            report.chunks_failed += outcome.failed
-            log.warning(
-                "embedding_batch_failed",
-                account_id=str(work.account_id),
-                chunks=outcome.attempted,
-                now_failed=outcome.failed,
-                error=outcome.error,
-            )
-            return  # the provider is down or refusing: the next pass tries again
-        if capped:
-            await mark_degraded(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
-            report.degraded[work.account_id] = spend_cap.CAP_REACHED
-            log.warning("daily_cap_reached", account_id=str(work.account_id))
-            return
-        if not embedded and not outcome.skipped:
-            return
 
 
 async def embed_dense(

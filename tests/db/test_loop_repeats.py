@@ -40,16 +40,7 @@ async def _marks(engine: AsyncEngine, session: str) -> dict[uuid.UUID | None, in
 
 
 async def _first_chunk(engine: AsyncEngine, session: str) -> uuid.UUID:
-    async with engine.connect() as conn:
-        return (
-            await conn.execute(
-                sa.text(
-                    "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
-                    "ORDER BY occurred_at, chunk_index, id LIMIT 1"
-                ),
-                {"s": session},
-            )
-        ).scalar_one()
+    return (await _in_order(engine, session))[0]
 
 
 async def test_a_marked_loop_is_one_chunk_of_the_index_and_every_list_stays_exact(
@@ -139,15 +130,20 @@ async def _loop_of_four(engine: AsyncEngine) -> tuple[str, str, list[uuid.UUID]]
     """The loop of four imported: (account, session, its four chunks' ids in order)."""
     world, account, session = _loop_of_four_world()
     await world.write(engine)
+    return account, session, (await _in_order(engine, session))[:4]
+
+
+async def _in_order(engine: AsyncEngine, session: str) -> list[uuid.UUID]:
+    """The session's chunk ids in its order."""
     async with engine.connect() as conn:
         ids = await conn.execute(
             sa.text(
-                "SELECT id FROM session_chunks WHERE runtime_session_id = :s AND chunk_index < 4 "
-                "ORDER BY chunk_index"
+                "SELECT id FROM session_chunks WHERE runtime_session_id = :s "
+                "ORDER BY occurred_at, chunk_index, id"
             ),
             {"s": session},
         )
-        return account, session, list(ids.scalars())
+        return list(ids.scalars())
 
 
 async def test_an_import_writes_a_session_s_repeats_marked(engine: AsyncEngine) -> None:
@@ -162,14 +158,7 @@ async def test_an_import_writes_a_session_s_repeats_marked(engine: AsyncEngine) 
             )
         )
         assert updated.scalar_one() == 0
-    async with engine.connect() as conn:
-        ids = await conn.execute(
-            sa.text(
-                "SELECT id FROM session_chunks WHERE runtime_session_id = :s ORDER BY chunk_index"
-            ),
-            {"s": session},
-        )
-        first = ids.scalars().first()
+    first = (await _in_order(engine, session))[0]
     # the first in the session's order stands for the rest
     assert await _marks(engine, session) == {None: 2, first: 3}
 
