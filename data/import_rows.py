@@ -143,7 +143,10 @@ _SHARED_FLAG = (
     "NOT EXISTS (SELECT 1 FROM account_model_indexes r "
     "WHERE r.account_id = o.account_id AND r.model_identity = s.embedding_model)"
 )
-_REPEAT_OF = f"(SELECT r.representative FROM {REPEATS} r WHERE r.id = s.id)"
+_MARKS = {
+    column: f"(SELECT r.{column} FROM {REPEATS} r WHERE r.id = s.id)"
+    for column in ("representative", "repeats_until")
+}
 _TARGET = {
     "session": t.runtime_sessions,
     "activity": t.runtime_session_activity,
@@ -162,7 +165,11 @@ async def upsert_staged(conn: AsyncConnection, kind: str) -> int:
     # shared index; an updated row keeps its flag (neither compared nor set)
     # and a new chunk comes marked when it repeats a vector of its session (data/repeats.py;
     # an updated row's mark is left to data/repeats.mark_repeats after)
-    chunk_only = {"in_shared_index": _SHARED_FLAG, "repeat_of": _REPEAT_OF}
+    chunk_only = {
+        "in_shared_index": _SHARED_FLAG,
+        "repeat_of": _MARKS["representative"],
+        "repeats_until": _MARKS["repeats_until"],
+    }
     written = {**columns, **(chunk_only if kind == "chunk" else {})}
     sql = (
         f"INSERT INTO {table} ({', '.join(written)}) "

@@ -145,6 +145,20 @@ def exact_scan(
     )
 
 
+# What an approximate lookup's over-fetched window looked like, per candidate: how many the
+# scan returned, the farthest, how many at the candidate's distance, and its place by it.
+_WINDOW = (
+    "count(*) OVER () AS scanned, "
+    "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
+    "count(*) OVER (PARTITION BY distance) AS tied, rank() OVER (ORDER BY distance) AS place"
+)
+
+
+# IN_WINDOW, or a repeat of `c` is: a representative stands for its repeats in the graph, and
+# the latest of them occurred at its repeats_until (data/repeats.py).
+_OR_REPEATED_WITHIN = "(p.cutoff IS NULL OR greatest(c.occurred_at, c.repeats_until) >= p.cutoff)"
+
+
 def approximate_lookup(
     n: int,
     identity: ModelIdentity,
@@ -168,23 +182,13 @@ def approximate_lookup(
     in the window; only its repeats that do are kept. The window describes the index's scan,
     the repeats added apart."""
     distance = f"({vector_expression(identity, 'c')} <=> p.v)"
-    order = kind.distance(identity, "c", "p.v")
-    with_repeats = (
-        f"(p.cutoff IS NULL OR c.occurred_at >= p.cutoff OR EXISTS (SELECT 1 FROM "
-        f"session_chunks r WHERE {scope('r', True)} AND r.repeat_of = c.id "
-        "AND r.occurred_at >= p.cutoff))"
-    )
     near = (
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance, "
-        f"{IN_WINDOW} AS in_window FROM {candidates(scope('c', False), filtered, with_repeats)} "
-        f"ORDER BY {order} LIMIT :overfetch"
+        f"{IN_WINDOW} AS in_window "
+        f"FROM {candidates(scope('c', False), filtered, _OR_REPEATED_WITHIN)} "
+        f"ORDER BY {kind.distance(identity, 'c', 'p.v')} LIMIT :overfetch"
     )
-    windowed = (
-        "SELECT near.*, count(*) OVER () AS scanned, "
-        "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
-        "count(*) OVER (PARTITION BY distance) AS tied, rank() OVER (ORDER BY distance) AS place "
-        f"FROM ({near}) AS near"
-    )
+    windowed = f"SELECT near.*, {_WINDOW} FROM ({near}) AS near"
     repeats = (
         f"SELECT c.id FROM session_chunks c WHERE {scope('c', True)} "
         f"AND c.repeat_of = k.chunk_id AND {IN_WINDOW} ORDER BY c.id LIMIT :per_probe"

@@ -13,10 +13,11 @@ every chunk, repeats too, and are unchanged.
 
 Marking is lazy, unmarking eager. A chunk not (yet) marked stands in the graph as itself,
 which is always right, only slower near a clump: the indexer marks the sessions it embedded
-at the end of its pass over an account, the import marks the sessions of the file before it
-builds any index. A mark that would no longer be true is cleared by the database itself
-(migration 0016's triggers) when the chunk's or its representative's vector, model, state or
-redaction changes, or the representative is deleted."""
+at the end of its pass over an account; the import writes its rows marked
+(data/staging.stage_repeats), before any index its transaction builds. A mark that would no
+longer be true is cleared by the database itself (migration 0016's triggers) when the
+chunk's or its representative's vector, model, state or redaction changes, or the
+representative is deleted."""
 
 from __future__ import annotations
 
@@ -28,19 +29,25 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 # Every comparable chunk of the sessions, grouped by its session, model and vector: the
 # group's first in the session's order (occurred_at, chunk_index, id: known before a row is
-# written, so that an import writes its rows marked, data/staging.py) stands for the rest.
-# Only rows whose mark changes are written.
+# written, so that an import writes its rows marked, data/staging.py) stands for the rest,
+# and holds when the latest of them occurred (`repeats_until`: a lookup within `windowDays`
+# keeps it while one of them is within). Only rows whose marks change are written.
 REGROUP = """
 WITH g AS (
-  SELECT c.account_id, c.id, first_value(c.id) OVER (
-    PARTITION BY c.runtime_session_id, c.embedding_model, c.embedding
-    ORDER BY c.occurred_at, c.chunk_index, c.id) AS representative
+  SELECT c.account_id, c.id, first_value(c.id) OVER w AS representative,
+         max(c.occurred_at) OVER same AS latest, count(*) OVER same AS n
   FROM session_chunks c
   WHERE c.account_id = :account_id AND {sessions}
-    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded')
-UPDATE session_chunks c SET repeat_of = nullif(g.representative, g.id)
-FROM g WHERE c.account_id = g.account_id AND c.id = g.id
-  AND c.repeat_of IS DISTINCT FROM nullif(g.representative, g.id)"""
+    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
+  WINDOW same AS (PARTITION BY c.runtime_session_id, c.embedding_model, c.embedding),
+         w AS (same ORDER BY c.occurred_at, c.chunk_index, c.id)),
+m AS (
+  SELECT account_id, id, nullif(representative, id) AS repeat_of,
+         CASE WHEN representative = id AND n > 1 THEN latest END AS repeats_until
+  FROM g)
+UPDATE session_chunks c SET repeat_of = m.repeat_of, repeats_until = m.repeats_until
+FROM m WHERE c.account_id = m.account_id AND c.id = m.id
+  AND (c.repeat_of, c.repeats_until) IS DISTINCT FROM (m.repeat_of, m.repeats_until)"""
 
 
 async def mark_repeats(

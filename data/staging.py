@@ -187,35 +187,41 @@ REPEATS = "import_repeats"
 
 
 async def stage_repeats(conn: AsyncConnection) -> None:
-    """The mark of every staged chunk that repeats another's vector (data/repeats.py), among
-    the staged chunks and the comparable ones its session has already, by the same rule as
-    data/repeats.REGROUP: the import writes its rows marked. Marked only after the insert,
-    a build in the file's transaction would take the rows' first versions into its graph
-    (PostgreSQL indexes the versions a transaction itself replaced)."""
+    """The marks (data/repeats.py) of every staged chunk that repeats another's vector or is
+    repeated, among the staged chunks and the comparable ones its session has already, by
+    the rule of data/repeats.REGROUP: the import writes its rows marked. Marked only after
+    the insert, a build in the file's transaction would take the rows' first versions into
+    its graph (PostgreSQL indexes the versions a transaction itself replaced)."""
     await conn.execute(
         text(
-            f"CREATE TEMP TABLE {REPEATS} (id uuid PRIMARY KEY, representative uuid NOT NULL) "
-            "ON COMMIT DROP"
+            f"CREATE TEMP TABLE {REPEATS} (id uuid PRIMARY KEY, representative uuid, "
+            "repeats_until timestamptz) ON COMMIT DROP"
         )
     )
-    comparable = "redaction_state = 'clear' AND {p}embedding_state = 'embedded'"
+
+    def comparable(alias: str) -> str:
+        return f"{alias}.redaction_state = 'clear' AND {alias}.embedding_state = 'embedded'"
+
+    group = "x.account_id, x.runtime_session_id, x.embedding_model, x.embedding"
     await conn.execute(
         text(
-            f"INSERT INTO {REPEATS} SELECT id, representative FROM ("
-            "SELECT x.id, x.staged, first_value(x.id) OVER (PARTITION BY x.account_id, "
-            "x.runtime_session_id, x.embedding_model, x.embedding "
-            "ORDER BY x.occurred_at, x.chunk_index, x.id) AS representative FROM ("
+            f"INSERT INTO {REPEATS} SELECT id, nullif(representative, id), "
+            "CASE WHEN representative = id THEN latest END FROM ("
+            "SELECT x.id, x.staged, first_value(x.id) OVER w AS representative, "
+            "max(x.occurred_at) OVER same AS latest, count(*) OVER same AS n FROM ("
             "SELECT o.account_id, s.id, s.runtime_session_id, s.embedding_model, "
             "CAST(s.embedding AS vector) AS embedding, s.occurred_at, s.chunk_index, "
             "true AS staged "
             f"FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id "
-            f"WHERE s.type = 'chunk' AND s.{comparable.format(p='s.')} "
+            f"WHERE s.type = 'chunk' AND {comparable('s')} "
             "UNION ALL SELECT c.account_id, c.id, c.runtime_session_id, c.embedding_model, "
             "c.embedding, c.occurred_at, c.chunk_index, false FROM session_chunks c "
-            f"WHERE c.{comparable.format(p='c.')} AND (c.account_id, c.runtime_session_id) IN "
+            f"WHERE {comparable('c')} AND (c.account_id, c.runtime_session_id) IN "
             f"(SELECT o.account_id, o.id FROM {OWNER} o) "
             f"AND NOT EXISTS (SELECT 1 FROM {STAGE} s WHERE s.type = 'chunk' AND s.id = c.id)"
-            ") x) g WHERE g.staged AND g.representative <> g.id"
+            f") x WINDOW same AS (PARTITION BY {group}), "
+            "w AS (same ORDER BY x.occurred_at, x.chunk_index, x.id)) g "
+            "WHERE g.staged AND g.n > 1"
         )
     )
 

@@ -214,6 +214,9 @@ session_chunks = sa.Table(
     # model; data/repeats.py, migration 0016): left out of every HNSW index, added back by the
     # lookups at its representative's distance. NULL: none, or not marked yet.
     sa.Column("repeat_of", UUID(as_uuid=True)),
+    # On a representative, when its latest repeat occurred (a lookup within `windowDays` keeps
+    # it while one of them is within).
+    sa.Column("repeats_until", TZ),
     # The words of the content, stemmed, and the character pairs of its unspaced scripts
     # (migrations 0009, 0013): what a search's lexical leg ranks.
     sa.Column("search_terms", TSVECTOR, sa.Computed("search_terms_of(content)", persisted=True)),

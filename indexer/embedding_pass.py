@@ -56,36 +56,47 @@ async def embed_account(
                 span.set_attribute("similar_sessions.account_id", str(work.account_id))
                 outcome = await embed_batch(engine, config, work, embedder, now, slot)
                 observe_batch(span, work.identity, outcome)
-            embedded, capped = outcome.embedded, outcome.capped
             touched.update(outcome.sessions)
-            bar.update(embedded + outcome.skipped)
-            report.zero_vectors_skipped += outcome.skipped
-            if embedded or outcome.skipped:
-                report.batches += 1
-                report.chunks_embedded += embedded
-            if outcome.error is not None:
-                report.batches_failed += 1
-                report.chunks_failed += outcome.failed
-                log.warning(
-                    "embedding_batch_failed",
-                    account_id=str(work.account_id),
-                    chunks=outcome.attempted,
-                    now_failed=outcome.failed,
-                    error=outcome.error,
-                )
-                break  # the provider is down or refusing: the next pass tries again
-            if capped:
-                await mark_degraded(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
-                report.degraded[work.account_id] = spend_cap.CAP_REACHED
-                log.warning("daily_cap_reached", account_id=str(work.account_id))
-                break
-            if not embedded and not outcome.skipped:
+            bar.update(outcome.embedded + outcome.skipped)
+            if await _counted(engine, work, report, outcome, now):
                 break
     if touched and slot is VectorSlot.PRIMARY:
         # their repeats marked (data/repeats.py): the HNSW indexes built or merged from now
         # on leave them out
         async with engine.begin() as conn:
             await mark_repeats(conn, work.account_id, touched)
+
+
+async def _counted(
+    engine: AsyncEngine,
+    work: sql.AccountWork,
+    report: PassReport,
+    outcome: BatchOutcome,
+    now: datetime,
+) -> bool:
+    """The batch counted in the pass's report; True when the pass over the account stops
+    there: the provider failed, the cap was reached, or nothing was left."""
+    report.zero_vectors_skipped += outcome.skipped
+    if outcome.embedded or outcome.skipped:
+        report.batches += 1
+        report.chunks_embedded += outcome.embedded
+    if outcome.error is not None:
+        report.batches_failed += 1
+        report.chunks_failed += outcome.failed
+        log.warning(
+            "embedding_batch_failed",
+            account_id=str(work.account_id),
+            chunks=outcome.attempted,
+            now_failed=outcome.failed,
+            error=outcome.error,
+        )
+        return True  # the provider is down or refusing: the next pass tries again
+    if outcome.capped:
+        await mark_degraded(engine, work, spend_cap.CAP_REACHED, spend_cap.next_day(now))
+        report.degraded[work.account_id] = spend_cap.CAP_REACHED
+        log.warning("daily_cap_reached", account_id=str(work.account_id))
+        return True
+    return not outcome.embedded and not outcome.skipped
 
 
 async def embed_dense(
@@ -152,10 +163,8 @@ async def embed_batch(
     # Cut short by the cap: stop, unless the batch cost less than its bound (a metered
     # embedder's bill), so the next batch may still fit more.
     capped = fits < len(claimed) and (not batch or units >= sum(tokens[:fits]))
-    sessions = frozenset(c.session_id for c in batch)
-    return BatchOutcome(
-        len(batch) - skipped, capped, units, cost, skipped=skipped, sessions=sessions
-    )
+    done = frozenset(c.session_id for c in batch)
+    return BatchOutcome(len(batch) - skipped, capped, units, cost, skipped=skipped, sessions=done)
 
 
 async def _room(conn: AsyncConnection, work: sql.AccountWork, now: datetime) -> float:

@@ -197,13 +197,7 @@ async def _import(
     if account_index_min_chunks is not None and run.imported.lines["chunk"]:
         incoming = await staging.staged_new_comparable(conn)
         plan = await plan_own_indexes(conn, account_index_min_chunks, incoming, rebuild)
-    await staging.stage_repeats(conn)
-    for kind in KINDS:
-        run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
-    run.imported.analyzed = await import_rows.stale_tables(conn, run.imported.changed)
-    if run.imported.lines["chunk"]:  # the marks of the rows it did not write (changed ones)
-        for owner, sessions in (await staging.staged_chunk_sessions(conn)).items():
-            await mark_repeats(conn, owner, sessions)
+    await _write_rows(conn, run)
     run.phase("write", "building indexes")
     for identity in new_models:
         await build_model_index(conn, identity)
@@ -220,6 +214,18 @@ async def _import(
     run.imported.tailed = list(plan.tails)
     run.phase("index", "done")
     return run.imported
+
+
+async def _write_rows(conn: AsyncConnection, run: _Run) -> None:
+    """The staged sessions, activity and chunks written, each chunk that repeats a vector of
+    its session marked as it is written (data/repeats.py), the tables to analyze named."""
+    await staging.stage_repeats(conn)
+    for kind in KINDS:
+        run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
+    run.imported.analyzed = await import_rows.stale_tables(conn, run.imported.changed)
+    if run.imported.lines["chunk"]:  # the marks of the rows it did not write (changed ones)
+        for owner, sessions in (await staging.staged_chunk_sessions(conn)).items():
+            await mark_repeats(conn, owner, sessions)
 
 
 async def _analyze_after_commit(engine: AsyncEngine, imported: Imported) -> None:

@@ -5,6 +5,7 @@ so that the served lists stay the exact path's."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -86,31 +87,45 @@ async def test_an_unmarked_loop_needs_the_check_a_marked_one_does_not(
 
 
 async def test_a_representative_before_the_window_still_brings_its_repeats_within_it(
-    engine: AsyncEngine,
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`window_days` keeps the chunks written within it: a repeat within it whose
-    representative is older is found through that representative, which is not kept."""
-    account, sessions = await loop_world(engine, copies=400, marked=True)
+    representative is older is found through that representative (its repeats_until is
+    within), which is not kept itself."""
+    account, sessions = await loop_world(engine, copies=400, marked=True, ordinary=20, aged=True)
     loop = sessions[-1]
     first = await _first_chunk(engine, loop)
+    assert await _marks(engine, loop) == {None: 1, first: 399}
+    async with engine.connect() as conn:
+        until = await conn.execute(
+            sa.text("SELECT now() - repeats_until FROM session_chunks WHERE id = :id"),
+            {"id": first},
+        )
+        assert timedelta(days=9) < until.scalar_one() < timedelta(days=11)
+    checked = record_checks(monkeypatch)
+    served = [await compare(engine, account, s, APPROXIMATE, window_days=30) for s in sessions]
+    assert checked == [], "a lookup within the window needed the exact check"
+    found_loop = False
+    for session, answer in zip(sessions[:-1], served, strict=False):
+        exact = await compare(engine, account, session, EXACT, window_days=30)
+        assert answer.lookup_path == "account_index"
+        assert listed(answer) == listed(exact), f"session {session} differs from exact"
+        found_loop |= any(str(n.session.id) == loop for n in exact.results)
+    assert found_loop, "the loop was never a neighbour within the window"
+
+
+async def test_a_repeat_moved_in_time_is_a_repeat_no_longer(engine: AsyncEngine) -> None:
+    """Its time counts in its representative's repeats_until."""
+    _, session, ids = await _loop_of_four(engine)
     async with engine.begin() as conn:
         await conn.execute(
             sa.text(
-                "UPDATE session_chunks SET occurred_at = now() - "
-                "CASE WHEN id = :first THEN interval '40 days' ELSE interval '10 days' END "
-                "WHERE account_id = :a"
+                "UPDATE session_chunks SET occurred_at = occurred_at + interval '1 day' "
+                "WHERE id = :id"
             ),
-            {"first": first, "a": account},
+            {"id": ids[3]},
         )
-    assert await _marks(engine, loop) == {None: 1, first: 399}  # occurred_at is no vector
-    for session in sessions[:-1]:
-        served = await compare(engine, account, session, APPROXIMATE, window_days=30)
-        exact = await compare(engine, account, session, EXACT, window_days=30)
-        assert listed(served) == listed(exact), f"session {session} differs from exact"
-    matched = [
-        n for s in sessions[:-1] for n in (await compared(engine, account, s, EXACT)).results
-    ]
-    assert any(str(n.session.id) == loop for n in matched), "the loop was never a neighbour"
+    assert await _marks(engine, session) == {None: 3, ids[0]: 2}
 
 
 def _loop_of_four_world() -> tuple[World, str, str]:
@@ -197,7 +212,8 @@ async def test_a_representative_that_changes_or_goes_leaves_its_repeats_standing
         )
     assert await _marks(engine, session) == {None: 5}
     async with engine.begin() as conn:
-        assert await mark_repeats(conn, uuid.UUID(account), [uuid.UUID(session)]) == 2
+        # the new representative (its repeats_until) and its two repeats
+        assert await mark_repeats(conn, uuid.UUID(account), [uuid.UUID(session)]) == 3
     assert await _marks(engine, session) == {None: 3, ids[1]: 2}
     async with engine.begin() as conn:
         await conn.execute(sa.text("DELETE FROM session_chunks WHERE id = :id"), {"id": ids[1]})

@@ -45,7 +45,8 @@ async def test_the_naive_index_query_loses_rows_in_this_world(engine: AsyncEngin
             sa.text(
                 "SELECT id FROM session_chunks WHERE embedding_model = 'local:hash-384@384' "
                 "AND redaction_state = 'clear' AND embedding_state = 'embedded' "
-                "AND in_shared_index AND account_id = :a AND runtime_session_id <> :s "
+                "AND in_shared_index AND repeat_of IS NULL AND account_id = :a "
+                "AND runtime_session_id <> :s "
                 f"ORDER BY {BUILT_KIND.distance(IDENTITY, '', 'CAST(:q AS vector(384))')} "
                 "LIMIT 25"
             ),

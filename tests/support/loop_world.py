@@ -34,12 +34,17 @@ EXACT = Tuning(exact_scan_max_chunks=1_000_000)
 
 
 async def loop_world(
-    engine: AsyncEngine, copies: int, marked: bool = False, ordinary: int = 12
+    engine: AsyncEngine,
+    copies: int,
+    marked: bool = False,
+    ordinary: int = 12,
+    aged: bool = False,
 ) -> tuple[str, list[str]]:
     """`ordinary` sessions of 8 chunks on three topics and a loop session of `copies` identical
     chunks on the first topic; the account gets its own index. The copies are written behind
     the indexer's back: unmarked, in the graph as themselves, unless `marked` (as the indexer
-    leaves them, data/repeats.py)."""
+    leaves them, data/repeats.py). `aged`: the loop's first chunk occurred 40 days ago, every
+    other chunk 10 days ago."""
     world = World()
     account, _ = world.account()
     sessions = ordinary_sessions(world, account, ordinary)
@@ -48,6 +53,16 @@ async def loop_world(
     world.chunk(loop, turn, index=0, content="Running the tests again.")
     await world.write(engine)
     await repeat_session(engine, loop, copies)
+    if aged:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "UPDATE session_chunks SET occurred_at = now() - CASE WHEN "
+                    "runtime_session_id = :loop AND chunk_index = 0 THEN interval '40 days' "
+                    "ELSE interval '10 days' END WHERE account_id = :a"
+                ),
+                {"loop": loop, "a": account},
+            )
     if marked:  # as the indexer's pass does, in a transaction of its own before the build
         async with engine.begin() as conn:
             await mark_repeats(conn, uuid.UUID(account))

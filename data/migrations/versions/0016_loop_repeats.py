@@ -38,20 +38,27 @@ _CHANGED = (
 
 def upgrade() -> None:
     op.add_column('session_chunks', sa.Column('repeat_of', sa.Uuid(), nullable=True))
+    # on a representative, when its latest repeat occurred: a lookup within `windowDays`
+    # keeps it as a candidate while a repeat of it is within the window
+    op.add_column(
+        'session_chunks', sa.Column('repeats_until', sa.DateTime(timezone=True), nullable=True)
+    )
     op.create_index(
         'session_chunks_repeats_idx',
         'session_chunks',
         ['account_id', 'repeat_of', 'id'],
         postgresql_where=sa.text('repeat_of IS NOT NULL'),
     )
-    # a repeat whose own vector, model, state or redaction changes is a repeat no longer
+    # a repeat whose own vector, model, state, redaction or time changes is a repeat no
+    # longer (its time is in its representative's repeats_until)
     op.execute(
         'CREATE FUNCTION session_chunks_unmark() RETURNS trigger LANGUAGE plpgsql AS $$ '
         'BEGIN NEW.repeat_of := NULL; RETURN NEW; END $$'
     )
     op.execute(
         'CREATE TRIGGER session_chunks_unmark BEFORE UPDATE ON session_chunks FOR EACH ROW '
-        f'WHEN (NEW.repeat_of IS NOT NULL AND ({_CHANGED})) '
+        f'WHEN (NEW.repeat_of IS NOT NULL AND ({_CHANGED} '
+        'OR NEW.occurred_at IS DISTINCT FROM OLD.occurred_at)) '
         'EXECUTE FUNCTION session_chunks_unmark()'
     )
     # the repeats of a representative that changes or goes stand as themselves again (after
@@ -74,12 +81,16 @@ def upgrade() -> None:
     # the rows already written, marked as data/repeats.py marks them (written out here: a
     # migration does not change with the code after it)
     op.execute(
-        'WITH g AS (SELECT c.account_id, c.id, first_value(c.id) OVER ('
-        'PARTITION BY c.account_id, c.runtime_session_id, c.embedding_model, c.embedding '
-        'ORDER BY c.occurred_at, c.chunk_index, c.id) AS representative FROM session_chunks c '
-        "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded') "
-        'UPDATE session_chunks c SET repeat_of = g.representative FROM g '
-        'WHERE c.account_id = g.account_id AND c.id = g.id AND g.representative <> g.id'
+        'WITH g AS (SELECT c.account_id, c.id, first_value(c.id) OVER w AS representative, '
+        'max(c.occurred_at) OVER (PARTITION BY c.account_id, c.runtime_session_id, '
+        'c.embedding_model, c.embedding) AS latest, count(*) OVER (PARTITION BY c.account_id, '
+        'c.runtime_session_id, c.embedding_model, c.embedding) AS n FROM session_chunks c '
+        "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
+        'WINDOW w AS (PARTITION BY c.account_id, c.runtime_session_id, c.embedding_model, '
+        'c.embedding ORDER BY c.occurred_at, c.chunk_index, c.id)) '
+        'UPDATE session_chunks c SET repeat_of = nullif(g.representative, g.id), '
+        'repeats_until = CASE WHEN g.representative = g.id THEN g.latest END '
+        'FROM g WHERE c.account_id = g.account_id AND c.id = g.id AND g.n > 1'
     )
 
 
@@ -90,4 +101,5 @@ def downgrade() -> None:
     op.execute('DROP FUNCTION session_chunks_unmark_repeats()')
     op.execute('DROP FUNCTION session_chunks_unmark()')
     op.drop_index('session_chunks_repeats_idx', table_name='session_chunks')
+    op.drop_column('session_chunks', 'repeats_until')
     op.drop_column('session_chunks', 'repeat_of')
