@@ -147,6 +147,9 @@ _MARKS = {
     column: f"(SELECT r.{column} FROM {REPEATS} r WHERE r.id = s.id)"
     for column in ("representative", "repeats_until")
 }
+# The order new chunks are written in (their written_seq): the order staging.stage_repeats
+# took their representatives in.
+_WRITTEN_ORDER = {"chunk": "ORDER BY s.occurred_at, s.chunk_index, s.id "}
 _TARGET = {
     "session": t.runtime_sessions,
     "activity": t.runtime_session_activity,
@@ -174,7 +177,8 @@ async def upsert_staged(conn: AsyncConnection, kind: str) -> int:
     sql = (
         f"INSERT INTO {table} ({', '.join(written)}) "
         f"SELECT {', '.join(written.values())} FROM {STAGE} s{owner} WHERE s.type = '{kind}' "
-        "ON CONFLICT (account_id, id) DO UPDATE SET "
+        + _WRITTEN_ORDER.get(kind, "")
+        + "ON CONFLICT (account_id, id) DO UPDATE SET "
         + ", ".join(f"{c} = EXCLUDED.{c}" for c in updated)
         + f" WHERE ({', '.join(f'{table}.{c}' for c in updated)}) IS DISTINCT FROM "
         f"({', '.join(f'EXCLUDED.{c}' for c in updated)})"

@@ -28,10 +28,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 # Every comparable chunk of the sessions, grouped by its session, model and vector: the
-# group's first in the session's order (occurred_at, chunk_index, id: known before a row is
-# written, so that an import writes its rows marked, data/staging.py) stands for the rest,
-# and holds when the latest of them occurred (`repeats_until`: a lookup within `windowDays`
-# keeps it while one of them is within). Only rows whose marks change are written.
+# group's first written (by written_seq, the rows from before migration 0012 first, then id)
+# stands for the rest: never written after a repeat of it, it is below every own index's mark
+# a repeat of it is below (data/account_indexes.py), so the index finds it where the tail's
+# exact scan does not read the repeat. It
+# holds when the latest of the group occurred (`repeats_until`: a lookup within
+# `windowDays` keeps it while one of them is within). Only rows whose marks change are
+# written.
 REGROUP = """
 WITH g AS (
   SELECT c.account_id, c.id, first_value(c.id) OVER w AS representative,
@@ -40,7 +43,7 @@ WITH g AS (
   WHERE c.account_id = :account_id AND {sessions}
     AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
   WINDOW same AS (PARTITION BY c.runtime_session_id, c.embedding_model, c.embedding),
-         w AS (same ORDER BY c.occurred_at, c.chunk_index, c.id)),
+         w AS (same ORDER BY c.written_seq NULLS FIRST, c.id)),
 m AS (
   SELECT account_id, id, nullif(representative, id) AS repeat_of,
          CASE WHEN representative = id AND n > 1 THEN latest END AS repeats_until

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import account_predicate
 from data.repeats import mark_repeats
+from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.crowded import IDENTITY
 from tests.support.loop_world import (
@@ -23,7 +24,7 @@ from tests.support.loop_world import (
     loop_world,
     record_checks,
 )
-from tests.support.world import World, direction, unit
+from tests.support.world import T0, World, blend, direction, unit
 from transfer.importing import import_lines
 
 
@@ -174,7 +175,7 @@ async def test_an_import_writes_a_session_s_repeats_marked(engine: AsyncEngine) 
         )
         assert updated.scalar_one() == 0
     first = (await _in_order(engine, session))[0]
-    # the first in the session's order stands for the rest
+    # the first written (in the session's order, as the import writes them) stands for the rest
     assert await _marks(engine, session) == {None: 2, first: 3}
 
 
@@ -235,3 +236,30 @@ async def test_the_exact_path_reads_every_repeat(engine: AsyncEngine) -> None:
         await conn.execute(sa.text("UPDATE session_chunks SET repeat_of = NULL"))
     unmarked = [await compared(engine, account, s, EXACT) for s in sessions[:-1]]
     assert [listed(r) for r in near] == [listed(r) for r in unmarked]
+
+
+async def test_a_repeat_written_after_the_own_index_s_mark_is_read_by_its_tail(
+    engine: AsyncEngine,
+) -> None:
+    """An older passage of the loop imported after the account's index was built: the first
+    written stays the representative, in the graph, and the tail's exact scan reads the new
+    one. Had the older passage become the representative (in the tail, read without its
+    repeats), the repeats below the mark would be in neither."""
+    world, account, session = _loop_of_four_world()
+    near = world.session(account, "a session near the loop")
+    world.chunk(near, blend(direction(11), direction(14), 0.2), index=0)
+    async with engine.begin() as conn:
+        await import_lines(conn, "loop.jsonl", world.jsonl(), account_index_min_chunks=2)
+    later = World()
+    older = T0 - timedelta(days=1)
+    later.chunk(session, unit(direction(11)), index=9, content="Again.", occurred_at=older)
+    await later.write(engine)
+    first = (await _in_order(engine, session))[1]  # the second in time, the first written
+    assert (await _marks(engine, session))[first] == 4
+    unchecked = Tuning(exact_scan_max_chunks=1, verify_timeout_ms=0)
+    served = await compare(engine, account, near, unchecked)
+    exact = await compare(engine, account, near, EXACT)
+    assert served.lookup_path == "account_index"
+    assert listed(served) == listed(exact)
+    [loop] = [n for n in exact.results if str(n.session.id) == session]
+    assert loop.matched_chunk_count == 5

@@ -87,7 +87,7 @@ def upgrade() -> None:
         'c.runtime_session_id, c.embedding_model, c.embedding) AS n FROM session_chunks c '
         "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
         'WINDOW w AS (PARTITION BY c.account_id, c.runtime_session_id, c.embedding_model, '
-        'c.embedding ORDER BY c.occurred_at, c.chunk_index, c.id)) '
+        'c.embedding ORDER BY c.written_seq NULLS FIRST, c.id)) '
         'UPDATE session_chunks c SET repeat_of = nullif(g.representative, g.id), '
         'repeats_until = CASE WHEN g.representative = g.id THEN g.latest END '
         'FROM g WHERE c.account_id = g.account_id AND c.id = g.id AND g.n > 1'
