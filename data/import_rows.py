@@ -147,9 +147,9 @@ _MARKS = {
     column: f"(SELECT r.{column} FROM {REPEATS} r WHERE r.id = s.id)"
     for column in ("representative", "repeats_until")
 }
-# The order new chunks are written in (their written_seq): the order staging.stage_repeats
-# took their representatives in.
-_WRITTEN_ORDER = {"chunk": "ORDER BY s.occurred_at, s.chunk_index, s.id "}
+# The order new chunks are written in (their written_seq): the file's, which
+# staging.stage_repeats took their representatives in.
+_WRITTEN_ORDER = {"chunk": "ORDER BY s.line "}
 _TARGET = {
     "session": t.runtime_sessions,
     "activity": t.runtime_session_activity,

@@ -190,7 +190,8 @@ async def stage_repeats(conn: AsyncConnection) -> None:
     """The marks (data/repeats.py) of every staged chunk that repeats another's vector or is
     repeated, among the staged chunks and the comparable ones its session has already, by
     the rule of data/repeats.REGROUP (the rows already written first, then the staged ones
-    in the order import_rows.upsert_staged writes them): the import writes its rows marked.
+    in the file's order, which import_rows.upsert_staged writes them in): the import writes
+    its rows marked.
     Marked only after the insert, a build in the file's transaction would take the rows'
     first versions into its graph (PostgreSQL indexes the versions a transaction itself
     replaced)."""
@@ -213,18 +214,17 @@ async def stage_repeats(conn: AsyncConnection) -> None:
             "max(x.occurred_at) OVER same AS latest, count(*) OVER same AS n FROM ("
             "SELECT o.account_id, s.id, s.runtime_session_id, s.embedding_model, "
             "CAST(s.embedding AS vector) AS embedding, NULL::bigint AS written_seq, "
-            "s.occurred_at, s.chunk_index, true AS staged "
+            "s.line, s.occurred_at, true AS staged "
             f"FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id "
             f"WHERE s.type = 'chunk' AND {comparable('s')} "
             "UNION ALL SELECT c.account_id, c.id, c.runtime_session_id, c.embedding_model, "
-            "c.embedding, c.written_seq, c.occurred_at, c.chunk_index, false "
+            "c.embedding, c.written_seq, NULL::int, c.occurred_at, false "
             "FROM session_chunks c "
             f"WHERE {comparable('c')} AND (c.account_id, c.runtime_session_id) IN "
             f"(SELECT o.account_id, o.id FROM {OWNER} o) "
             f"AND NOT EXISTS (SELECT 1 FROM {STAGE} s WHERE s.type = 'chunk' AND s.id = c.id)"
             f") x WINDOW same AS (PARTITION BY {group}), "
-            "w AS (same ORDER BY x.staged, x.written_seq NULLS FIRST, x.occurred_at, "
-            "x.chunk_index, x.id)) g "
+            "w AS (same ORDER BY x.staged, x.written_seq NULLS FIRST, x.line, x.id)) g "
             "WHERE g.staged AND g.n > 1"
         )
     )
