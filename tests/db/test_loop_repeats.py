@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import account_predicate
+from data.index_moves import move_indexes, to_move
 from data.repeats import mark_repeats
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
@@ -263,3 +264,38 @@ async def test_a_repeat_written_after_the_own_index_s_mark_is_read_by_its_tail(
     assert listed(served) == listed(exact)
     [loop] = [n for n in exact.results if str(n.session.id) == session]
     assert loop.matched_chunk_count == 5
+
+
+async def test_move_indexes_builds_an_own_index_that_holds_repeats_again(
+    engine: AsyncEngine,
+) -> None:
+    """An own index as migration 0015 left it (its predicate keeps the repeats) is listed
+    and built again, as a merge builds it; then nothing is left to move."""
+    account, sessions = await loop_world(engine, copies=300, marked=True, ordinary=20)
+    async with engine.begin() as conn:
+        name, definition = (
+            await conn.execute(
+                sa.text(
+                    "SELECT indexname, indexdef FROM pg_indexes "
+                    "WHERE indexname = (SELECT index_name FROM account_model_indexes "
+                    "WHERE account_id = :a)"
+                ),
+                {"a": account},
+            )
+        ).one()
+        assert " AND (repeat_of IS NULL)" in definition
+        await conn.execute(sa.text(f"DROP INDEX {name}"))
+        await conn.execute(sa.text(definition.replace(" AND (repeat_of IS NULL)", "")))
+    assert [(i.account_id, i.name) for i in await to_move(engine)] == [(uuid.UUID(account), name)]
+    moved = await move_indexes(engine, grace_s=0)
+    assert [m.was.name for m in moved] == [name]
+    assert await to_move(engine) == []
+    async with engine.connect() as conn:
+        now = await conn.execute(
+            sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"),
+            {"n": moved[0].index_name},
+        )
+        assert " AND (repeat_of IS NULL)" in now.scalar_one()
+    served = await compared(engine, account, sessions[0], APPROXIMATE)
+    exact = await compared(engine, account, sessions[0], EXACT)
+    assert served.lookup_path == "account_index" and listed(served) == listed(exact)
