@@ -276,11 +276,11 @@ def _approximate(
     """The model's lookups on the shared index and on the account's own (up to its mark),
     each by its index's kind."""
 
-    def shared(alias: str, repeats: bool) -> str:
-        return f"{alias}.account_id = :account_id AND {shared_predicate(identity, alias, repeats)}"
+    def shared(repeats: bool) -> str:
+        return f"c.account_id = :account_id AND {shared_predicate(identity, 'c', repeats)}"
 
-    def own(alias: str, repeats: bool) -> str:
-        return account_predicate(account_id, identity, alias, shape.mark, repeats)
+    def own(repeats: bool) -> str:
+        return account_predicate(account_id, identity, "c", shape.mark, repeats)
 
     return [
         approximate_lookup(n, identity, LookupPath.INDEX, shared, filtered, shape.shared_kind),

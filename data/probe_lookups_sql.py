@@ -163,7 +163,7 @@ def approximate_lookup(
     n: int,
     identity: ModelIdentity,
     path: LookupPath,
-    scope: Callable[[str, bool], str],
+    scope: Callable[[bool], str],
     filtered: bool,
     kind: IndexKind = BUILT_KIND,
 ) -> str:
@@ -171,8 +171,8 @@ def approximate_lookup(
     (iterative scan, ordered by the index's own expression), re-ranked by the full-precision
     distance to per_probe, each with what the window it was cut from looked like (how many
     candidates, the farthest, how many at its distance) and its model's floor (not applied
-    here). `scope(alias, repeats)` is the index's predicate on the alias, or with `repeats`
-    the rows its lookups answer with (model_indexes.not_a_repeat).
+    here). `scope(repeats)` is the index's predicate on alias `c`, or with `repeats` the rows
+    its lookups answer with (model_indexes.not_a_repeat).
 
     The index holds no repeat (data/repeats.py): a candidate kept (one as near as the
     per_probe-th, ties included) brings its repeats at its own distance, the first per_probe
@@ -185,12 +185,12 @@ def approximate_lookup(
     near = (
         f"SELECT c.id AS chunk_id, c.runtime_session_id AS session_id, {distance} AS distance, "
         f"{IN_WINDOW} AS in_window "
-        f"FROM {candidates(scope('c', False), filtered, _OR_REPEATED_WITHIN)} "
+        f"FROM {candidates(scope(False), filtered, _OR_REPEATED_WITHIN)} "
         f"ORDER BY {kind.distance(identity, 'c', 'p.v')} LIMIT :overfetch"
     )
     windowed = f"SELECT near.*, {_WINDOW} FROM ({near}) AS near"
     repeats = (
-        f"SELECT c.id FROM session_chunks c WHERE {scope('c', True)} "
+        f"SELECT c.id FROM session_chunks c WHERE {scope(True)} "
         f"AND c.repeat_of = k.chunk_id AND {IN_WINDOW} ORDER BY c.id LIMIT :per_probe"
     )
     return (

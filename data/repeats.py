@@ -27,30 +27,41 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-# Every comparable chunk of the sessions, grouped by its session, model and vector: the
-# group's first written (by written_seq, the rows from before migration 0012 first, then id)
-# stands for the rest: never written after a repeat of it, it is below every own index's mark
-# a repeat of it is below (data/account_indexes.py), so the index finds it where the tail's
-# exact scan does not read the repeat. It
-# holds when the latest of the group occurred (`repeats_until`: a lookup within
-# `windowDays` keeps it while one of them is within). Only rows whose marks change are
-# written.
-REGROUP = """
-WITH g AS (
-  SELECT c.account_id, c.id, first_value(c.id) OVER w AS representative,
-         max(c.occurred_at) OVER same AS latest, count(*) OVER same AS n
-  FROM session_chunks c
-  WHERE c.account_id = :account_id AND {sessions}
-    AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
-  WINDOW same AS (PARTITION BY c.runtime_session_id, c.embedding_model, c.embedding),
-         w AS (same ORDER BY c.written_seq NULLS FIRST, c.id)),
-m AS (
-  SELECT account_id, id, nullif(representative, id) AS repeat_of,
-         CASE WHEN representative = id AND n > 1 THEN latest END AS repeats_until
-  FROM g)
-UPDATE session_chunks c SET repeat_of = m.repeat_of, repeats_until = m.repeats_until
-FROM m WHERE c.account_id = m.account_id AND c.id = m.id
-  AND (c.repeat_of, c.repeats_until) IS DISTINCT FROM (m.repeat_of, m.repeats_until)"""
+
+def marked(chunks: str, first: str = "x.written_seq NULLS FIRST, x.id") -> str:
+    """The marks of `chunks` (a query of comparable chunks: account_id, id,
+    runtime_session_id, embedding_model, embedding, occurred_at, and the columns `first`
+    names, read as alias x), grouped by account, session, model and vector: each row's
+    `repeat_of` (the group's first by `first`, unless it is that one) and, on a group's first,
+    `repeats_until` (when the latest of the group occurred: a lookup within `windowDays` keeps
+    it while one of them is within); `n`, the group's size, beside every column of `chunks`.
+
+    The first written (by written_seq, the rows from before migration 0012 first, then id)
+    stands for the rest: never written after a repeat of it, it is below every own index's
+    mark that a repeat of it is below (data/account_indexes.py), so the index finds it
+    wherever the tail's exact scan does not read the repeat."""
+    return (
+        "SELECT g.*, nullif(g.representative, g.id) AS repeat_of, "
+        "CASE WHEN g.representative = g.id AND g.n > 1 THEN g.latest END AS repeats_until "
+        "FROM (SELECT x.*, first_value(x.id) OVER w AS representative, "
+        "max(x.occurred_at) OVER same AS latest, count(*) OVER same AS n "
+        f"FROM ({chunks}) x WINDOW same AS (PARTITION BY x.account_id, x.runtime_session_id, "
+        f"x.embedding_model, x.embedding), w AS (same ORDER BY {first})) g"
+    )
+
+
+# Every comparable chunk of the sessions, marked; only rows whose marks change are written.
+REGROUP = (
+    "UPDATE session_chunks c SET repeat_of = m.repeat_of, repeats_until = m.repeats_until FROM ("
+    + marked(
+        "SELECT c.account_id, c.id, c.runtime_session_id, c.embedding_model, c.embedding, "
+        "c.occurred_at, c.written_seq FROM session_chunks c "
+        "WHERE c.account_id = :account_id AND {sessions} "
+        "AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'"
+    )
+    + ") m WHERE c.account_id = m.account_id AND c.id = m.id "
+    "AND (c.repeat_of, c.repeats_until) IS DISTINCT FROM (m.repeat_of, m.repeats_until)"
+)
 
 
 async def mark_repeats(

@@ -10,6 +10,8 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.repeats import marked
+
 STAGE = "import_stage"
 OWNER = "import_owner"
 
@@ -187,45 +189,36 @@ REPEATS = "import_repeats"
 
 
 async def stage_repeats(conn: AsyncConnection) -> None:
-    """The marks (data/repeats.py) of every staged chunk that repeats another's vector or is
-    repeated, among the staged chunks and the comparable ones its session has already, by
-    the rule of data/repeats.REGROUP (the rows already written first, then the staged ones
-    in the file's order, which import_rows.upsert_staged writes them in): the import writes
-    its rows marked.
-    Marked only after the insert, a build in the file's transaction would take the rows'
-    first versions into its graph (PostgreSQL indexes the versions a transaction itself
-    replaced)."""
+    """The marks (data/repeats.marked) of every staged chunk that repeats another's vector or
+    is repeated, among the staged chunks and the comparable ones its session has already:
+    the rows already written first, then the staged ones in the file's order, which
+    import_rows.upsert_staged writes them in. The import writes its rows marked: marked only
+    after the insert, a build in the file's transaction would take the rows' first versions
+    into its graph (PostgreSQL indexes the versions a transaction itself replaced)."""
     await conn.execute(
         text(
             f"CREATE TEMP TABLE {REPEATS} (id uuid PRIMARY KEY, representative uuid, "
             "repeats_until timestamptz) ON COMMIT DROP"
         )
     )
-
-    def comparable(alias: str) -> str:
-        return f"{alias}.redaction_state = 'clear' AND {alias}.embedding_state = 'embedded'"
-
-    group = "x.account_id, x.runtime_session_id, x.embedding_model, x.embedding"
+    chunks = (
+        "SELECT o.account_id, s.id, s.runtime_session_id, s.embedding_model, "
+        "CAST(s.embedding AS vector) AS embedding, s.occurred_at, "
+        "NULL::bigint AS written_seq, s.line, true AS staged "
+        f"FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id "
+        "WHERE s.type = 'chunk' AND s.redaction_state = 'clear' "
+        "AND s.embedding_state = 'embedded' "
+        "UNION ALL SELECT c.account_id, c.id, c.runtime_session_id, c.embedding_model, "
+        "c.embedding, c.occurred_at, c.written_seq, NULL::int, false FROM session_chunks c "
+        "WHERE c.redaction_state = 'clear' AND c.embedding_state = 'embedded' "
+        f"AND (c.account_id, c.runtime_session_id) IN (SELECT o.account_id, o.id FROM {OWNER} o) "
+        f"AND NOT EXISTS (SELECT 1 FROM {STAGE} s WHERE s.type = 'chunk' AND s.id = c.id)"
+    )
+    first = "x.staged, x.written_seq NULLS FIRST, x.line, x.id"
     await conn.execute(
         text(
-            f"INSERT INTO {REPEATS} SELECT id, nullif(representative, id), "
-            "CASE WHEN representative = id THEN latest END FROM ("
-            "SELECT x.id, x.staged, first_value(x.id) OVER w AS representative, "
-            "max(x.occurred_at) OVER same AS latest, count(*) OVER same AS n FROM ("
-            "SELECT o.account_id, s.id, s.runtime_session_id, s.embedding_model, "
-            "CAST(s.embedding AS vector) AS embedding, NULL::bigint AS written_seq, "
-            "s.line, s.occurred_at, true AS staged "
-            f"FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id "
-            f"WHERE s.type = 'chunk' AND {comparable('s')} "
-            "UNION ALL SELECT c.account_id, c.id, c.runtime_session_id, c.embedding_model, "
-            "c.embedding, c.written_seq, NULL::int, c.occurred_at, false "
-            "FROM session_chunks c "
-            f"WHERE {comparable('c')} AND (c.account_id, c.runtime_session_id) IN "
-            f"(SELECT o.account_id, o.id FROM {OWNER} o) "
-            f"AND NOT EXISTS (SELECT 1 FROM {STAGE} s WHERE s.type = 'chunk' AND s.id = c.id)"
-            f") x WINDOW same AS (PARTITION BY {group}), "
-            "w AS (same ORDER BY x.staged, x.written_seq NULLS FIRST, x.line, x.id)) g "
-            "WHERE g.staged AND g.n > 1"
+            f"INSERT INTO {REPEATS} SELECT m.id, m.repeat_of, m.repeats_until "
+            f"FROM ({marked(chunks, first)}) m WHERE m.staged AND m.n > 1"
         )
     )
 
