@@ -5,7 +5,9 @@ Each index is built again beside the old one, concurrently (the old one serves m
 registered with its kind, and the old one dropped MOVE_GRACE_S later, once every process
 has read the new kind (a process orders by the kind it read, and an index of another kind
 cannot serve that order). A shared index takes its kind's name; an own index is merged
-(data/own_index_rebuilds.py), its tail with it. An index that fails to build is left
+(data/own_index_rebuilds.py), its tail with it. An index built before migration 0016 holds a
+loop's repeats in its graph and is built again the same way (a shared one of the built kind
+beside itself, then renamed). An index that fails to build is left
 invalid and unregistered, the old one serving; the command can be run again."""
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from data.model_indexes import (
     shared_predicate,
 )
 from data.own_index_rebuilds import MOVE_GRACE_S, maintenance, merge_concurrently
+
+# The suffix of a shared index built beside one of the same kind and name, until it takes
+# that name (ALTER INDEX ... RENAME takes a SHARE UPDATE EXCLUSIVE lock: reads and writes go on).
+_BESIDE = "_n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +56,8 @@ class Moved:
     seconds: float
 
 
-# An own index built before migration 0016, whose graph still holds a loop's repeats
-# (data/repeats.py): its predicate does not leave them out.
+# An index built before migration 0016 (registered as `r`), whose graph still holds a loop's
+# repeats (data/repeats.py): its predicate does not leave them out.
 _HOLDS_REPEATS = (
     "EXISTS (SELECT 1 FROM pg_class i JOIN pg_index x ON x.indexrelid = i.oid "
     "WHERE i.relname = r.index_name "
@@ -60,14 +66,14 @@ _HOLDS_REPEATS = (
 
 
 async def to_move(engine: AsyncEngine) -> list[ToMove]:
-    """Every index of another kind than BUILT_KIND, and every own index that holds repeats
-    (`_HOLDS_REPEATS`; built again as a merge builds it): the shared ones first. A shared
-    index that holds repeats keeps them until its model's next build."""
+    """Every index of another kind than BUILT_KIND, and every index that holds repeats
+    (`_HOLDS_REPEATS`; an own one built again as a merge builds it): the shared ones
+    first."""
     async with engine.connect() as conn:
         rows = await conn.execute(
             text(
-                "SELECT model_identity, NULL::uuid, index_kind, index_name FROM embedding_models "
-                "WHERE index_kind <> :kind UNION ALL "
+                "SELECT model_identity, NULL::uuid, index_kind, index_name FROM embedding_models r "
+                f"WHERE index_kind <> :kind OR {_HOLDS_REPEATS} UNION ALL "
                 "SELECT model_identity, account_id, index_kind, index_name "
                 f"FROM account_model_indexes r WHERE index_kind <> :kind OR {_HOLDS_REPEATS} "
                 "ORDER BY 2 NULLS FIRST, 1"
@@ -98,12 +104,21 @@ async def move_indexes(engine: AsyncEngine, grace_s: float = MOVE_GRACE_S) -> li
 
 async def _move_shared(engine: AsyncEngine, index: ToMove, grace_s: float) -> Moved:
     """The model's shared index built again as BUILT_KIND under its kind's name, beside the
-    old one, concurrently; registered; the old one dropped grace_s later."""
+    old one, concurrently; registered; the old one dropped grace_s later. One of that kind
+    already (it holds repeats) is built beside itself under another name, then takes its
+    name once the old one is dropped (nothing to register, no kind for a process to read)."""
     identity = index.identity
     name = index_name(identity, BUILT_KIND)
+    beside = name + _BESIDE if index.name == name else name
     async with maintenance(engine, rebuild_lock_key(name)) as conn:
-        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed one
-        chunks, seconds = await build_concurrently(conn, name, identity, shared_predicate(identity))
+        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {beside}"))  # a failed one
+        chunks, seconds = await build_concurrently(
+            conn, beside, identity, shared_predicate(identity)
+        )
+        if beside != name:
+            await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}"))
+            await conn.execute(text(f"ALTER INDEX {beside} RENAME TO {name}"))
+            return Moved(index, name, chunks, seconds)
         await conn.execute(
             text(
                 "UPDATE embedding_models SET index_name = :name, index_kind = :kind "

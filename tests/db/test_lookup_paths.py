@@ -24,7 +24,7 @@ from data.account_indexes import (
     valid_own_index,
 )
 from data.comparison_sql import first_statement
-from data.index_moves import move_indexes
+from data.index_moves import move_indexes, to_move
 from data.lookups import Ask
 from data.model_indexes import BUILT_KIND, IndexKind, hnsw_index_ddl, index_name, shared_predicate
 from resolvers.rules.lookup_path import LookupPath, choose_path
@@ -291,3 +291,41 @@ async def test_a_moved_index_is_dropped_only_after_the_grace(engine: AsyncEngine
     assert await _exists(engine, shared), "the old index was dropped as the new one registered"
     await moving
     assert not await _exists(engine, shared)
+
+
+async def test_a_shared_index_that_holds_repeats_is_built_again_beside_itself(
+    engine: AsyncEngine, database_url: str
+) -> None:
+    """The shared index as migration 0015 left it (of the built kind, its predicate keeping a
+    loop's repeats) is listed, built again beside itself, and takes its own name back; the
+    lookups answer as before and nothing is left to move."""
+    account, viewed, _ = await crowded_world(engine)
+    exact, _ = await served_per_probe(engine, account, viewed, LookupPath.EXACT)
+    name = index_name(IDENTITY)
+    async with engine.begin() as conn:
+        await conn.execute(sa.text(f"DROP INDEX {name}"))
+        held = shared_predicate(IDENTITY, repeats=True)
+        await conn.execute(sa.text(hnsw_index_ddl(name, IDENTITY, held, kind=BUILT_KIND)))
+    assert [(i.account_id, i.name) for i in await to_move(engine)] == [(None, name)]
+
+    moved = await move_indexes(engine, grace_s=0)
+
+    assert [(m.was.name, m.index_name) for m in moved] == [(name, name)]
+    async with engine.connect() as conn:
+        definitions = await conn.execute(
+            sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE indexname LIKE :n"),
+            {"n": name + "%"},
+        )
+        [(now, definition)] = definitions.all()
+        registered = await conn.execute(
+            sa.text(
+                "SELECT index_name, index_kind FROM embedding_models WHERE model_identity = :m"
+            ),
+            {"m": str(IDENTITY)},
+        )
+        assert registered.one() == (name, BUILT_KIND.value)
+    assert now == name and " AND (repeat_of IS NULL)" in definition
+    assert name in await _plan_after_executions(database_url, account, viewed, "force_custom_plan")
+    after, _ = await served_per_probe(engine, account, viewed, LookupPath.INDEX)
+    assert after == exact
+    assert await to_move(engine) == []
