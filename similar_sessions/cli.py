@@ -261,8 +261,8 @@ MERGE_HELP = (
 
 MOVE_HELP = (
     f"build every HNSW index of another kind again as {BUILT_KIND}, concurrently, beside the "
-    "old one (which serves meanwhile and is dropped a minute after), and every own index "
-    "built before migration 0016 (its graph holds a loop's repeats): once, after an upgrade"
+    "old one (which serves meanwhile and is dropped a minute after), and every index built "
+    "before migration 0016 (its graph holds a loop's repeats): once, after an upgrade"
 )
 
 
