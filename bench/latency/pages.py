@@ -4,8 +4,9 @@ exact path; and the share of the first statement in a batch of 50."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,9 +20,11 @@ from bench.latency.server import LeanClient
 from data import comparison
 from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
-from resolvers.comparison.phases import batch_of, compare_sessions
+from resolvers.comparison.phases import SimilarKey, batch_of, compare_sessions
 from resolvers.comparison.state import NOT_NARROWED
+from resolvers.loaders import parts
 from resolvers.rules.lookup_plan import Caller, plan
+from resolvers.tuning import Tuning
 
 PAGE_QUERY = """query Page($first: Int!) { runtimeSessions(first: $first) { nodes { id
   similarSessions(limit: 10) { results { runtimeSessionId score } } } } }"""
@@ -147,14 +150,9 @@ async def lookup_share(
         async with comparison.reading(engine) as conn:
             ms, _ = await clocked(compare_sessions(conn, account.id, keys, report.tuning))
             whole.append(ms)
-        batch = batch_of(account.id, keys, datetime.now(UTC))
-        async with engine.connect() as conn:
-            await comparison.ensure_configured(conn, report.tuning.comparison_settings)
-            models = await ModelCatalog().models(conn, account.id)
-            limits = plan(Caller.COMPARISON, report.tuning).limits()  # the first statement's
-            asks = [c.ask for c in batch.comparisons]
-            ms, _ = await clocked(comparison.look_up(conn, account.id, asks, models, limits))
-            first.append(ms)
+        models = await _models(engine, account.id)
+        ms, _ = await clocked(first_statement(engine, account.id, keys, models, report.tuning))
+        first.append(ms)
     report.target(
         "share of the HNSW probe lookups in a page (reported)",
         f"{p50(first) / p50(whole):.0%}",
@@ -166,3 +164,69 @@ async def lookup_share(
         f"lookups) {p50(first):.0f} ms ({p50(first) / p50(whole):.0%})."
     )
     report.say()
+
+
+@dataclass
+class LookupsAlone:
+    """Per round (ms): a page's first statements alone (its probes' HNSW lookups, nothing
+    else), its sessions one by one on one connection, and its parts at once, each on its
+    own connection, as the page cuts its batch (resolvers/loaders.py `parts`)."""
+
+    one_by_one: list[float] = field(default_factory=list)
+    at_once: list[float] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        """The lowest page / requests ratio the lookups allow: what a page can save on the
+        cores it has, when nothing but its lookups cost anything."""
+        return p50(self.at_once) / p50(self.one_by_one)
+
+
+async def lookups_alone(
+    engine: AsyncEngine, account_id: uuid.UUID, ids: Sequence[str], tuning: Tuning, rounds: int
+) -> LookupsAlone:
+    """The floor of a page against its requests on this machine: the page's first
+    statements, one session at a time and then in the page's parts at once (`engine`: the
+    comparisons' connections, as many as the page's parts), after an untimed round."""
+    keys = [(uuid.UUID(s), SimilarArgs(limit=10), NOT_NARROWED) for s in ids]
+    models = await _models(engine, account_id)
+
+    async def one_by_one() -> None:
+        for key in keys:
+            await first_statement(engine, account_id, [key], models, tuning)
+
+    async def at_once() -> None:
+        split = parts(keys, tuning.page_connections)
+        statements = [first_statement(engine, account_id, p, models, tuning) for p in split]
+        await asyncio.gather(*statements)
+
+    alone = LookupsAlone()
+    sides = [(one_by_one, alone.one_by_one), (at_once, alone.at_once)]
+    for round_ in range(rounds + 1):  # which goes first alternates; the first is untimed
+        for side, into in sides if round_ % 2 == 0 else sides[::-1]:
+            ms, _ = await clocked(side())
+            if round_:
+                into.append(ms)
+    return alone
+
+
+async def _models(engine: AsyncEngine, account_id: uuid.UUID) -> Any:
+    async with engine.connect() as conn:
+        return await ModelCatalog().models(conn, account_id)
+
+
+async def first_statement(
+    engine: AsyncEngine,
+    account_id: uuid.UUID,
+    keys: Sequence[SimilarKey],
+    models: Any,
+    tuning: Tuning,
+) -> None:
+    """The comparison's first statement alone for these keys (every probe's lookup), on a
+    connection of `engine` configured as the comparison's."""
+    batch = batch_of(account_id, keys, datetime.now(UTC))
+    limits = plan(Caller.COMPARISON, tuning).limits()
+    async with engine.connect() as conn:
+        await comparison.ensure_configured(conn, tuning.comparison_settings)
+        asks = [c.ask for c in batch.comparisons]
+        await comparison.look_up(conn, account_id, asks, models, limits)

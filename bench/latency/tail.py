@@ -19,7 +19,7 @@ from bench.common.timing import clocked, p50, pct
 from bench.latency.accounts import InProcess
 from bench.latency.corpus import Account
 from bench.latency.measure import exact, probes_of
-from bench.latency.pages import PageTimes, page_against_requests
+from bench.latency.pages import LookupsAlone, PageTimes, lookups_alone, page_against_requests
 from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, traced
 from bench.latency.plans import lookups
 from bench.latency.real_vectors import EXACT_FORCED, comparable_sessions, compare, result_ids
@@ -51,6 +51,7 @@ class AtEf:
     session_recall: list[float] = field(default_factory=list)
     chunk_recall: list[float] = field(default_factory=list)
     page: PageTimes | None = None
+    alone: LookupsAlone | None = None  # the page's lookups alone: its floor
 
     @property
     def totals(self) -> list[float]:
@@ -92,6 +93,9 @@ async def at_scale(report: Report, url: str, account: Account, size_name: str) -
         for ef, fig in figures.items():
             fig.page = await page_against_requests(
                 servers[ef], account, report.page_rounds, size=PAGE
+            )
+            fig.alone = await lookups_alone(
+                in_process[ef].engine, account.id, fig.page.ids, tunings[ef], report.page_rounds
             )
     finally:
         for proc in procs:
@@ -185,15 +189,19 @@ def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
         "path's (a server with the exact path forced); chunk recall of the first statement "
         f"over {min(15, SESSIONS)} sessions' probes; a GraphQL page of {PAGE} on "
         f"{report.tuning.page_connections} connections against its {PAGE} REST requests "
-        f"({report.page_rounds} rounds). ms."
+        f"({report.page_rounds} rounds), and beside it the page's first statements alone (its "
+        f"probes' HNSW lookups, nothing else) in its {report.tuning.page_connections} parts at "
+        f"once against one session at a time, in process: the least a page can cost against "
+        f"its requests on this machine's cores. ms."
     )
     report.say()
     report.say(
         "| ef_search | route p50 / p95 / max | in process p50 / p95 | lists equal to the "
         "exact path's | session recall@10 | chunk recall@25 (min) | widened | checked "
-        f"| page of {PAGE} / {PAGE} requests (ratio) |"
+        f"| page of {PAGE} / {PAGE} requests (ratio) | its lookups alone: at once / one by "
+        "one (ratio) |"
     )
-    report.say("|---|---|---|---|---|---|---|---|---|")
+    report.say("|---|---|---|---|---|---|---|---|---|---|")
     for f in figures:
         widened = sum(1 for t in f.tallies if t.widened)
         checked = sum(1 for t in f.tallies if t.checked)
@@ -202,12 +210,20 @@ def _say(report: Report, account: Account, figures: list[AtEf]) -> None:
             if f.page is None
             else (f"{p50(f.page.pages):.0f} / {p50(f.page.rests):.0f} ({f.page.ratio:.2f})")
         )
+        alone = (
+            "-"
+            if f.alone is None
+            else (
+                f"{p50(f.alone.at_once):.0f} / {p50(f.alone.one_by_one):.0f} ({f.alone.ratio:.2f})"
+            )
+        )
         report.say(
             f"| {f.ef} | {p50(f.route_ms):.1f} / {pct(f.route_ms, 95):.1f} / "
             f"{max(f.route_ms):.0f} | {p50(f.totals):.1f} / {pct(f.totals, 95):.1f} "
             f"| {f.equal} of {f.compared} | {statistics.fmean(f.session_recall):.3f} "
             f"| {statistics.fmean(f.chunk_recall):.3f} ({min(f.chunk_recall):.2f}) "
-            f"| {widened} of {len(f.tallies)} | {checked} of {len(f.tallies)} | {page} |"
+            f"| {widened} of {len(f.tallies)} | {checked} of {len(f.tallies)} | {page} "
+            f"| {alone} |"
         )
     report.say()
     report.say(
@@ -248,8 +264,8 @@ def _targets(report: Report, figures: list[AtEf]) -> None:
             continue
         ms = p50(f.page.pages)
         report.target(
-            f"{report.size_name}: a page of {PAGE} at most 1 s and 0.5x of its {PAGE} requests "
+            f"{report.size_name}: a page of {PAGE} at most 1 s and 0.4x of its {PAGE} requests "
             f"(ef_search {f.ef})",
             f"{ms:.0f} ms, {f.page.ratio:.2f}",
-            ms <= 1000 and f.page.ratio <= 0.5,
+            ms <= 1000 and f.page.ratio <= 0.4,
         )
