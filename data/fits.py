@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.model_identity import ModelIdentity
-from data.model_indexes import IndexKind, index_name
+from data.model_indexes import IndexKind, beside, index_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +154,10 @@ async def drop_unused_model(conn: AsyncConnection, identity: str) -> bool:
         .scalars()
         .all()
     )
-    # with the shared index's names of each kind: a move that failed left one unregistered
-    names = [*names, *(index_name(ModelIdentity.parse(identity), kind) for kind in IndexKind)]
+    # with the shared index's names of each kind, and beside them: a move that failed left
+    # one unregistered
+    shared = [index_name(ModelIdentity.parse(identity), kind) for kind in IndexKind]
+    names = [*names, *shared, *(beside(name) for name in shared)]
     for name in dict.fromkeys(names):
         await conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
     for table in ("account_model_indexes", "embedding_models"):

@@ -24,15 +24,12 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import (
     BUILT_KIND,
     IndexKind,
+    beside,
     build_concurrently,
     index_name,
     shared_predicate,
 )
 from data.own_index_rebuilds import MOVE_GRACE_S, maintenance, merge_concurrently
-
-# The suffix of a shared index built beside one of the same kind and name, until it takes
-# that name (ALTER INDEX ... RENAME takes a SHARE UPDATE EXCLUSIVE lock: reads and writes go on).
-_BESIDE = "_n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +106,16 @@ async def _move_shared(engine: AsyncEngine, index: ToMove, grace_s: float) -> Mo
     name once the old one is dropped (nothing to register, no kind for a process to read)."""
     identity = index.identity
     name = index_name(identity, BUILT_KIND)
-    beside = name + _BESIDE if index.name == name else name
+    building = beside(name) if index.name == name else name
     async with maintenance(engine, rebuild_lock_key(name)) as conn:
-        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {beside}"))  # a failed one
+        await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {building}"))  # a failed one
         chunks, seconds = await build_concurrently(
-            conn, beside, identity, shared_predicate(identity)
+            conn, building, identity, shared_predicate(identity)
         )
-        if beside != name:
+        if building != name:
             await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}"))
-            await conn.execute(text(f"ALTER INDEX {beside} RENAME TO {name}"))
+            # a SHARE UPDATE EXCLUSIVE lock: reads and writes go on
+            await conn.execute(text(f"ALTER INDEX {building} RENAME TO {name}"))
             return Moved(index, name, chunks, seconds)
         await conn.execute(
             text(

@@ -68,6 +68,12 @@ def index_name(identity: ModelIdentity, kind: IndexKind = BUILT_KIND) -> str:
     return "session_chunks_hnsw_" + digest + ("" if kind is IndexKind.VECTOR else "_h")
 
 
+def beside(name: str) -> str:
+    """The name a shared index is built under beside one of its own kind and name, until it
+    takes that name (data/index_moves.py)."""
+    return name + "_n"
+
+
 def comparable_predicate(
     identity: ModelIdentity, alias: str = "", slot: VectorSlot = VectorSlot.PRIMARY
 ) -> str:

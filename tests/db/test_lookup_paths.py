@@ -24,9 +24,19 @@ from data.account_indexes import (
     valid_own_index,
 )
 from data.comparison_sql import first_statement
+from data.fits import drop_unused_model
 from data.index_moves import move_indexes, to_move
 from data.lookups import Ask
-from data.model_indexes import BUILT_KIND, IndexKind, hnsw_index_ddl, index_name, shared_predicate
+from data.model_identity import ModelIdentity
+from data.model_indexes import (
+    BUILT_KIND,
+    IndexKind,
+    beside,
+    hnsw_index_ddl,
+    index_name,
+    register_model,
+    shared_predicate,
+)
 from resolvers.rules.lookup_path import LookupPath, choose_path
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
@@ -329,3 +339,18 @@ async def test_a_shared_index_that_holds_repeats_is_built_again_beside_itself(
     after, _ = await served_per_probe(engine, account, viewed, LookupPath.INDEX)
     assert after == exact
     assert await to_move(engine) == []
+
+
+async def test_a_retired_model_leaves_no_shared_index_behind(engine: AsyncEngine) -> None:
+    """A model no chunk holds any more is dropped with every shared index it may have left:
+    its registered one, and one a move that failed left beside it, unregistered."""
+    retired = ModelIdentity.parse("local:retired-384@384")
+    name = index_name(retired)
+    async with engine.begin() as conn:
+        assert await register_model(conn, retired)
+        for each in (name, beside(name)):
+            await conn.execute(sa.text(hnsw_index_ddl(each, retired, shared_predicate(retired))))
+    assert await _exists(engine, name) and await _exists(engine, beside(name))
+    async with engine.begin() as conn:
+        assert await drop_unused_model(conn, str(retired))
+    assert not await _exists(engine, name) and not await _exists(engine, beside(name))
