@@ -336,6 +336,12 @@ async def in_transaction(conn: AsyncConnection) -> None:
 async def widen_search(conn: AsyncConnection, ef_search: int) -> None:
     """Raise hnsw.ef_search for the rest of the transaction (a retry of short probes)."""
     await in_transaction(conn)
+    await search_at(conn, ef_search)
+
+
+async def search_at(conn: AsyncConnection, ef_search: int) -> None:
+    """Set hnsw.ef_search for the rest of the transaction `widen_search` began (back to the
+    plan's once the wider retry is done)."""
     await conn.execute(
         sa.text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(int(ef_search))}
     )

@@ -123,6 +123,8 @@ async def look_up(
                 with phase("widened", planned):
                     await sql.widen_search(conn, planned.widen_ef_search)
                     batch = await look_again(conn, batch, models, planned, widen)
+                    # what follows (the nearest passages) searches at the plan's again
+                    await sql.search_at(conn, planned.ef_search)
                 log.info("similar_sessions_widened", probes=short)
             if any(doubtful(c, batch, planned) for c in batch.comparisons):
                 with phase("check", planned):

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import comparison
 from data.engine import make_engine
 from data.lookups import Ask, Limits
+from resolvers.comparison import phases
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from tests.support.comparisons import transaction_queries
 from tests.support.crowded import IDENTITY
@@ -86,7 +87,15 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
         steps.append("checked")
         return real_check(conn, budget_ms)
 
+    nearest_at: list[str] = []  # hnsw.ef_search when the nearest passages are asked
+    real_nearest = phases.look_nearest
+
+    async def nearest_and_show(conn: AsyncConnection, *args: Any) -> Any:
+        nearest_at.append((await conn.execute(sa.text("SHOW hnsw.ef_search"))).scalar_one())
+        return await real_nearest(conn, *args)
+
     monkeypatch.setattr(comparison, "widen_search", widen_and_show)
+    monkeypatch.setattr(phases, "look_nearest", nearest_and_show)
     monkeypatch.setattr(comparison, "own_budget", check)
     never_widened = replace(APPROXIMATE, ef_search_retry=APPROXIMATE.ef_search)
     never_checked = replace(APPROXIMATE, verify_timeout_ms=0)
@@ -98,6 +107,9 @@ async def test_a_check_or_a_wider_search_on_the_comparisons_pool_begins_a_transa
             steps.clear()
             widened = await compared(comparisons, account, loop, never_checked)
             assert steps == [f"widened to {APPROXIMATE.ef_search_retry}"]
+            # the wider search was the retry's alone: the nearest passages search at the
+            # plan's ef_search, as in the comparison that did not widen
+            assert nearest_at[-1] == nearest_at[0] != str(APPROXIMATE.ef_search_retry)
             sent.clear()
             await compared(comparisons, account, sessions[0], never_checked)
             assert sent == []  # the pool's one connection, back in autocommit
