@@ -223,13 +223,17 @@ async def stage_repeats(conn: AsyncConnection) -> None:
     )
 
 
-async def staged_chunk_sessions(conn: AsyncConnection) -> dict[UUID, list[UUID]]:
-    """The sessions the staged chunks belong to, by account."""
+async def sessions_with_chunks(conn: AsyncConnection) -> dict[UUID, list[UUID]]:
+    """The sessions of the staged chunks that have chunks written already, by account (read
+    before the file's rows are written): the ones whose marks the rows may change beyond
+    what `stage_repeats` writes (an updated chunk, a representative already written)."""
     rows = await conn.execute(
         text(
             "SELECT o.account_id, array_agg(DISTINCT s.runtime_session_id) "
             f"FROM {STAGE} s JOIN {OWNER} o ON o.id = s.runtime_session_id "
-            "WHERE s.type = 'chunk' GROUP BY o.account_id ORDER BY 1"
+            "WHERE s.type = 'chunk' AND EXISTS (SELECT 1 FROM session_chunks c "
+            "WHERE c.account_id = o.account_id AND c.runtime_session_id = s.runtime_session_id) "
+            "GROUP BY o.account_id ORDER BY 1"
         )
     )
     return {account_id: list(sessions) for account_id, sessions in rows}

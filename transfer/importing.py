@@ -219,13 +219,16 @@ async def _import(
 async def _write_rows(conn: AsyncConnection, run: _Run) -> None:
     """The staged sessions, activity and chunks written, each chunk that repeats a vector of
     its session marked as it is written (data/repeats.py), the tables to analyze named."""
+    grown = await staging.sessions_with_chunks(conn) if run.imported.lines["chunk"] else {}
     await staging.stage_repeats(conn)
     for kind in KINDS:
         run.imported.changed[kind] = await import_rows.upsert_staged(conn, kind)
     run.imported.analyzed = await import_rows.stale_tables(conn, run.imported.changed)
-    if run.imported.lines["chunk"]:  # the marks of the rows it did not write (changed ones)
-        for owner, sessions in (await staging.staged_chunk_sessions(conn)).items():
-            await mark_repeats(conn, owner, sessions)
+    # the sessions that had chunks: the marks of the rows written before (a representative
+    # a new repeat of it extends, a chunk the file changed) are made again; a session new
+    # with the file has its marks from stage_repeats alone
+    for owner, sessions in grown.items():
+        await mark_repeats(conn, owner, sessions)
 
 
 async def _analyze_after_commit(engine: AsyncEngine, imported: Imported) -> None:

@@ -188,6 +188,18 @@ async def test_an_import_into_a_session_marks_against_its_chunks_already_there(
     world.chunk(session, unit(direction(11)), index=9, content="Running the tests once more.")
     await world.write(engine)
     assert await _marks(engine, session) == {None: 2, ids[0]: 4}
+    async with engine.connect() as conn:  # the representative, already written, knows it
+        latest, until = (
+            await conn.execute(
+                sa.text(
+                    "SELECT max(occurred_at) FILTER (WHERE repeat_of = :r OR id = :r), "
+                    "max(repeats_until) FILTER (WHERE id = :r) FROM session_chunks "
+                    "WHERE runtime_session_id = :s"
+                ),
+                {"r": ids[0], "s": session},
+            )
+        ).one()
+    assert until == latest
 
 
 async def test_a_changed_vector_is_a_repeat_no_longer(engine: AsyncEngine) -> None:
