@@ -11,8 +11,8 @@ from pydantic import Field
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENV_PREFIX = "SIMILAR_SESSIONS_"
-Group = Literal["server", "indexer", "providers", "observability"]
-GROUPS: tuple[Group, ...] = ("server", "indexer", "providers", "observability")
+Group = Literal["server", "ingest", "indexer", "providers", "observability"]
+GROUPS: tuple[Group, ...] = ("server", "ingest", "indexer", "providers", "observability")
 
 
 def setting(default: Any, description: str, group: Group = "server", **bounds: Any) -> Any:

@@ -13,6 +13,7 @@ from pydantic_settings import SettingsConfigDict
 
 from config.fields import ENV_PREFIX, GROUPS, REPO_ROOT, Group, setting
 from config.indexer import IndexerSettings
+from config.ingest import IngestSettings
 from config.observability import ObservabilitySettings
 from config.providers import ProviderSettings
 from config.server import ServerSettings
@@ -24,7 +25,9 @@ class SettingsError(ValueError):
     """An environment variable holds a value the product cannot use."""
 
 
-class Settings(ObservabilitySettings, ProviderSettings, IndexerSettings, ServerSettings):
+class Settings(
+    ObservabilitySettings, ProviderSettings, IndexerSettings, IngestSettings, ServerSettings
+):
     """Everything configurable, the groups in docs/configuration.md's order (server first); its
     configuration tables are generated from it."""
 

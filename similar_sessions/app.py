@@ -35,6 +35,7 @@ from resolvers.tuning import Tuning
 from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema
 from schema.replay_budget import ReplayTurnsLimit
+from similar_sessions import otlp
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
@@ -117,6 +118,7 @@ def routes(settings: Settings, graphql: GraphQLApp) -> list[BaseRoute]:
         Route("/api/v1/runtime-sessions/search", search_route),
         Route("/api/v1/runtime-sessions/failure-modes", failure_modes_route),
         Route("/api/v1/runtime-sessions/{runtime_session_id}/similar", similar_route),
+        Route(otlp.PATH, otlp.traces, methods=["POST"]),
         *console_routes,
     ]
 
@@ -173,7 +175,11 @@ def create_app(
 
     app = Starlette(
         routes=routes(settings, graphql),
-        middleware=[Middleware(HttpMetrics), Middleware(BodySizeLimit), Middleware(AuthMiddleware)],
+        middleware=[
+            Middleware(HttpMetrics),
+            Middleware(BodySizeLimit, paths={otlp.PATH: settings.ingest_body_bytes}),
+            Middleware(AuthMiddleware),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=_lifespan(
             settings, tracing, own_engines=engine is None, migrate_first=run_migrations
@@ -188,6 +194,7 @@ def create_app(
     app.state.rate_limits = RateLimits(settings.rate_limit)
     app.state.account_rates = RateLimits(settings.account_rate_limit)
     app.state.fair_queue = FairQueue(settings.seats, settings.account_queue)
+    app.state.ingest_rates = otlp.IngestRates(settings)
     if engine is not None:
         app.state.services = services_of(settings, engine, comparison_engine)
         if tracing is not None:

@@ -20,6 +20,9 @@ from similar_sessions.graphql_app import is_graphiql_page
 from similar_sessions.rate_limit import describe
 
 REQUIRED_SCOPE = "view_runtime_sessions"
+INGEST_SCOPE = "ingest_runtime_sessions"  # POST /v1/traces; neither scope implies the other
+INGEST_PATH = "/v1/traces"
+INGEST_BYTES_PER_SEAT = 4 * 1024**2  # an ingest request holds one seat more per 4 MiB it sends
 
 
 class Unauthorized(Exception):
@@ -38,15 +41,20 @@ def bearer_key(connection: HTTPConnection) -> str | None:
     return key.strip()
 
 
+def scope_for(path: str) -> str:
+    """The scope a route needs: ingest for the OTLP receiver, view for everything else."""
+    return INGEST_SCOPE if path == INGEST_PATH else REQUIRED_SCOPE
+
+
 async def authenticate(engine: AsyncEngine, connection: HTTPConnection) -> Principal:
-    """The caller behind the request's key, with the scope to view sessions."""
+    """The caller behind the request's key, with the scope its route needs."""
     key = bearer_key(connection)
     if key is None or len(key) > 512:
         raise Unauthorized
     principal = await principal_for_key(engine, key)
     if principal is None:
         raise Unauthorized
-    if REQUIRED_SCOPE not in principal.scopes:
+    if scope_for(connection.scope["path"]) not in principal.scopes:
         raise Forbidden
     return principal
 
@@ -54,7 +62,7 @@ async def authenticate(engine: AsyncEngine, connection: HTTPConnection) -> Princ
 class AuthMiddleware:
     """Authenticates every API request; GraphiQL's page itself needs no key."""
 
-    PROTECTED = ("/graphql", "/api/")
+    PROTECTED = ("/graphql", "/api/", INGEST_PATH)
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -75,7 +83,8 @@ class AuthMiddleware:
             )
             response.headers["WWW-Authenticate"] = "Bearer"
         except Forbidden:
-            response = error(403, "forbidden", "this API key lacks the view_runtime_sessions scope")
+            needed = scope_for(scope["path"])
+            response = error(403, "forbidden", f"this API key lacks the {needed} scope")
         except Unavailable as exc:
             response = unavailable(exc)
         else:
@@ -94,15 +103,20 @@ class AuthMiddleware:
         account = str(principal.account_id)  # every key of an account is one flow
         state = connection.app.state
         scope = connection.scope
-        if (refused := await state.rate_limits.admit(key_id)) is not None:
+        ingesting = scope["path"] == INGEST_PATH  # bound by its own rates (spans, bytes)
+        if not ingesting and (refused := await state.rate_limits.admit(key_id)) is not None:
             bound, response = "rate_limit", rate_limited("key", *refused)
-        elif (refused := await state.account_rates.admit(account)) is not None:
+        elif not ingesting and (refused := await state.account_rates.admit(account)) is not None:
             bound, response = "account_rate_limit", rate_limited("account", *refused)
         else:
             body, replayed = await buffered(receive)
             fair: FairQueue = state.fair_queue
             try:
-                cost = seats_for(scope["path"], body, scope.get("query_string", b""))
+                cost = (
+                    1 + len(body) // INGEST_BYTES_PER_SEAT
+                    if ingesting
+                    else seats_for(scope["path"], body, scope.get("query_string", b""))
+                )
                 async with fair.seated(account, cost):
                     await self.app(scope, replayed, send)
                 return

@@ -20,15 +20,18 @@ class RateLimits:
         self.items: list[RateLimitItem] = parse_many(spec) if spec else []
         self.limiter = MovingWindowRateLimiter(MemoryStorage())
 
-    async def admit(self, key: str) -> tuple[RateLimitItem, int] | None:
-        """Count one request of `key`; None when every rate allows it, else the rate it
-        would pass and the seconds until it would not (the request is not counted)."""
+    async def admit(self, key: str, cost: int = 1) -> tuple[RateLimitItem, int] | None:
+        """Count one request of `key` (`cost` units of it); None when every rate allows it,
+        else the rate it would pass and the seconds until it would not (nothing is counted).
+        A cost larger than a rate's whole amount is refused by that rate."""
+        if cost <= 0:
+            return None
         for item in self.items:
-            if not await self.limiter.test(item, key):
+            if not await self.limiter.test(item, key, cost=cost):
                 stats = await self.limiter.get_window_stats(item, key)
                 return item, max(1, math.ceil(stats.reset_time - time.time()))
         for item in self.items:
-            await self.limiter.hit(item, key)
+            await self.limiter.hit(item, key, cost=cost)
         return None
 
 

@@ -80,9 +80,9 @@ async def test_bad_attribute_values_are_refused_by_line_through_the_command_line
         f"{path}:2: {where}.arrayValue: Input should be a valid dictionary",
         f"{path}:3: {where}.kvlistValue: Input should be a valid dictionary",
         f"{path}:4: {where}: Input should be a valid dictionary",
-        f"{path}:5: trace {5:032x}: gen_ai.input.messages: JSON nested deeper than "
+        f"{path}:5: span {5:016x}: gen_ai.input.messages: JSON nested deeper than "
         f"{MAX_JSON_DEPTH} levels",
-        f"{path}:6: trace {6:032x}: gen_ai.tool.call.arguments: JSON nested deeper than "
+        f"{path}:6: span {6:016x}: gen_ai.tool.call.arguments: JSON nested deeper than "
         f"{MAX_JSON_DEPTH} levels",
     ):
         assert expected in done.stderr, done.stderr

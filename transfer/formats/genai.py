@@ -37,6 +37,10 @@ EVENT_ROLES = {
 }
 
 
+# A turn of a span, its time (ns) and whether it is history.
+SpanTurn = tuple[Turn, int, bool]
+
+
 @dataclass(frozen=True, slots=True)
 class GenAISpan:
     """A span's times (ns), `gen_ai.*` attributes and `gen_ai.*` events (time, name, attrs)."""
@@ -103,7 +107,7 @@ def _event_turns(name: str, attributes: dict[str, Any]) -> Iterator[Turn]:
     yield from turns_of(message)
 
 
-def _span_turns(span: GenAISpan) -> Iterator[tuple[Turn, int, bool]]:
+def _span_turns(span: GenAISpan) -> Iterator[SpanTurn]:
     """(turn, time, is_history) of one span: history is what a model call was sent again."""
     a = span.attributes
     for turn in _instructions(a):
@@ -132,13 +136,20 @@ def _key(turn: Turn) -> tuple[str, ...]:
     return (turn.role, turn.kind, turn.content)
 
 
-def replay_turns(spans: list[GenAISpan]) -> list[tuple[Turn, int]]:
-    """The trace's turns in time order, each replayed once."""
+def span_turns(span: GenAISpan) -> list[SpanTurn]:
+    """The span's turns, each with its time and whether it is history (what a model call was
+    sent again); a ValueError naming an attribute whose JSON nests too deep."""
+    return list(_span_turns(span))
+
+
+def replay(spans: list[tuple[int, int, list[SpanTurn]]]) -> list[tuple[Turn, int]]:
+    """The turns of spans given as (start, end, their span_turns), in time order, each
+    replayed once: a message a later model call sends again is not a turn again."""
     replayed: Counter[tuple[str, ...]] = Counter()
     turns: list[tuple[int, int, Turn]] = []
-    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+    for _, _, span in sorted(spans, key=lambda s: (s[0], s[1])):
         sent: Counter[tuple[str, ...]] = Counter()
-        for turn, time, history in _span_turns(span):
+        for turn, time, history in span:
             key = _key(turn)
             sent[key] += 1
             if (history or turn.call_id) and sent[key] <= replayed[key]:
@@ -146,3 +157,8 @@ def replay_turns(spans: list[GenAISpan]) -> list[tuple[Turn, int]]:
             replayed[key] += 1
             turns.append((time, len(turns), turn))
     return [(turn, time) for time, _, turn in sorted(turns, key=lambda t: (t[0], t[1]))]
+
+
+def replay_turns(spans: list[GenAISpan]) -> list[tuple[Turn, int]]:
+    """The trace's turns in time order, each replayed once."""
+    return replay([(s.start, s.end, span_turns(s)) for s in spans])

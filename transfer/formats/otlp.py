@@ -1,13 +1,12 @@
 """`--format otlp`: an OpenTelemetry OTLP/JSON trace export (JSON Lines of
-`{"resourceSpans": ...}` as the collector's file exporter writes, or one such document).
-One trace is one session; its spans, in time order, become replay turns (transfer/formats/
-genai.py reads the `gen_ai.*` attributes and events). A trace's spans may be spread over
-the file, so the file's GenAI spans are held until it is read; other spans keep only times."""
+`{"resourceSpans": ...}` as the collector's file exporter writes, or one such document), and
+the OTLP/JSON messages the live receiver decodes too. One conversation is one session, as
+transfer/formats/spans.py maps it: a conversation's spans may be spread over the file (and
+over traces), so the file's spans are held, as their facts, until it is read."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -15,14 +14,18 @@ from uuid import UUID
 from pydantic import Field, ValidationError
 from pydantic_core import from_json
 
+from config.settings import default_of
 from transfer.errors import ErrorLog
 from transfer.formats.anyvalue import KeyValue, OtlpModel
-from transfer.formats.conversation import title_of
-from transfer.formats.genai import GenAISpan, replay_turns
-from transfer.formats.replay import Session, records_of, session_uuid
+from transfer.formats.spans import (
+    STATUS_ERROR,
+    SpanFacts,
+    facts_of,
+    key_of,
+    session_records,
+    trace_keys,
+)
 from transfer.import_format import Record, describe
-
-STATUS_ERROR = (2, "STATUS_CODE_ERROR")
 
 
 class Event(OtlpModel):
@@ -64,40 +67,56 @@ class TracesData(OtlpModel):
     resource_spans: list[ResourceSpans] = Field(alias="resourceSpans")
 
 
-def _attributes(pairs: list[KeyValue], prefix: str = "") -> dict[str, Any]:
+def attributes_of(pairs: list[KeyValue], prefix: str = "") -> dict[str, Any]:
     return {kv.key: kv.plain() for kv in pairs if kv.key.startswith(prefix)}
 
 
-@dataclass
-class Trace:
-    """What the file says about one trace so far."""
+def facts_of_span(span: Span, resource: dict[str, Any]) -> SpanFacts:
+    """The mapping's facts of one OTLP/JSON span (transfer/formats/spans.py); a ValueError
+    naming the span and what cannot be read in it."""
+    try:
+        return _facts(span, resource)
+    except ValueError as exc:
+        raise ValueError(f"span {span.span_id}: {exc}") from None
 
-    line: int
-    start: int
-    end: int = 0
-    failed: bool = False
-    service: str = ""
-    root: str = ""
-    spans: list[GenAISpan] = field(default_factory=list)
+
+def _facts(span: Span, resource: dict[str, Any]) -> SpanFacts:
+    return facts_of(
+        (span.trace_id, span.span_id, span.parent_span_id),
+        span.name,
+        (span.start, span.end),
+        span.status is not None and span.status.code in STATUS_ERROR,
+        attributes_of(span.attributes),
+        [(e.time, e.name, attributes_of(e.attributes)) for e in span.events],
+        resource,
+    )
 
 
 def read(
     numbered: Iterable[tuple[int, bytes]], errors: ErrorLog, account_id: UUID | None
 ) -> Iterator[tuple[int, Record]]:
-    """Every trace of the file, in order of first appearance, as a session and its turns."""
-    traces: dict[str, Trace] = {}
+    """Every conversation of the file, in order of first appearance, as a session and its
+    turns (the mapping of transfer/formats/spans.py, as the live receiver's)."""
+    spans: list[tuple[int, SpanFacts]] = []
     for number, document in _documents(numbered, errors):
         try:
-            _collect(number, document, traces)
+            spans += [(number, facts) for facts in _collect(document)]
         except ValueError as exc:  # a ValidationError too
             reason = describe(exc) if isinstance(exc, ValidationError) else str(exc)
             errors.add(number, reason)
-    for trace_id, trace in traces.items():
+    keys = trace_keys((facts for _, facts in spans), {})
+    conversations: dict[str, tuple[int, list[SpanFacts]]] = {}
+    for number, facts in spans:
+        conversations.setdefault(key_of(facts, keys), (number, []))[1].append(facts)
+    now, idle = datetime.now(UTC), timedelta(seconds=default_of("session_idle_s"))
+    for key, (line, members) in conversations.items():
         try:
-            for record in _records(trace_id, trace, account_id):
-                yield trace.line, record
+            if account_id is None:
+                raise ValueError("an OTLP trace names no account: pass --account ACCOUNT_ID")
+            for record in session_records(account_id, key, members, now, idle):
+                yield line, record
         except ValueError as exc:
-            errors.add(trace.line, f"trace {trace_id}: {exc}")
+            errors.add(line, f"conversation {key}: {exc}")
 
 
 def _documents(
@@ -122,50 +141,13 @@ def _documents(
         first = False
 
 
-def _collect(number: int, document: Any, traces: dict[str, Trace]) -> None:
+def _collect(document: Any) -> list[SpanFacts]:
     data = TracesData.model_validate(document)
+    found: list[SpanFacts] = []
     for resource_spans in data.resource_spans:
-        resource = _attributes(
+        resource = attributes_of(
             resource_spans.resource.attributes if resource_spans.resource else []
         )
         for scope in resource_spans.scope_spans:
-            for span in scope.spans:
-                trace = traces.setdefault(span.trace_id.lower(), Trace(number, span.start))
-                trace.start, trace.end = min(trace.start, span.start), max(trace.end, span.end)
-                trace.failed |= span.status is not None and span.status.code in STATUS_ERROR
-                trace.service = trace.service or str(resource.get("service.name") or "")
-                if not span.parent_span_id:
-                    trace.root = trace.root or span.name
-                attributes = _attributes(span.attributes, "gen_ai.")
-                events = [
-                    (e.time, e.name, _attributes(e.attributes))
-                    for e in span.events
-                    if e.name.startswith("gen_ai.")
-                ]
-                if attributes or events:
-                    trace.spans.append(GenAISpan(span.start, span.end, attributes, events))
-
-
-def _records(trace_id: str, trace: Trace, account_id: UUID | None) -> list[Record]:
-    if account_id is None:
-        raise ValueError("an OTLP trace names no account: pass --account ACCOUNT_ID")
-    timed = [(turn, _time(at)) for turn, at in replay_turns(trace.spans)]
-    session = Session(
-        id=session_uuid(account_id, f"otlp:{trace_id}"),
-        account_id=account_id,
-        title=title_of([t for t, _ in timed]) or trace.root or trace_id,
-        source_type="otlp",
-        source_id=trace_id,
-        reference=" ".join(p for p in (trace.service, trace.root) if p),
-        status="failed" if trace.failed else "completed",
-        started_at=_time(trace.start),
-        last_activity_at=_time(max(trace.end, trace.start)),
-    )
-    return records_of(session, timed)
-
-
-def _time(nanos: int) -> datetime:
-    try:
-        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)
-    except OverflowError:
-        raise ValueError(f"time {nanos} ns is past the year 9999") from None
+            found += [facts_of_span(span, resource) for span in scope.spans]
+    return found

@@ -1,0 +1,137 @@
+"""`POST /v1/traces`: the OTLP/HTTP traces receiver (docs/ingest.md). An agent's exporter needs
+only `OTEL_EXPORTER_OTLP_ENDPOINT=http://host:8000` and
+`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <key>`, with a key of the
+`ingest_runtime_sessions` scope (similar_sessions/auth.py checks it).
+
+The answers follow the OTLP/HTTP specification: 200 with an ExportTraceServiceResponse in the
+request's encoding, only once the spans have committed (a partial success names the spans
+rejected and the first reason); 400 for a body that does not decode; 413 past
+SIMILAR_SESSIONS_INGEST_BODY_BYTES, inflated or not (a gzip body is refused as it inflates);
+415 for another content type or encoding; 429 with Retry-After past the account's ingest
+rates (nothing of the request stored); 503 with Retry-After when the database cannot answer.
+An error's body is a google.rpc.Status in the request's encoding."""
+
+from __future__ import annotations
+
+import zlib
+from datetime import UTC, datetime, timedelta
+
+import structlog
+from google.protobuf.json_format import MessageToJson
+from google.rpc.status_pb2 import Status
+from starlette.requests import Request
+from starlette.responses import Response
+
+from config.settings import Settings
+from data.accounts import Principal
+from observability.metrics import REFUSED
+from similar_sessions.rate_limit import RateLimits, describe
+from transfer.formats.otlp_wire import JSON, PROTOBUF, Undecodable, decode, response
+from transfer.live import ingest
+
+log = structlog.get_logger(__name__)
+PATH = "/v1/traces"
+ENCODINGS = {PROTOBUF: PROTOBUF, "application/json": JSON}
+# google.rpc.Code of each refusal, as the OTLP specification pairs them with HTTP statuses
+_CODES = {400: 3, 413: 8, 415: 3, 429: 8}
+
+
+class Refused(Exception):
+    """The request is answered with this status and message; nothing of it is stored."""
+
+    def __init__(self, status: int, message: str, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.status, self.retry_after_s = status, retry_after_s
+
+
+class IngestRates:
+    """Each account's spans and bytes per second, per process (the settings' rates)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.spans = RateLimits(settings.ingest_span_rate)
+        self.bytes = RateLimits(settings.ingest_byte_rate)
+
+    async def admit(self, account: str, spans: int, size: int) -> None:
+        """Count the request's spans and bytes; Refused (429) when either rate would pass."""
+        for rates, cost, what, name in (
+            (self.spans, spans, "spans", "SIMILAR_SESSIONS_INGEST_SPAN_RATE"),
+            (self.bytes, size, "bytes", "SIMILAR_SESSIONS_INGEST_BYTE_RATE"),
+        ):
+            if (refused := await rates.admit(account, cost)) is not None:
+                rate, retry_after_s = refused
+                raise Refused(
+                    429,
+                    f"this account sent more than {describe(rate)} {what} (per process; {name}); "
+                    f"retry in {retry_after_s} s",
+                    retry_after_s,
+                )
+
+
+async def traces(request: Request) -> Response:
+    encoding = ENCODINGS.get(request.headers.get("content-type", "").split(";")[0].strip())
+    try:
+        if encoding is None:
+            raise Refused(415, f"the body is {PROTOBUF} or application/json")
+        settings: Settings = request.app.state.settings
+        raw = await request.body()
+        body = inflated(
+            raw, request.headers.get("content-encoding", ""), settings.ingest_body_bytes
+        )
+        decoded = decode(body, encoding)
+        principal: Principal = request.state.principal
+        await request.app.state.ingest_rates.admit(
+            str(principal.account_id), len(decoded.spans), len(raw)
+        )
+    except Undecodable as exc:
+        return refusal(Refused(400, str(exc)), encoding or JSON)
+    except Refused as exc:
+        return refusal(exc, encoding or JSON)
+    if decoded.spans:
+        idle = timedelta(seconds=settings.session_idle_s)
+        done = await ingest(
+            request.app.state.services.engine,
+            principal.account_id,
+            decoded.spans,
+            datetime.now(UTC),
+            idle,
+        )
+        log.info(
+            "ingested", stored=done.stored, repeated=done.repeated, sessions=len(done.sessions)
+        )
+    return Response(response(decoded, encoding), media_type=encoding)
+
+
+def inflated(body: bytes, content_encoding: str, limit: int) -> bytes:
+    """The body as sent, or inflated when gzipped, refused (413) as soon as it passes `limit`
+    bytes: a small body that inflates to gigabytes is never inflated whole."""
+    coding = content_encoding.strip().lower()
+    if coding in ("", "identity"):
+        if len(body) > limit:
+            raise Refused(413, f"request bodies are limited to {limit} bytes")
+        return body
+    if coding != "gzip":
+        raise Refused(415, f"the content encoding is gzip or none, not {coding!r}")
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, limit + 1)
+        if len(out) > limit or inflater.unconsumed_tail:
+            raise Refused(413, f"request bodies are limited to {limit} bytes, inflated")
+        out += inflater.flush()
+    except zlib.error as exc:
+        raise Refused(400, f"the gzip body does not inflate ({exc})") from None
+    if not inflater.eof:
+        raise Refused(400, "the gzip body ends before its end")
+    return out
+
+
+def refusal(refused: Refused, encoding: str) -> Response:
+    """The refusal as a google.rpc.Status in the request's encoding, with Retry-After."""
+    REFUSED.labels(f"ingest_{refused.status}").inc()
+    status = Status(code=_CODES.get(refused.status, 2), message=str(refused))
+    body = (
+        status.SerializeToString()
+        if encoding == PROTOBUF
+        else MessageToJson(status, indent=None).encode()
+    )
+    headers = {} if refused.retry_after_s is None else {"Retry-After": str(refused.retry_after_s)}
+    return Response(body, status_code=refused.status, media_type=encoding, headers=headers)

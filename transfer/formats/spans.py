@@ -1,0 +1,162 @@
+"""OpenTelemetry spans as sessions: the one mapping that the file import (`import --format
+otlp`) and the live receiver (`POST /v1/traces`) share, so that the same spans give the same
+session ids and turns by either way in (docs/ingest.md).
+
+- A span belongs to a conversation: its `gen_ai.conversation.id`, or its resource's, else its
+  `session.id`, or its resource's. A span naming none belongs to the conversation another
+  span of its trace names, else to its trace. A conversation spans many traces.
+- The session's id is uuid5 of the account and `otlp:<conversation>`, its `sourceType` `otlp`
+  and its `sourceId` the conversation (or the trace id).
+- Its turns are its spans' GenAI turns in time order, a message a model call sends again
+  replayed once (transfer/formats/genai.py), whatever order the spans came in.
+- Its status: `failed` once a span of it ends in error; `completed` when a root
+  `invoke_agent` span (one in no other `invoke_agent` span) ended after the latest span
+  began, or when no span came for the idle time; else `running`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from transfer.formats.conversation import title_of
+from transfer.formats.genai import GenAISpan, SpanTurn, replay, span_turns
+from transfer.formats.replay import Session, records_of, session_uuid
+from transfer.import_format import Record
+
+CONVERSATION, SESSION = "gen_ai.conversation.id", "session.id"
+INVOKE_AGENT = "invoke_agent"
+STATUS_ERROR = (2, "STATUS_CODE_ERROR")
+KEY_CHARS = 500  # a conversation id is kept to this many characters (sourceId's bound)
+SOURCE_TYPE = "otlp"
+
+
+@dataclass(frozen=True, slots=True)
+class SpanFacts:
+    """What the mapping reads of one span: ids (lower-case hex), name, GenAI operation, times
+    (ns since the epoch), error, service, the conversation it names itself, and its turns."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    operation: str
+    start: int
+    end: int
+    failed: bool
+    service: str
+    conversation: str | None
+    turns: tuple[SpanTurn, ...] = ()
+
+
+def facts_of(
+    ids: tuple[str, str, str],
+    name: str,
+    times: tuple[int, int],
+    failed: bool,
+    attributes: Mapping[str, Any],
+    events: Sequence[tuple[int, str, dict[str, Any]]],
+    resource: Mapping[str, Any],
+) -> SpanFacts:
+    """One span's facts from its decoded parts (ids: trace, span, parent, in hex); a
+    ValueError naming the attribute when its GenAI content cannot be read."""
+    genai = {k: v for k, v in attributes.items() if k.startswith("gen_ai.")}
+    genai_events = [e for e in events if e[1].startswith("gen_ai.")]
+    start, end = times
+    time_of(start), time_of(end)  # a ValueError past the year 9999
+    turns: tuple[SpanTurn, ...] = ()
+    if genai or genai_events:
+        turns = tuple(span_turns(GenAISpan(start, end, genai, genai_events)))
+    return SpanFacts(
+        trace_id=ids[0].lower(),
+        span_id=ids[1].lower(),
+        parent_span_id=ids[2].lower(),
+        name=name,
+        operation=str(genai.get("gen_ai.operation.name") or ""),
+        start=start,
+        end=end,
+        failed=failed,
+        service=str(resource.get("service.name") or ""),
+        conversation=conversation_of(attributes, resource),
+        turns=turns,
+    )
+
+
+def conversation_of(attributes: Mapping[str, Any], resource: Mapping[str, Any]) -> str | None:
+    """The conversation a span names: `gen_ai.conversation.id` on the span or its resource,
+    else `session.id` on either; None when it names none."""
+    for name in (CONVERSATION, SESSION):
+        for source in (attributes, resource):
+            value = source.get(name)
+            if value is not None and str(value).strip():
+                return str(value).strip()[:KEY_CHARS]
+    return None
+
+
+def trace_keys(spans: Iterable[SpanFacts], known: Mapping[str, str]) -> dict[str, str]:
+    """The conversation each trace's spans without one of their own go to: the first a span
+    of the trace names (in start order), else one known from its spans stored before, else
+    the trace itself."""
+    named: dict[str, str] = {}
+    for span in sorted(spans, key=lambda s: (s.start, s.span_id)):
+        if span.conversation is not None:
+            named.setdefault(span.trace_id, span.conversation)
+        else:
+            named.setdefault(span.trace_id, "")
+    return {trace: key or known.get(trace) or trace for trace, key in named.items()}
+
+
+def key_of(span: SpanFacts, keys: Mapping[str, str]) -> str:
+    return span.conversation or keys[span.trace_id]
+
+
+def session_id(account_id: UUID, key: str) -> UUID:
+    return session_uuid(account_id, f"{SOURCE_TYPE}:{key}")
+
+
+def status_of(spans: Sequence[SpanFacts], now: datetime, idle: timedelta) -> str:
+    """`failed`, `completed` or `running`, as the module says."""
+    if any(s.failed for s in spans):
+        return "failed"
+    agents = {s.span_id for s in spans if s.operation == INVOKE_AGENT}
+    latest = max(s.start for s in spans)
+    roots = [s for s in spans if s.operation == INVOKE_AGENT and s.parent_span_id not in agents]
+    if any(r.end >= latest and r.end > 0 for r in roots):
+        return "completed"
+    last = time_of(max(max(s.end, s.start) for s in spans))
+    return "completed" if now - last >= idle else "running"
+
+
+def session_records(
+    account_id: UUID, key: str, spans: Sequence[SpanFacts], now: datetime, idle: timedelta
+) -> list[Record]:
+    """The session of one conversation's spans and its turns, as import records; a
+    ValueError naming what cannot be stored."""
+    ordered = sorted(spans, key=lambda s: (s.start, s.span_id))
+    timed = [
+        (turn, time_of(at))
+        for turn, at in replay([(s.start, s.end, list(s.turns)) for s in ordered])
+    ]
+    root = next((s.name for s in ordered if not s.parent_span_id), "")
+    service = next((s.service for s in ordered if s.service), "")
+    session = Session(
+        id=session_id(account_id, key),
+        account_id=account_id,
+        title=title_of([t for t, _ in timed]) or root or key,
+        source_type=SOURCE_TYPE,
+        source_id=key,
+        reference=" ".join(p for p in (service, root) if p),
+        status=status_of(ordered, now, idle),
+        started_at=time_of(ordered[0].start),
+        last_activity_at=time_of(max(max(s.end, s.start) for s in ordered)),
+    )
+    return records_of(session, timed)
+
+
+def time_of(nanos: int) -> datetime:
+    try:
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)
+    except OverflowError:
+        raise ValueError(f"time {nanos} ns is past the year 9999") from None

@@ -1,0 +1,166 @@
+"""Live ingest: spans an agent exports (POST /v1/traces) become sessions as they arrive, by
+the mapping the file import uses (transfer/formats/spans.py), in one transaction per request.
+
+What the transaction does, in order:
+1. Each span is put in its conversation (a trace's spans without one follow the one a span
+   of the trace names, in this request or stored before; a trace that names one late takes
+   its earlier spans from the session they were put in).
+2. The sessions touched are locked in the order of their ids (made first if new).
+3. The spans are stored; a span already stored (the same account, trace and span: an
+   exporter's retry) is dropped, and a request of nothing new changes nothing.
+4. Each session with new spans is made again from all its spans: its turns in time order, a
+   re-sent conversation replayed once, its status and times. Only the turns that changed are
+   written, and the first of them is marked for the indexer (data/ingest.mark_changed).
+5. The indexers are notified, at commit.
+
+The caller answers 200 only once this has committed: an acknowledged span is durable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import orjson
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from data import ingest as sql
+from transfer.formats.conversation import Turn
+from transfer.formats.genai import SpanTurn
+from transfer.formats.spans import SpanFacts, key_of, session_id, session_records, trace_keys
+from transfer.import_format import ActivityRecord, SessionRecord
+
+
+@dataclass
+class Ingested:
+    """What one request changed: spans stored, spans already stored, sessions made again."""
+
+    stored: int = 0
+    repeated: int = 0
+    sessions: list[UUID] = field(default_factory=list)
+
+
+async def ingest(
+    engine: AsyncEngine,
+    account_id: UUID,
+    spans: Sequence[SpanFacts],
+    now: datetime,
+    idle: timedelta,
+) -> Ingested:
+    """The spans stored and their sessions made again, in one transaction (see the module)."""
+    async with engine.begin() as conn:
+        return await ingest_in(conn, account_id, spans, now, idle)
+
+
+async def ingest_in(
+    conn: AsyncConnection,
+    account_id: UUID,
+    spans: Sequence[SpanFacts],
+    now: datetime,
+    idle: timedelta,
+) -> Ingested:
+    """ingest() in the caller's transaction."""
+    unique = list({(s.trace_id, s.span_id): s for s in spans}.values())
+    keyless = [s.trace_id for s in unique if s.conversation is None]
+    keys = trace_keys(unique, await sql.known_conversations(conn, account_id, keyless))
+    named = {trace: key for trace, key in keys.items() if key != trace}
+    strays = await sql.strays(conn, account_id, named)
+    targets = {session_id(account_id, key_of(s, keys)): key_of(s, keys) for s in unique}
+    left = {sid for ids in strays.values() for sid in ids} - targets.keys()
+    await sql.lock_sessions(conn, account_id, {**dict.fromkeys(left, ""), **targets}, now)
+    for trace in strays:
+        key = named[trace]
+        await sql.move_strays(conn, account_id, trace, key, session_id(account_id, key))
+    new = await sql.insert_spans(conn, [_row(account_id, s, keys) for s in unique])
+    moved = {session_id(account_id, named[trace]) for trace in strays}
+    touched = sorted(set(new) | moved | left)
+    for sid in touched:
+        await _made_again(conn, account_id, sid, now, idle)
+    if touched:
+        await sql.notify(conn, account_id)
+    return Ingested(stored=len(new), repeated=len(spans) - len(new), sessions=touched)
+
+
+def _row(account_id: UUID, span: SpanFacts, keys: dict[str, str]) -> dict[str, Any]:
+    key = key_of(span, keys)
+    return {
+        "account_id": account_id,
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_span_id,
+        "name": span.name[:2000],
+        "operation": span.operation[:200],
+        "start_ns": span.start,
+        "end_ns": span.end,
+        "failed": span.failed,
+        "service": span.service[:2000],
+        "conversation": span.conversation,
+        "session_key": key,
+        "runtime_session_id": session_id(account_id, key),
+        "turns": _encoded(span.turns) if span.turns else None,
+    }
+
+
+def _encoded(turns: Sequence[SpanTurn]) -> bytes:
+    return orjson.dumps([[t.role, t.kind, t.content, t.call_id, at, h] for t, at, h in turns])
+
+
+def _decoded(raw: bytes | None) -> tuple[SpanTurn, ...]:
+    if raw is None:
+        return ()
+    return tuple((Turn(r, k, c, i), at, h) for r, k, c, i, at, h in orjson.loads(raw))
+
+
+def facts_of_stored(span: sql.StoredSpan) -> SpanFacts:
+    return SpanFacts(
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        name=span.name,
+        operation=span.operation,
+        start=int(span.start_ns),
+        end=int(span.end_ns),
+        failed=span.failed,
+        service=span.service,
+        conversation=span.conversation,
+        turns=_decoded(span.turns),
+    )
+
+
+async def _made_again(
+    conn: AsyncConnection, account_id: UUID, sid: UUID, now: datetime, idle: timedelta
+) -> None:
+    """The session made again from all its spans; deleted when it has none left."""
+    stored = await sql.session_spans(conn, account_id, sid)
+    if not stored:
+        await sql.delete_session(conn, account_id, sid)
+        return
+    key = stored[0].session_key
+    records = session_records(account_id, key, [facts_of_stored(s) for s in stored], now, idle)
+    head, turns = records[0], records[1:]
+    assert isinstance(head, SessionRecord)
+    await sql.write_session(conn, head.model_dump(exclude={"type"}))
+    before = await sql.stored_turns(conn, account_id, sid)
+    changed = [r for r in turns if isinstance(r, ActivityRecord) and _differs(r, before)]
+    firsts = [r.ordinal for r in changed]
+    if changed:
+        await sql.write_turns(conn, [_turn_row(account_id, r) for r in changed])
+    if len(before) > len(turns):
+        await sql.drop_turns_from(conn, account_id, sid, len(turns))
+        firsts.append(len(turns))
+    if firsts:
+        await sql.mark_changed(conn, account_id, sid, min(firsts))
+
+
+def _differs(record: ActivityRecord, before: list[sql.StoredTurn]) -> bool:
+    if record.ordinal >= len(before):
+        return True
+    stored = before[record.ordinal]
+    digest = sql.turn_digest(record.role, record.kind, record.content)
+    return stored.digest != digest or stored.occurred_at != record.occurred_at
+
+
+def _turn_row(account_id: UUID, record: ActivityRecord) -> dict[str, Any]:
+    return {"account_id": account_id, **record.model_dump(exclude={"type", "api_usage_id"})}
