@@ -32,9 +32,10 @@ class StoredChunk:
 
 
 async def stale_sessions(
-    conn: AsyncConnection, account_id: UUID, policy: str
+    conn: AsyncConnection, account_id: UUID, policy: str, only: UUID | None = None
 ) -> list[StaleSession]:
-    """Sessions never chunked, or whose activity or chunking policy changed since."""
+    """Sessions never chunked, whose activity or chunking policy changed since, or whose
+    turns the live receiver changed (session_changes); with `only`, that session if it is."""
     rows = await conn.execute(
         sa.text(
             "SELECT s.id, act.n, act.last FROM runtime_sessions s "
@@ -43,14 +44,75 @@ async def stale_sessions(
             "  WHERE a.account_id = s.account_id AND a.runtime_session_id = s.id) AS act "
             "LEFT JOIN session_chunking k "
             "  ON k.account_id = s.account_id AND k.runtime_session_id = s.id "
-            "WHERE s.account_id = :account_id AND (k.runtime_session_id IS NULL "
+            "WHERE s.account_id = :account_id AND (s.id = :only OR :only IS NULL) "
+            "  AND (k.runtime_session_id IS NULL "
             "  OR k.policy <> :policy OR k.activity_count <> act.n "
-            "  OR k.last_ordinal IS DISTINCT FROM act.last) "
+            "  OR k.last_ordinal IS DISTINCT FROM act.last "
+            "  OR EXISTS (SELECT 1 FROM session_changes ch WHERE ch.account_id = s.account_id "
+            "    AND ch.runtime_session_id = s.id)) "
             "ORDER BY s.started_at, s.id"
         ),
-        {"account_id": account_id, "policy": policy},
+        {"account_id": account_id, "policy": policy, "only": only},
     )
     return [StaleSession(*row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """Where a session changed only at its end is chunked again from: the first turn of its
+    last stored chunk (`ordinal`), written from chunk index `chunk_index` on; the chunks
+    before it are kept, with their ids and vectors."""
+
+    ordinal: int
+    chunk_index: int
+
+
+async def restart_of(
+    conn: AsyncConnection, account_id: UUID, session_id: UUID, policy: str
+) -> Restart | None:
+    """Where the session can be chunked again from, if only its end changed: the live
+    receiver marked it changed from a turn at or after its last chunk's first turn, it was
+    chunked under this policy, and its chunks are all the indexer's, each from a turn.
+    None: it is chunked whole. The change mark is taken (deleted) in the caller's
+    transaction either way."""
+    row = (
+        await conn.execute(
+            sa.text(
+                "WITH change AS (DELETE FROM session_changes "
+                "  WHERE account_id = :a AND runtime_session_id = :s RETURNING from_ordinal), "
+                "chunks AS (SELECT c.chunk_index, c.id, a.ordinal FROM session_chunks c "
+                "  LEFT JOIN runtime_session_activity a "
+                "    ON a.account_id = c.account_id AND a.id = c.source_id "
+                "  WHERE c.account_id = :a AND c.runtime_session_id = :s), "
+                "last AS (SELECT ordinal FROM chunks ORDER BY chunk_index DESC LIMIT 1) "
+                "SELECT (SELECT from_ordinal FROM change), (SELECT ordinal FROM last), "
+                "  (SELECT min(chunk_index) FROM chunks "
+                "    WHERE ordinal >= (SELECT ordinal FROM last)), "
+                "  (SELECT count(*) FILTER (WHERE ordinal IS NULL) FROM chunks), "
+                "  EXISTS (SELECT 1 FROM session_chunking k WHERE k.account_id = :a "
+                "    AND k.runtime_session_id = :s AND k.policy = :policy)"
+            ),
+            {"a": account_id, "s": session_id, "policy": policy},
+        )
+    ).one()
+    changed, last, first_index, unmatched, same_policy = row
+    if changed is None or last is None or unmatched or not same_policy or changed < last:
+        return None
+    return Restart(last, first_index)
+
+
+async def activity_extent(
+    conn: AsyncConnection, account_id: UUID, session_id: UUID
+) -> tuple[int, int | None]:
+    """The session's turns: how many, and the last ordinal (what its chunking records)."""
+    a = t.runtime_session_activity.c
+    row = await conn.execute(
+        sa.select(sa.func.count(), sa.func.max(a.ordinal)).where(
+            a.account_id == account_id, a.runtime_session_id == session_id
+        )
+    )
+    count, last = row.one()
+    return int(count), last
 
 
 async def lock_session(conn: AsyncConnection, account_id: UUID, session_id: UUID) -> bool:

@@ -273,8 +273,8 @@ async def notify(conn: AsyncConnection, account_id: UUID) -> None:
 
 
 async def complete_idle(conn: AsyncConnection, idle_s: int) -> list[UUID]:
-    """Running live sessions with no span for idle_s seconds marked `completed`; the accounts
-    they are of."""
+    """Running live sessions with no span for idle_s seconds marked `completed`; the account
+    of each."""
     r = t.runtime_sessions.c
     rows = await conn.execute(
         sa.update(t.runtime_sessions)
@@ -286,4 +286,4 @@ async def complete_idle(conn: AsyncConnection, idle_s: int) -> list[UUID]:
         .values(status="completed")
         .returning(r.account_id)
     )
-    return sorted(set(rows.scalars()))
+    return list(rows.scalars())

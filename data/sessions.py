@@ -98,12 +98,14 @@ async def recent_sessions(
 
 
 async def activity_by_session(
-    conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID]
+    conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID], from_ordinal: int = 0
 ) -> dict[UUID, list[ActivityRow]]:
+    """The sessions' turns in order (from `from_ordinal` on; 0: all of them)."""
     a = t.runtime_session_activity.c
+    since = a.ordinal >= from_ordinal if from_ordinal else sa.true()
     rows = await conn.execute(
         sa.select(*_ACTIVITY_COLUMNS)
-        .where(a.account_id == account_id, a.runtime_session_id.in_(list(set(session_ids))))
+        .where(a.account_id == account_id, a.runtime_session_id.in_(list(set(session_ids))), since)
         .order_by(a.runtime_session_id, a.ordinal, a.id)
     )
     grouped: dict[UUID, list[ActivityRow]] = {sid: [] for sid in session_ids}

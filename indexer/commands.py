@@ -42,6 +42,7 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         repeat_min_share_percent=settings.repeat_min_share_percent,
         refit_growth_percent=settings.lexical_refit_growth_percent,
         template_min_sessions=settings.template_min_sessions,
+        session_idle_s=settings.session_idle_s,
     )
 
 
@@ -100,7 +101,10 @@ async def run_index(
         host, port = settings.indexer_metrics_host, settings.indexer_metrics_port
         start_http_server(port, addr=host)
         print(f"metrics on http://{host}:{port}/metrics", file=sys.stderr)
-    print(f"indexing every {settings.index_interval_s}s; Ctrl-C stops", file=sys.stderr)
+    print(
+        f"indexing every {settings.index_interval_s}s, and as sessions are ingested; Ctrl-C stops",
+        file=sys.stderr,
+    )
     await watch(engine, registry, config, settings.index_interval_s, stop)
     return 0
 

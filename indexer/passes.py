@@ -28,6 +28,7 @@ class IndexerConfig:
     repeat_min_share_percent: int = default_of("repeat_min_share_percent")
     refit_growth_percent: int = default_of("lexical_refit_growth_percent")
     template_min_sessions: int = default_of("template_min_sessions")
+    session_idle_s: int = default_of("session_idle_s")  # a running live session then completes
 
     @property
     def repeat(self) -> sql.RepeatRule:

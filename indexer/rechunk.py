@@ -14,7 +14,7 @@ from data.import_rows import content_hash
 from data.model_identity import ModelIdentity
 from data.sessions import activity_by_session
 from indexer import lexical
-from indexer.chunking import ChunkPolicy, Turn, chunk_id, chunk_session
+from indexer.chunking import Chunk, ChunkPolicy, Turn, chunk_id, chunk_session
 from indexer.embedders import Embedder
 
 
@@ -38,41 +38,61 @@ async def rechunk_session(
 ) -> int | None:
     """Write the session's chunks; the number written, or None when another worker has it.
 
-    Only chunks whose id the indexer derived are replaced or deleted: imported chunks stay."""
-    sized = policy_for(policy, embedder)
+    Only chunks whose id the indexer derived are replaced or deleted: imported chunks stay.
+    A session the live receiver changed only at its end is chunked from its last chunk's
+    first turn on: its earlier chunks keep their ids and vectors (data/chunk_writes.Restart)."""
+    sized, print_ = policy_for(policy, embedder), fingerprint(policy, embedder)
     async with engine.begin() as conn:
         if not await sql.lock_session(conn, account_id, session.id):
             return None
-        rows = (await activity_by_session(conn, account_id, [session.id]))[session.id]
+        if not await sql.stale_sessions(conn, account_id, print_, session.id):
+            return None  # another worker chunked it since it was listed
+        stored = {c.id: c for c in await sql.stored_chunks(conn, account_id, session.id)}
+        restart = await sql.restart_of(conn, account_id, session.id, print_)
+        if restart is not None and not all(_derived(session.id, c) for c in stored.values()):
+            restart = None
+        since = restart.ordinal if restart is not None else 0
+        rows = (await activity_by_session(conn, account_id, [session.id], since))[session.id]
         turns = [
             Turn(r.id, r.ordinal, r.occurred_at, r.role, r.kind, r.content, r.api_usage_id)
             for r in rows
         ]
+        offset = restart.chunk_index if restart is not None else 0
         chunks = chunk_session(turns, sized, embedder.token_cost)
-        stored = {c.id: c for c in await sql.stored_chunks(conn, account_id, session.id)}
-        wanted: dict[UUID, dict[str, Any]] = {}
-        for chunk in chunks:
-            cid = chunk_id(session.id, chunk.chunk_index)
-            wanted[cid] = {
-                "account_id": account_id,
-                "id": cid,
-                "runtime_session_id": session.id,
-                "source_kind": chunk.source_kind,
-                "source_id": chunk.source_id,
-                "chunk_index": chunk.chunk_index,
-                "occurred_at": chunk.occurred_at,
-                "role": chunk.role,
-                "content": chunk.content,
-                "content_hash": content_hash(chunk.content),
-            }
+        wanted = {
+            row["id"]: row for row in (_row(account_id, session.id, c, offset) for c in chunks)
+        }
         changed = _to_write(wanted, stored, embedder.identity)
-        ours = [c.id for c in stored.values() if c.id == chunk_id(session.id, c.chunk_index)]
+        ours = [
+            c.id for c in stored.values() if _derived(session.id, c) and c.chunk_index >= offset
+        ]
         await sql.upsert_chunks(conn, changed)
         await sql.delete_chunks(conn, account_id, [cid for cid in ours if cid not in wanted])
-        await sql.record_chunking(
-            conn, account_id, session, fingerprint(policy, embedder), len(chunks)
-        )
+        count, last = await sql.activity_extent(conn, account_id, session.id)
+        done = sql.StaleSession(session.id, count, last)
+        await sql.record_chunking(conn, account_id, done, print_, offset + len(chunks))
     return len(changed)
+
+
+def _derived(session_id: UUID, chunk: sql.StoredChunk) -> bool:
+    """Whether the indexer made the chunk (its id derived from the session and its index)."""
+    return chunk.id == chunk_id(session_id, chunk.chunk_index)
+
+
+def _row(account_id: UUID, session_id: UUID, chunk: Chunk, offset: int) -> dict[str, Any]:
+    index = offset + chunk.chunk_index
+    return {
+        "account_id": account_id,
+        "id": chunk_id(session_id, index),
+        "runtime_session_id": session_id,
+        "source_kind": chunk.source_kind,
+        "source_id": chunk.source_id,
+        "chunk_index": index,
+        "occurred_at": chunk.occurred_at,
+        "role": chunk.role,
+        "content": chunk.content,
+        "content_hash": content_hash(chunk.content),
+    }
 
 
 def _to_write(

@@ -5,7 +5,7 @@ and its dense one (indexer/embedding_pass.py), and builds or merges its own inde
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import time
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -16,7 +16,9 @@ from tqdm import tqdm
 
 from data import chunk_writes
 from data import indexing as sql
+from data import ingest as ingest_sql
 from data.account_indexes import BuiltIndex, ensure_large_account_indexes
+from data.changes import Wakeups, listening
 from data.own_index_rebuilds import Tail, fit_again, merge_due
 from indexer import lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
@@ -182,15 +184,46 @@ async def watch(
     interval_s: float,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Run passes until stopped; a failed pass is logged and the next one retries."""
+    """Run passes until stopped: a full pass over every account every interval_s (which also
+    completes the live sessions gone idle), and between them, as soon as the live receiver
+    notifies an account's change (data/changes.py), a pass over the accounts notified. A
+    failed pass is logged and the next one retries."""
     stop = stop or asyncio.Event()
-    while not stop.is_set():
-        try:
-            await index_once(engine, registry, config)
-        except Exception:
-            log.exception("index_pass_failed")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=interval_s)
+    async with listening(engine, Wakeups()) as wakeups:
+        due = 0.0
+        while not stop.is_set():
+            try:
+                if time.monotonic() >= due:
+                    wakeups.take()  # the full pass covers them
+                    await complete_idle(engine, config.session_idle_s)
+                    await index_once(engine, registry, config)
+                    due = time.monotonic() + interval_s
+                elif accounts := wakeups.take():
+                    await index_once(engine, registry, config, account_ids=accounts)
+            except Exception:
+                log.exception("index_pass_failed")
+            await _until(stop, wakeups, due - time.monotonic())
+
+
+async def _until(stop: asyncio.Event, wakeups: Wakeups, timeout_s: float) -> None:
+    """Wait until stopped, woken, or timeout_s passed."""
+    if wakeups.accounts or timeout_s <= 0:
+        return
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wakeups.event.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()
+
+
+async def complete_idle(engine: AsyncEngine, idle_s: int) -> int:
+    """The running live sessions with no span for idle_s marked completed; how many."""
+    async with engine.begin() as conn:
+        accounts = await ingest_sql.complete_idle(conn, idle_s)
+    if accounts:
+        log.info("idle_sessions_completed", sessions=len(accounts), accounts=len(set(accounts)))
+    return len(accounts)
 
 
 async def _unavailable(

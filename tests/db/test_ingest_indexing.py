@@ -1,0 +1,166 @@
+"""A running session indexed as it grows: chunked from its last passage on (earlier chunks
+keep their ids and vectors), indexers woken at commit, several indexers sharing one stream
+with nothing twice and nothing missed, idle sessions completed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from data.engine import make_engine
+from indexer.embedders import Registry
+from indexer.worker import complete_idle, index_once, watch
+from tests.db.test_ingest import BOTH
+from tests.support.indexing import CONFIG, WORDS, WORDS_ONLY, rows
+from tests.support.otlp import Agent, post
+from tests.support.world import World
+from transfer.formats.spans import session_id
+from transfer.importing import import_lines
+
+
+async def an_account(engine: AsyncEngine) -> tuple[uuid.UUID, str]:
+    world = World()
+    account, key = world.account("live", scopes=BOTH, model=str(WORDS))
+    async with engine.begin() as conn:
+        await import_lines(conn, "accounts", [json.dumps(line) for line in world.lines])
+    return uuid.UUID(account), key
+
+
+def words(topic: str, n: int = 30) -> str:
+    return " ".join(f"{topic}{j}" for j in range(n))
+
+
+async def chunks(engine: AsyncEngine, sid: uuid.UUID) -> dict[int, Any]:
+    found = await rows(
+        engine,
+        "SELECT chunk_index, id, content, embedding::text AS vector, embedded_at "
+        "FROM session_chunks WHERE runtime_session_id = :s ORDER BY chunk_index",
+        s=sid,
+    )
+    return {row.chunk_index: row for row in found}
+
+
+async def test_a_running_session_is_chunked_from_its_last_passage_on(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    account, key = await an_account(engine)
+    agent = Agent("conv-grow")
+    sid = session_id(account, "conv-grow")
+    registry = Registry(WORDS_ONLY)
+    for turn in range(4):
+        agent.user(words(f"ask{turn}x"))
+        agent.chat(words(f"reply{turn}x"))
+    await post(client, key, agent.spans)
+    await index_once(engine, registry, CONFIG)
+    before = await chunks(engine, sid)
+    assert len(before) >= 4 and all(row.vector is not None for row in before.values())
+    for turn in range(4, 6):
+        agent.user(words(f"ask{turn}x"))
+        agent.chat(words(f"reply{turn}x"))
+    await post(client, key, agent.spans[-2:])
+    report = await index_once(engine, registry, CONFIG)
+    after = await chunks(engine, sid)
+    assert len(after) > len(before)
+    last = max(before)
+    for index in range(last):  # every chunk but the last: the same id, text and vector
+        assert after[index] == before[index], index
+    assert report.chunks_written <= len(after) - last
+    assert all(row.vector is not None for row in after.values())
+    assert words("reply5x") in after[max(after)].content
+
+
+async def test_a_change_before_the_last_passage_chunks_the_session_whole(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    account, key = await an_account(engine)
+    agent = Agent("conv-late")
+    for turn in range(4):
+        agent.user(words(f"ask{turn}x"))
+        agent.chat(words(f"reply{turn}x"))
+    early, rest = agent.spans[:1], agent.spans[1:]
+    await post(client, key, rest)
+    registry = Registry(WORDS_ONLY)
+    await index_once(engine, registry, CONFIG)
+    await post(client, key, early)  # the first model call, late: its reply is turn 1
+    await index_once(engine, registry, CONFIG)
+    stored = await chunks(engine, session_id(account, "conv-late"))
+    whole = "\n".join(c.content for c in stored.values())
+    assert words("reply0x") in whole
+    assert whole.index(words("reply0x")) < whole.index(words("reply1x"))
+
+
+async def test_two_indexers_share_a_stream_with_nothing_twice_and_nothing_missed(
+    engine: AsyncEngine, client: httpx.AsyncClient, database_url: str
+) -> None:
+    account, key = await an_account(engine)
+    agents = [Agent(f"conv-{n}") for n in range(12)]
+    for agent in agents:
+        agent.user(words(f"{agent.conversation}q"))
+        agent.chat(words(f"{agent.conversation}a"))
+    await post(client, key, [s for a in agents for s in a.spans])
+    other = make_engine(database_url, pool_size=5)
+    embedded: list[int] = []
+    try:
+        reports = await asyncio.gather(
+            index_once(engine, Registry(WORDS_ONLY), CONFIG),
+            index_once(other, Registry(WORDS_ONLY), CONFIG),
+        )
+    finally:
+        await other.dispose()
+    embedded = [r.chunks_embedded for r in reports]
+    total = await rows(
+        engine,
+        "SELECT count(*) AS n, count(*) FILTER (WHERE embedding_state = 'embedded') AS done "
+        "FROM session_chunks WHERE account_id = :a",
+        a=account,
+    )
+    assert total[0].done == total[0].n > 0
+    assert sum(embedded) == total[0].n  # each chunk embedded by one indexer, once
+    assert sum(r.sessions_chunked for r in reports) == len(agents)
+
+
+async def test_the_ingest_wakes_a_watching_indexer_at_commit(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    account, key = await an_account(engine)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 3600, stop))
+    try:
+        await asyncio.sleep(0.5)  # its first full pass, over nothing
+        agent = Agent("conv-wake")
+        agent.user(words("wake"))
+        agent.chat(words("woken"))
+        started = time.monotonic()
+        await post(client, key, agent.spans)
+        sid = session_id(account, "conv-wake")
+        while not [c for c in (await chunks(engine, sid)).values() if c.vector is not None]:
+            assert time.monotonic() - started < 20, "no pass ran: the indexer was not woken"
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await watching
+    # the next full pass was an hour away: only the notification can have run this one
+
+
+async def test_a_running_session_idle_past_the_setting_is_completed(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    account, key = await an_account(engine)
+    agent = Agent("conv-idle")
+    agent.user("anyone there?")
+    await post(client, key, [agent.chat("yes")])
+    sid = session_id(account, "conv-idle")
+    status = "SELECT status FROM runtime_sessions WHERE id = :s"
+    assert (await rows(engine, status, s=sid))[0].status == "running"
+    assert await complete_idle(engine, 3600) == 0
+    assert (await rows(engine, status, s=sid))[0].status == "running"
+    assert await complete_idle(engine, 30) == 1  # its spans are a minute old
+    assert (await rows(engine, status, s=sid))[0].status == "completed"
+    await post(client, key, [agent.chat("still here")])  # a span afterwards: running again
+    assert (await rows(engine, status, s=sid))[0].status == "running"
