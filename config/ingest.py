@@ -49,7 +49,7 @@ class IngestSettings(BaseSettings):
 
     @field_validator("ingest_span_rate", "ingest_byte_rate")
     @classmethod
-    def _rates(cls, value: str | None) -> str | None:
+    def _ingest_rates(cls, value: str | None) -> str | None:
         if value is None or value.strip().lower() in {"", "off", "none", "0"}:
             return None
         parse_many(value)  # a ValueError naming the string it could not read

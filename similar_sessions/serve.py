@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import signal
 import socket
+import subprocess
 import sys
 
 from config.settings import Settings
@@ -80,8 +82,43 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> int:
         file=sys.stderr,
         flush=True,
     )
-    if workers == 1:
-        uvicorn.Server(config).run(sockets=[sock])
-    else:
-        Multiprocess(config, sockets=[sock]).run()
+    indexer = start_indexer() if settings.serve_indexes else None
+    try:
+        if workers == 1:
+            uvicorn.Server(config).run(sockets=[sock])
+        else:
+            Multiprocess(config, sockets=[sock]).run()
+    finally:
+        if indexer is not None:
+            stop_indexer(indexer)
     return 0
+
+
+def start_indexer() -> subprocess.Popen[bytes]:
+    """`index --watch` beside the server (SIMILAR_SESSIONS_SERVE_INDEXES), on the database it
+    serves (DATABASE_URL is set by then): it indexes what the server ingests as it commits.
+    On Linux it is ended with the server, however the server ends."""
+    print("indexing beside it (index --watch)", file=sys.stderr, flush=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "similar_sessions.cli", "index", "--watch"],
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_ended_with_parent if sys.platform == "linux" else None,
+    )
+
+
+def _ended_with_parent() -> None:
+    """In the child, before it runs: SIGTERM when the server's process dies (prctl)."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def stop_indexer(indexer: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (it finishes its batch), then SIGKILL if it has not ended in 10 s."""
+    indexer.terminate()
+    try:
+        indexer.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        indexer.kill()
+        indexer.wait()
