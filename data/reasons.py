@@ -30,6 +30,7 @@ class Reason(StrEnum):
     FAILURE_MODES_NOT_EMBEDDED = "failure_modes_not_embedded"
     FAILURE_MODES_REGROUPED = "failure_modes_regrouped"
     SEARCH_TEXT_CREDENTIAL_MASKED = "search_text_credential_masked"
+    SEARCH_DENSE_LEG_BEHIND = "search_dense_leg_behind"
 
 
 # The filters an answer names because they were asked for, not because it came up short.

@@ -153,6 +153,7 @@ async def run_demo(engine: AsyncEngine, settings: Settings, dense: bool = True) 
         f"demo account loaded: {loaded.sessions} tau-bench sessions, {loaded.activity} turns\n"
         f"indexed: {describe(loaded.report)}\n"
         f"API key (scope view_runtime_sessions): {demo.DEMO_API_KEY}\n"
+        f"ingest key (scope ingest_runtime_sessions, POST /v1/traces): {demo.DEMO_INGEST_KEY}\n"
         f"a session to start from: {some}\n"
         "serve it with `similar-sessions serve [--port PORT]` (8000 by default), then, with\n"
         "PORT set to the port it serves on:\n"

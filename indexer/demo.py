@@ -17,6 +17,8 @@ CORPUS = REPO_ROOT / "demo" / "tau-bench-airline-gpt4o.json"
 DEMO_NAMESPACE = UUID("0c4c0f5e-3d1b-4b8e-8f0a-7a3e2b9d6c41")
 DEMO_ACCOUNT_ID = uuid5(DEMO_NAMESPACE, "account")
 DEMO_API_KEY = "sk-demo-tau-bench-airline"  # documented on purpose: it opens only the demo account
+# documented too: it writes spans into the demo account (POST /v1/traces) and reads nothing
+DEMO_INGEST_KEY = "sk-demo-ingest-tau-bench-airline"
 DEMO_MODEL = ("local", "lexical-384", 384)  # fitted on the corpus when indexed
 # The sessions are spread over the days before the first load, so `windowDays` means something
 # on the demo; a later load reuses the first one's times (`first_session_at`), changing nothing.
@@ -70,7 +72,10 @@ def account_record(
         "name": "tau-bench airline (demo)",
         "embedding": setting,
         "features": ["similarSessions"],
-        "api_keys": [{"key": DEMO_API_KEY, "scopes": ["view_runtime_sessions"]}],
+        "api_keys": [
+            {"key": DEMO_API_KEY, "scopes": ["view_runtime_sessions"]},
+            {"key": DEMO_INGEST_KEY, "scopes": ["ingest_runtime_sessions"]},
+        ],
     }
 
 

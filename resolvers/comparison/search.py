@@ -18,6 +18,7 @@ from data import comparison as sql
 from data import comparison_details as details
 from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
+from data.indexing import pending_count
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
 from data.reasons import ASKED, Reason
@@ -79,6 +80,7 @@ async def search_sessions(
             with sql.within_budget():
                 await sql.ensure_configured(conn, plan(Caller.SEARCH, services.tuning).settings)
                 legs = await _legs(conn, services, search, dense, vector)
+                search = await _behind(conn, search, legs)
         except ComparisonTimedOut:
             return _empty(search.with_reasons(Reason.SIMILAR_COMPARISON_TIMED_OUT))
         ran = [leg for leg in legs if only is None or leg.leg is only]
@@ -196,6 +198,18 @@ async def _legs(
     leg = await dense_leg(conn, search.text, dense, vector, floor, searching, services.checks)
     legs.append(replace(leg, elapsed_ms=search.embed_ms + elapsed_ms(started)))
     return legs
+
+
+async def _behind(conn: AsyncConnection, search: Search, legs: list[LegAnswer]) -> Search:
+    """The search named behind when its dense leg ran while some of the account's passages
+    still wait for the dense model (it lags the lexical leg on sessions just ingested)."""
+    dense = next((leg for leg in legs if leg.leg is Leg.DENSE and leg.ran), None)
+    if dense is None or search.setting is None or search.setting.dense is None:
+        return search
+    waiting = await pending_count(
+        conn, search.text.account_id, search.setting.scope == "summaries_only", VectorSlot.DENSE
+    )
+    return search.with_reasons(Reason.SEARCH_DENSE_LEG_BEHIND) if waiting else search
 
 
 async def _answer(

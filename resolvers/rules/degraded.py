@@ -79,6 +79,10 @@ SENTENCES: dict[Reason, str] = {
         "The search text holds a credential; it was left out of the search, and no passage is "
         "found by it (shown passages have their credentials masked)."
     ),
+    Reason.SEARCH_DENSE_LEG_BEHIND: (
+        "Some of the account's passages are still waiting for the dense model (sessions "
+        "ingested moments ago); the search by meaning did not see them, its words did."
+    ),
 }
 REASON_ORDER = {code: i for i, code in enumerate(Reason)}
 # The sentences that name the window when one was asked for.

@@ -14,10 +14,15 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
+from data.model_identity import ModelIdentity
 from indexer.embedders import Registry
 from indexer.worker import complete_idle, index_once, watch
+from resolvers.arguments import SimilarArgs
+from resolvers.comparison.search import search_sessions
+from resolvers.services import Services
+from resolvers.tuning import Tuning
 from tests.db.test_ingest import BOTH
-from tests.support.indexing import CONFIG, WORDS, WORDS_ONLY, rows
+from tests.support.indexing import CONFIG, WORDS, WORDS_ONLY, Words, rows
 from tests.support.otlp import Agent, post
 from tests.support.world import World
 from transfer.formats.spans import session_id
@@ -164,3 +169,43 @@ async def test_a_running_session_idle_past_the_setting_is_completed(
     assert (await rows(engine, status, s=sid))[0].status == "completed"
     await post(client, key, [agent.chat("still here")])  # a span afterwards: running again
     assert (await rows(engine, status, s=sid))[0].status == "running"
+
+
+DENSE_WORDS = "local:dense-words-384@384"
+
+
+class DenseWords(Words):
+    def __init__(self) -> None:
+        super().__init__()
+        self.identity = ModelIdentity.parse(DENSE_WORDS)
+
+
+async def test_a_search_says_its_dense_leg_is_behind_while_ingested_passages_wait(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    world = World()
+    account, key = world.account("live", scopes=BOTH, model=str(WORDS))
+    provider, rest = DENSE_WORDS.split(":", 1)
+    name, dims = rest.rsplit("@", 1)
+    world.lines[-1]["embedding"]["dense"] = {
+        "provider": provider,
+        "model": name,
+        "dimensions": int(dims),
+    }
+    async with engine.begin() as conn:
+        await import_lines(conn, "accounts", [json.dumps(line) for line in world.lines])
+    both = Registry({**WORDS_ONLY, DENSE_WORDS: DenseWords})
+    agent = Agent("conv-dense")
+    agent.user(words("baggage"))
+    await post(client, key, [agent.chat(words("allowance"))])
+    await index_once(engine, both, CONFIG)
+    services = Services(engine, Tuning(), embedders=both)
+    caught_up = await search_sessions(services, uuid.UUID(account), "baggage3", SimilarArgs())
+    assert caught_up.results
+    assert "search_dense_leg_behind" not in caught_up.degraded.reasons
+    agent.user(words("stroller"))
+    await post(client, key, [agent.chat(words("gate"))])
+    await index_once(engine, Registry(WORDS_ONLY), CONFIG)  # no dense embedder: it lags
+    behind = await search_sessions(services, uuid.UUID(account), "stroller4", SimilarArgs())
+    assert behind.results  # the lexical leg found the new passage
+    assert "search_dense_leg_behind" in behind.degraded.reasons
