@@ -56,6 +56,24 @@ def turn_digest(role: str, kind: str, content: str) -> bytes:
     return hashlib.md5(f"{role}\x1f{kind}\x1f{content}".encode(), usedforsecurity=False).digest()
 
 
+async def lock_traces(conn: AsyncConnection, account_id: UUID, trace_ids: Sequence[str]) -> None:
+    """The traces held for this transaction, in one order: two requests with spans of one
+    trace (a root naming its conversation, a child naming none) put them in one session."""
+    keys = sorted({f"{account_id}:{trace}" for trace in trace_ids})
+    ordered = sa.select(sa.func.unnest(sa.cast(keys, ARRAY(sa.Text))).label("k")).order_by("k")
+    held = ordered.subquery()
+    await conn.execute(
+        sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(held.c.k, 0)))
+    )
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A transaction the server rolled back to resolve a conflict (deadlock, serialization):
+    done again, it goes through."""
+    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return isinstance(code, str) and code.startswith("40")
+
+
 async def known_conversations(
     conn: AsyncConnection, account_id: UUID, trace_ids: Sequence[str]
 ) -> dict[str, str]:

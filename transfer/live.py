@@ -24,13 +24,17 @@ from typing import Any
 from uuid import UUID
 
 import orjson
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import ingest as sql
+from data.errors import Unavailable
 from transfer.formats.conversation import Turn
 from transfer.formats.genai import SpanTurn
 from transfer.formats.spans import SpanFacts, key_of, session_id, session_records, trace_keys
 from transfer.import_format import ActivityRecord, SessionRecord
+
+CONFLICT_TRIES = 3
 
 
 @dataclass
@@ -49,9 +53,17 @@ async def ingest(
     now: datetime,
     idle: timedelta,
 ) -> Ingested:
-    """The spans stored and their sessions made again, in one transaction (see the module)."""
-    async with engine.begin() as conn:
-        return await ingest_in(conn, account_id, spans, now, idle)
+    """The spans stored and their sessions made again, in one transaction (see the module);
+    a transaction the server rolled back for a conflict is done again (at most 3 times, then
+    Unavailable: the exporter sends again after Retry-After)."""
+    for _ in range(CONFLICT_TRIES):
+        try:
+            async with engine.begin() as conn:
+                return await ingest_in(conn, account_id, spans, now, idle)
+        except DBAPIError as exc:
+            if not sql.is_conflict(exc):
+                raise
+    raise Unavailable("conflict")
 
 
 async def ingest_in(
@@ -63,6 +75,7 @@ async def ingest_in(
 ) -> Ingested:
     """ingest() in the caller's transaction."""
     unique = list({(s.trace_id, s.span_id): s for s in spans}.values())
+    await sql.lock_traces(conn, account_id, [s.trace_id for s in unique])
     keyless = [s.trace_id for s in unique if s.conversation is None]
     keys = trace_keys(unique, await sql.known_conversations(conn, account_id, keyless))
     named = {trace: key for trace, key in keys.items() if key != trace}

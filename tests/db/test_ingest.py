@@ -3,6 +3,7 @@ encoding, gzipped or not, as the file import makes them; the OTLP/HTTP answers; 
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import uuid
@@ -292,3 +293,30 @@ async def test_a_body_past_the_limit_is_413_and_a_gzip_bomb_is_refused_as_it_inf
         assert plain.status_code == 413
         small = body_of(billing_agent().spans)
         assert (await client.post("/v1/traces", content=small, headers=headers)).status_code == 200
+
+
+async def test_a_trace_sent_in_two_requests_at_once_lands_in_one_session(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """The children name no conversation, their root does; the two requests race."""
+    [(account, key)] = await accounts(engine, BOTH)
+    for n in range(6):
+        agent = billing_agent(f"race-{n}")
+        root = agent.finish()
+        children = [
+            GenSpan(
+                s.trace,
+                s.span,
+                s.name,
+                s.start,
+                s.end,
+                {k: v for k, v in s.attributes.items() if k != "gen_ai.conversation.id"},
+                s.parent,
+            )
+            for s in agent.spans
+            if s is not root
+        ]
+        answers = await asyncio.gather(post(client, key, children), post(client, key, [root]))
+        assert [a.status_code for a in answers] == [200, 200]
+        assert await session(engine, session_id(account, agent.trace)) is None
+        assert len(await replay(engine, session_id(account, f"race-{n}"))) == 5
