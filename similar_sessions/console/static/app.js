@@ -2,6 +2,7 @@
 
 import { Forbidden, RequestFailed, Unauthorized, apiKey, graphql, graphqlPartial, refusal } from "./api.js";
 import { h, sessionHref } from "./dom.js";
+import { followRunning } from "./live.js";
 import {
   keepScrollPosition,
   knownFeatures,
@@ -214,9 +215,8 @@ function sessionPage(viewer, session, { withSimilar, filter, similarError, timel
   const parts = [header];
   const withPanel = viewer.features.includes(FEATURE);
   if (groupSection && withPanel) header.append(groupSection);
-  if (withPanel) {
-    parts.push(
-      similarPanel(session.id, {
+  const panel = withPanel
+    ? similarPanel(session.id, {
         open: withSimilar,
         answer: withSimilar ? session.similarSessions : null,
         error: similarError,
@@ -225,9 +225,9 @@ function sessionPage(viewer, session, { withSimilar, filter, similarError, timel
         sessionStatus: session.status,
         onToggle: rememberPanel,
         onUnauthorized: () => showSignIn("Your API key is no longer accepted. Sign in again."),
-      }),
-    );
-  }
+      })
+    : null;
+  if (panel) parts.push(panel.element);
   parts.push(replay.element);
 
   async function land() {
@@ -237,6 +237,13 @@ function sessionPage(viewer, session, { withSimilar, filter, similarError, timel
     // Back returns to where the operator was; a fresh link lands on its step.
     const restored = restoreScrollPosition();
     if (anchor) await replay.reveal(anchor[1], { scroll: !restored });
+    // A running session's replay and neighbours keep up with it while the page is shown.
+    followRunning(session, {
+      header,
+      replay,
+      panel,
+      onUnauthorized: () => showSignIn("Your API key is no longer accepted. Sign in again."),
+    });
   }
   window.onhashchange = () => {
     const anchor = ANCHOR.exec(window.location.hash);

@@ -42,3 +42,21 @@ export function sessionHref(sessionId) {
 export function plural(count, one, many = `${one}s`) {
   return `${count.toLocaleString()} ${count === 1 ? one : many}`;
 }
+
+/**
+ * Runs `change` (which redraws part of the page) keeping the reader's place: the element at
+ * the top of the view stays where it was on the screen, whatever grew or shrank above it
+ * (browsers without scroll anchoring would move it; where the browser kept it, nothing moves).
+ */
+export function keepingPlace(change) {
+  const view = document.getElementById("view") ?? document.body;
+  const anchor = document.elementFromPoint(view.getBoundingClientRect().left + 4, 4);
+  const kept = anchor && view.contains(anchor) && anchor !== view ? anchor : null;
+  const before = kept?.getBoundingClientRect().top;
+  const result = change();
+  if (kept?.isConnected) {
+    const moved = kept.getBoundingClientRect().top - before;
+    if (Math.abs(moved) >= 0.5) window.scrollBy(0, moved);
+  }
+  return result;
+}

@@ -149,6 +149,17 @@ query ConsoleReplay($id: UUID!, $first: Int!, $after: String) {
 }
 ${REPLAY_FIELDS}`;
 
+// A running session's page, every few seconds: its status and last activity, and (when the
+// replay shown reaches its end) the turns after the last one shown.
+export const LIVE_SESSION = `
+query ConsoleLiveSession($id: UUID!, $first: Int!, $after: String, $atEnd: Boolean!) {
+  runtimeSession(id: $id) {
+    id status lastActivityAt
+    replayPage(first: $first, after: $after) @include(if: $atEnd) { ...ConsoleReplayPage }
+  }
+}
+${REPLAY_FIELDS}`;
+
 // The failure modes page: a window's groups of sessions of one status, ten at a time.
 export const FAILURE_WINDOWS = [1, 7, 30];
 export const FAILURE_GROUPS = 10;

@@ -71,10 +71,18 @@ function renderEntry(entry) {
  * per "Show more" and per request while looking for a linked turn.
  */
 export function replayView(firstPage, { fetchPage, pageSize, seekSize, onShown, onProblem }) {
-  const list = h("ol", { class: "entries" });
+  // Turns are not read out as they arrive (the view is a live region): `news` says how many.
+  const list = h("ol", { class: "entries", "aria-live": "off" });
   const count = h("span", { class: "count" });
   const footer = h("div", { class: "replay-more" });
   const note = h("p", { class: "replay-note", role: "status" });
+  const news = h("p", { class: "visually-hidden", role: "status" });
+  const jump = h("button", { type: "button", class: "new-steps", hidden: true, onclick: showNew });
+  let unseen = []; // turns that arrived below the reader's view, not scrolled to yet
+  const seen = new IntersectionObserver((entries) => {
+    const shownNow = entries.filter((e) => e.isIntersecting).map((e) => e.target);
+    if (shownNow.length) markSeen(Math.max(...shownNow.map((el) => unseen.indexOf(el))));
+  });
   let cursor = firstPage.endCursor;
   let hasNext = firstPage.hasNextPage;
   let shown = 0;
@@ -172,14 +180,60 @@ export function replayView(firstPage, { fetchPage, pageSize, seekSize, onShown, 
     return true;
   }
 
+  /** Where the replay shown ends: the cursor after its last turn, and whether it is the
+   * replay's end (no page left to read), so turns that arrived since can follow it. */
+  function tail() {
+    return { after: cursor ?? null, atEnd: !hasNext && busy === null };
+  }
+
+  /** Appends the turns that arrived after `after` (the tail asked), leaving the turns shown
+   * as they are; those below the reader's view are offered by a "N new steps" button rather
+   * than scrolled to. Returns how many were appended. */
+  function grow(page, after) {
+    if (!tail().atEnd || after !== (cursor ?? null) || page.nodes.length === 0) return 0;
+    const before = shown;
+    if (!list.parentNode) empty.replaceWith(list);
+    append(page);
+    const added = [...list.children].slice(before);
+    const below = added.filter((el) => el.getBoundingClientRect().top >= window.innerHeight);
+    for (const el of below) seen.observe(el);
+    unseen.push(...below);
+    news.textContent = `${plural(added.length, "new step")} at the end of the replay.`;
+    renderJump();
+    return added.length;
+  }
+
+  function markSeen(upTo) {
+    if (upTo < 0) return;
+    for (const el of unseen.splice(0, upTo + 1)) seen.unobserve(el);
+    renderJump();
+  }
+
+  function renderJump() {
+    jump.hidden = unseen.length === 0;
+    jump.textContent = `↓ ${plural(unseen.length, "new step")}`;
+  }
+
+  /** Brings the first turn the reader has not seen into view, and focus to it. */
+  function showNew() {
+    const first = unseen[0];
+    if (!first) return;
+    markSeen(unseen.length - 1);
+    first.scrollIntoView({ block: "start" });
+    first.focus({ preventScroll: true });
+  }
+
   append(firstPage);
+  const empty = h("p", { class: "empty" }, "This session has no recorded activity.");
   const element = h(
     "section",
     { class: "replay", "aria-labelledby": "replay-title" },
     h("h2", { id: "replay-title" }, "Replay ", count),
     note,
-    shown || hasNext ? list : h("p", { class: "empty" }, "This session has no recorded activity."),
+    news,
+    shown || hasNext ? list : empty,
+    jump,
     footer,
   );
-  return { element, reveal, showAtLeast, shown: () => shown };
+  return { element, reveal, showAtLeast, shown: () => shown, tail, grow };
 }

@@ -2,9 +2,21 @@
 
 import { h, sessionHref, time } from "./dom.js";
 
+const RUNNING = "running";
+const RUNNING_TITLE = "Running: the agent is still sending this session's activity";
+
+/** A status as a pill; a running session's carries a live dot and says so in its tooltip. */
 export function status(value) {
   const known = /^[a-z_]+$/.test(value) ? value : "other";
-  return h("span", { class: `status status-${known}` }, value.replaceAll("_", " "));
+  const text = value.replaceAll("_", " ");
+  if (value !== RUNNING) return h("span", { class: `status status-${known}`, "data-status": value }, text);
+  return h(
+    "span",
+    { class: "status status-running is-live", "data-status": value, title: RUNNING_TITLE },
+    h("span", { class: "live-dot", "aria-hidden": "true" }),
+    text,
+    h("span", { class: "visually-hidden" }, " (still receiving activity)"),
+  );
 }
 
 function listHref(params) {
@@ -102,7 +114,10 @@ export function renderSearch(page, { isFirstPage, search, described }) {
 }
 
 export function renderSessionHeader(session) {
-  const fact = (term, ...value) => h("div", {}, h("dt", {}, term), h("dd", {}, ...value));
+  const fact = (term, ...value) => {
+    const name = `fact-${term.toLowerCase().replace(" ", "-")}`; // refreshSessionHeader finds it
+    return h("div", { class: name }, h("dt", {}, term), h("dd", {}, ...value));
+  };
   return h(
     "header",
     { class: "session-header" },
@@ -118,4 +133,17 @@ export function renderSessionHeader(session) {
       session.reference ? fact("Reference", h("code", {}, session.reference)) : null,
     ),
   );
+}
+
+/** The header of a session whose status or last activity changed, redrawn in place. */
+export function refreshSessionHeader(header, session) {
+  const fact = (name) => header.querySelector(`.fact-${name} dd`);
+  const shown = fact("status");
+  if (shown.firstElementChild?.dataset.status !== session.status) {
+    shown.replaceChildren(status(session.status));
+  }
+  const last = fact("last-activity");
+  if (last.firstElementChild?.getAttribute("datetime") !== session.lastActivityAt) {
+    last.replaceChildren(time(session.lastActivityAt));
+  }
 }

@@ -6,7 +6,7 @@
 import { RequestFailed, Unauthorized, graphqlPartial, refusal } from "./api.js";
 import { NOTHING_CLOSE, degradedNote, nothingCloseSentence, offersNearest, sentencesOf } from "./degraded.js";
 import { statusFilter } from "./filter.js";
-import { h, plural } from "./dom.js";
+import { h, keepingPlace, plural } from "./dom.js";
 import { alwaysOpen, rememberNeighbourStatus } from "./memory.js";
 import { nearestOffered, neighbourMatch, rankedSession } from "./passages.js";
 import {
@@ -24,6 +24,8 @@ const EMPTY = {
     "Nothing comparable: no other session of this account is embedded with the same model.",
   nothing_similar: "No similar sessions: no other session of this account came close to this one.",
 };
+// The most neighbours one request may ask for (the API's bound on `limit`).
+const REFRESH_LIMIT = 20;
 // The status every operator asks about first (issue #17: which failed sessions went like this).
 const ASKED_FIRST = "failed";
 
@@ -76,10 +78,10 @@ export function similarErrors(errors) {
 }
 
 /** One page of neighbours (the first with its timeline): `{answer, timelineError}`. */
-async function fetchPage(sessionId, filter, after) {
+async function fetchPage(sessionId, filter, after, limit = SIMILAR_LIMIT) {
   const variables = {
     id: sessionId,
-    limit: SIMILAR_LIMIT,
+    limit,
     maxMatches: MATCHES_PER_SESSION,
     status: filter ? [filter] : null,
   };
@@ -240,7 +242,8 @@ export function similarPanel(
     const state = current();
     results.replaceChildren(...content(state));
     body.setAttribute("aria-busy", String(state.status === "loading"));
-    status.textContent = announcement(state, filter);
+    const said = announcement(state, filter);
+    if (status.textContent !== said) status.textContent = said; // the same news is not said again
     const offered = new Set([ASKED_FIRST, ...seenStatuses(sessionId)]);
     if (sessionStatus) offered.add(sessionStatus);
     if (filter) offered.add(filter);
@@ -338,11 +341,54 @@ export function similarPanel(
   });
   if (current().status !== "idle") render();
 
-  return h(
+  /**
+   * The neighbours asked again, for a running session whose passages the indexer has taken
+   * since (its `sessionStatus` offered as a filter): the filter shown is redrawn in place, with
+   * as many neighbours as were shown and the reader's focus kept; the other filters' answers
+   * are forgotten, asked again when chosen. A collapsed panel asks nothing: opening it asks
+   * afresh. A refusal leaves the neighbours shown as they were.
+   */
+  async function refresh({ sessionStatus: now = sessionStatus } = {}) {
+    sessionStatus = now;
+    const state = current();
+    for (const [key, other] of states) {
+      if (other.sessionId !== sessionId || other === state || other.status === "loading") continue;
+      states.delete(key);
+    }
+    if (state.status !== "ready" || state.more === "loading") return;
+    if (body.hidden) {
+      state.status = "idle";
+      return;
+    }
+    let page;
+    try {
+      const shown = Math.min(REFRESH_LIMIT, Math.max(SIMILAR_LIMIT, state.results.length));
+      page = await fetchPage(sessionId, state.filter, null, shown);
+    } catch (error) {
+      if (error instanceof Unauthorized) onUnauthorized?.();
+      return;
+    }
+    if (state !== current() || state.status !== "ready" || state.more === "loading") return;
+    Object.assign(state, {
+      answer: page.answer,
+      timeline: page.answer.timeline,
+      timelineError: page.timelineError,
+      results: page.answer.results,
+      error: null,
+      more: "idle",
+    });
+    const focusable = "a[href], button, input, select, [tabindex]";
+    const at = [...results.querySelectorAll(focusable)].indexOf(document.activeElement);
+    keepingPlace(render);
+    if (at >= 0) results.querySelectorAll(focusable)[at]?.focus({ preventScroll: true });
+  }
+
+  const element = h(
     "section",
     { class: "panel", "aria-labelledby": "similar-toggle" },
     h("h2", { class: "panel-heading" }, toggle),
     body,
     status,
   );
+  return { element, refresh };
 }
