@@ -169,89 +169,97 @@ async def move_strays(
     )
 
 
-async def insert_spans(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> list[UUID]:
-    """The spans stored, those already stored (the same account, trace and span) left as they
-    are; the session of each span new here."""
-    sessions: list[UUID] = []
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        stmt = insert(t.otlp_spans).values(list(rows[start : start + _ROWS_PER_INSERT]))
-        result = await conn.execute(
-            stmt.on_conflict_do_nothing().returning(t.otlp_spans.c.runtime_session_id)
-        )
-        sessions += result.scalars()
-    return sessions
+async def insert_spans(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """The spans stored (one already stored, the same account, trace and span, is left)."""
+    if rows:
+        await conn.execute(insert(t.otlp_spans).on_conflict_do_nothing(), list(rows))
 
 
 async def session_spans(
-    conn: AsyncConnection, account_id: UUID, session_id: UUID
-) -> list[StoredSpan]:
+    conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID]
+) -> dict[UUID, list[StoredSpan]]:
+    """The sessions' stored spans, by session."""
     s = t.otlp_spans.c
     rows = await conn.execute(
-        sa.select(*_SPAN_COLUMNS).where(
-            s.account_id == account_id, s.runtime_session_id == session_id
+        sa.select(s.runtime_session_id, *_SPAN_COLUMNS).where(
+            s.account_id == account_id, s.runtime_session_id.in_(list(session_ids))
         )
     )
-    return [StoredSpan(*row) for row in rows]
+    found: dict[UUID, list[StoredSpan]] = {}
+    for sid, *span in rows:
+        found.setdefault(sid, []).append(StoredSpan(*span))
+    return found
 
 
 async def stored_turns(
-    conn: AsyncConnection, account_id: UUID, session_id: UUID
-) -> list[StoredTurn]:
-    """The session's replay as stored: each turn's ordinal, time and digest, in order."""
+    conn: AsyncConnection, account_id: UUID, session_ids: Sequence[UUID]
+) -> dict[UUID, list[StoredTurn]]:
+    """The sessions' replays as stored: each turn's ordinal, time and digest, in order."""
     a = t.runtime_session_activity.c
     digest = sa.func.decode(
         sa.func.md5(sa.func.convert_to(a.role + "\x1f" + a.kind + "\x1f" + a.content, "UTF8")),
         "hex",
     )
     rows = await conn.execute(
-        sa.select(a.ordinal, a.occurred_at, digest)
-        .where(a.account_id == account_id, a.runtime_session_id == session_id)
-        .order_by(a.ordinal)
+        sa.select(a.runtime_session_id, a.ordinal, a.occurred_at, digest)
+        .where(a.account_id == account_id, a.runtime_session_id.in_(list(session_ids)))
+        .order_by(a.runtime_session_id, a.ordinal)
     )
-    return [StoredTurn(*row) for row in rows]
+    found: dict[UUID, list[StoredTurn]] = {}
+    for sid, *turn in rows:
+        found.setdefault(sid, []).append(StoredTurn(*turn))
+    return found
 
 
-async def write_session(conn: AsyncConnection, row: dict[str, Any]) -> None:
+async def write_sessions(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """Each session's row as made again (the rows exist: lock_sessions made them)."""
+    if not rows:
+        return
     r = t.runtime_sessions.c
-    await conn.execute(
+    names = [k for k in rows[0] if k not in ("account_id", "id")]
+    stmt = (
         sa.update(t.runtime_sessions)
-        .where(r.account_id == row["account_id"], r.id == row["id"])
-        .values({k: v for k, v in row.items() if k not in ("account_id", "id")})
+        .where(r.account_id == sa.bindparam("b_account_id"), r.id == sa.bindparam("b_id"))
+        .values({name: sa.bindparam(f"b_{name}") for name in names})
     )
+    await conn.execute(stmt, [{f"b_{k}": v for k, v in row.items()} for row in rows])
 
 
 async def write_turns(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Turns written by id, new or in place of what their ordinal held."""
-    table = t.runtime_session_activity
-    for start in range(0, len(rows), _ROWS_PER_INSERT):
-        stmt = insert(table).values(list(rows[start : start + _ROWS_PER_INSERT]))
-        changed = ("ordinal", "occurred_at", "role", "kind", "content")
+    if not rows:
+        return
+    stmt = insert(t.runtime_session_activity)
+    changed = ("ordinal", "occurred_at", "role", "kind", "content")
+    await conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["account_id", "id"],
+            set_={name: stmt.excluded[name] for name in changed},
+        ),
+        list(rows),
+    )
+
+
+async def drop_turns_from(conn: AsyncConnection, account_id: UUID, cut: Mapping[UUID, int]) -> None:
+    """Each session's turns from its ordinal on deleted."""
+    a = t.runtime_session_activity.c
+    for session_id, ordinal in cut.items():
         await conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["account_id", "id"],
-                set_={name: stmt.excluded[name] for name in changed},
+            sa.delete(t.runtime_session_activity).where(
+                a.account_id == account_id,
+                a.runtime_session_id == session_id,
+                a.ordinal >= ordinal,
             )
         )
 
 
-async def drop_turns_from(
-    conn: AsyncConnection, account_id: UUID, session_id: UUID, ordinal: int
-) -> None:
-    a = t.runtime_session_activity.c
-    await conn.execute(
-        sa.delete(t.runtime_session_activity).where(
-            a.account_id == account_id, a.runtime_session_id == session_id, a.ordinal >= ordinal
-        )
-    )
-
-
 async def mark_changed(
-    conn: AsyncConnection, account_id: UUID, session_id: UUID, from_ordinal: int
+    conn: AsyncConnection, account_id: UUID, changed: Mapping[UUID, int]
 ) -> None:
-    """The session's turns changed from this ordinal on (the earliest such ordinal kept)."""
-    stmt = insert(t.session_changes).values(
-        account_id=account_id, runtime_session_id=session_id, from_ordinal=from_ordinal
-    )
+    """Each session's turns changed from its ordinal on (the earliest such ordinal kept)."""
+    if not changed:
+        return
+    stmt = insert(t.session_changes)
     await conn.execute(
         stmt.on_conflict_do_update(
             index_elements=["account_id", "runtime_session_id"],
@@ -261,7 +269,11 @@ async def mark_changed(
                 ),
                 "changed_at": sa.func.now(),
             },
-        )
+        ),
+        [
+            {"account_id": account_id, "runtime_session_id": sid, "from_ordinal": ordinal}
+            for sid, ordinal in changed.items()
+        ],
     )
 
 

@@ -48,8 +48,8 @@ class IngestRates:
     """Each account's spans and bytes per second, per process (the settings' rates)."""
 
     def __init__(self, settings: Settings) -> None:
-        self.spans = RateLimits(settings.ingest_span_rate)
-        self.bytes = RateLimits(settings.ingest_byte_rate)
+        self.spans = RateLimits(settings.ingest_span_rate, weighted=True)
+        self.bytes = RateLimits(settings.ingest_byte_rate, weighted=True)
 
     async def admit(self, account: str, spans: int, size: int) -> None:
         """Count the request's spans and bytes; Refused (429) when either rate would pass."""

@@ -10,15 +10,25 @@ import time
 
 from limits import RateLimitItem, parse_many
 from limits.aio.storage import MemoryStorage
-from limits.aio.strategies import MovingWindowRateLimiter
+from limits.aio.strategies import (
+    MovingWindowRateLimiter,
+    RateLimiter,
+    SlidingWindowCounterRateLimiter,
+)
 
 
 class RateLimits:
-    """The configured rates, each counted per key; no rates, no limit."""
+    """The configured rates, each counted per key; no rates, no limit. `weighted`: counted
+    in a sliding window of two counters (what `limits` keeps per unit of cost in a moving
+    window, one entry per unit, would be millions of entries for a rate of bytes)."""
 
-    def __init__(self, spec: str | None) -> None:
+    def __init__(self, spec: str | None, *, weighted: bool = False) -> None:
         self.items: list[RateLimitItem] = parse_many(spec) if spec else []
-        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+        self.limiter: RateLimiter = (
+            SlidingWindowCounterRateLimiter(MemoryStorage())
+            if weighted
+            else MovingWindowRateLimiter(MemoryStorage())
+        )
 
     async def admit(self, key: str, cost: int = 1) -> tuple[RateLimitItem, int] | None:
         """Count one request of `key` (`cost` units of it); None when every rate allows it,

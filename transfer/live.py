@@ -31,7 +31,14 @@ from data import ingest as sql
 from data.errors import Unavailable
 from transfer.formats.conversation import Turn
 from transfer.formats.genai import SpanTurn
-from transfer.formats.spans import SpanFacts, key_of, session_id, session_records, trace_keys
+from transfer.formats.spans import (
+    SpanFacts,
+    key_of,
+    needed_by,
+    session_id,
+    session_records,
+    trace_keys,
+)
 from transfer.import_format import ActivityRecord, SessionRecord
 
 CONFLICT_TRIES = 3
@@ -41,9 +48,9 @@ CONFLICT_TRIES = 3
 class Ingested:
     """What one request changed: spans stored, spans already stored, sessions made again."""
 
-    stored: int = 0
-    repeated: int = 0
-    sessions: list[UUID] = field(default_factory=list)
+    stored: int
+    repeated: int
+    sessions: list[UUID]
 
 
 async def ingest(
@@ -80,20 +87,85 @@ async def ingest_in(
     keys = trace_keys(unique, await sql.known_conversations(conn, account_id, keyless))
     named = {trace: key for trace, key in keys.items() if key != trace}
     strays = await sql.strays(conn, account_id, named)
-    targets = {session_id(account_id, key_of(s, keys)): key_of(s, keys) for s in unique}
-    left = {sid for ids in strays.values() for sid in ids} - targets.keys()
-    await sql.lock_sessions(conn, account_id, {**dict.fromkeys(left, ""), **targets}, now)
+    arriving: dict[UUID, list[SpanFacts]] = {}
+    for span in unique:
+        arriving.setdefault(session_id(account_id, key_of(span, keys)), []).append(span)
+    moved = {session_id(account_id, named[trace]) for trace in strays}
+    moved |= {sid for ids in strays.values() for sid in ids}
+    conversations = {sid: key_of(group[0], keys) for sid, group in arriving.items()}
+    await sql.lock_sessions(conn, account_id, {**dict.fromkeys(moved, ""), **conversations}, now)
     for trace in strays:
         key = named[trace]
         await sql.move_strays(conn, account_id, trace, key, session_id(account_id, key))
-    new = await sql.insert_spans(conn, [_row(account_id, s, keys) for s in unique])
-    moved = {session_id(account_id, named[trace]) for trace in strays}
-    touched = sorted(set(new) | moved | left)
-    for sid in touched:
-        await _made_again(conn, account_id, sid, now, idle)
-    if touched:
-        await sql.notify(conn, account_id)
-    return Ingested(stored=len(new), repeated=len(spans) - len(new), sessions=touched)
+    sessions = sorted(arriving.keys() | moved)
+    writes = _Writes()
+    stored = await sql.session_spans(conn, account_id, sessions)
+    turns = await sql.stored_turns(conn, account_id, sessions)
+    for sid in sessions:
+        have = stored.get(sid, [])
+        known = {(s.trace_id, s.span_id) for s in have}
+        fresh = [s for s in arriving.get(sid, []) if (s.trace_id, s.span_id) not in known]
+        if not fresh and sid not in moved:
+            continue  # every span of it was stored before: an exporter's retry
+        before = [_facts_of_stored(s) for s in have]
+        fresh = needed_by(before + fresh, fresh)  # what the calls sent again left out
+        writes.spans += [_row(account_id, s, keys) for s in fresh]
+        key = conversations.get(sid) or next((s.session_key for s in have), "")
+        writes.made_again(account_id, (sid, key), before + fresh, turns.get(sid, []), (now, idle))
+    await writes.run(conn, account_id)
+    return Ingested(len(writes.spans), len(spans) - len(writes.spans), writes.sessions)
+
+
+@dataclass
+class _Writes:
+    """What one request writes, gathered over its sessions and written in a few statements."""
+
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    sessions: list[UUID] = field(default_factory=list)
+    heads: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    cut: dict[UUID, int] = field(default_factory=dict)  # turns dropped from this ordinal on
+    changed: dict[UUID, int] = field(default_factory=dict)  # the first turn that changed
+    emptied: list[UUID] = field(default_factory=list)
+
+    def made_again(
+        self,
+        account_id: UUID,
+        session: tuple[UUID, str],
+        spans: list[SpanFacts],
+        before: list[sql.StoredTurn],
+        clock: tuple[datetime, timedelta],
+    ) -> None:
+        """The session (id, conversation) made again from all its spans: its row, the turns
+        that changed; emptied when it has none left."""
+        sid, key = session
+        self.sessions.append(sid)
+        if not spans:
+            self.emptied.append(sid)
+            return
+        records = session_records(account_id, key, spans, *clock)
+        head, turns = records[0], records[1:]
+        assert isinstance(head, SessionRecord)
+        self.heads.append(head.model_dump(exclude={"type"}))
+        changed = [r for r in turns if isinstance(r, ActivityRecord) and _differs(r, before)]
+        self.turns += [_turn_row(account_id, r) for r in changed]
+        firsts = [r.ordinal for r in changed]
+        if len(before) > len(turns):
+            self.cut[sid] = len(turns)
+            firsts.append(len(turns))
+        if firsts:
+            self.changed[sid] = min(firsts)
+
+    async def run(self, conn: AsyncConnection, account_id: UUID) -> None:
+        await sql.insert_spans(conn, self.spans)
+        await sql.write_sessions(conn, self.heads)
+        await sql.write_turns(conn, self.turns)
+        await sql.drop_turns_from(conn, account_id, self.cut)
+        await sql.mark_changed(conn, account_id, self.changed)
+        for sid in self.emptied:
+            await sql.delete_session(conn, account_id, sid)
+        if self.sessions:
+            await sql.notify(conn, account_id)
 
 
 def _row(account_id: UUID, span: SpanFacts, keys: dict[str, str]) -> dict[str, Any]:
@@ -120,13 +192,8 @@ def _encoded(turns: Sequence[SpanTurn]) -> bytes:
     return orjson.dumps([[t.role, t.kind, t.content, t.call_id, at, h] for t, at, h in turns])
 
 
-def _decoded(raw: bytes | None) -> tuple[SpanTurn, ...]:
-    if raw is None:
-        return ()
-    return tuple((Turn(r, k, c, i), at, h) for r, k, c, i, at, h in orjson.loads(raw))
-
-
-def facts_of_stored(span: sql.StoredSpan) -> SpanFacts:
+def _facts_of_stored(span: sql.StoredSpan) -> SpanFacts:
+    entries = orjson.loads(span.turns) if span.turns else []
     return SpanFacts(
         trace_id=span.trace_id,
         span_id=span.span_id,
@@ -138,33 +205,8 @@ def facts_of_stored(span: sql.StoredSpan) -> SpanFacts:
         failed=span.failed,
         service=span.service,
         conversation=span.conversation,
-        turns=_decoded(span.turns),
+        turns=tuple((Turn(r, k, c, i), at, h) for r, k, c, i, at, h in entries),
     )
-
-
-async def _made_again(
-    conn: AsyncConnection, account_id: UUID, sid: UUID, now: datetime, idle: timedelta
-) -> None:
-    """The session made again from all its spans; deleted when it has none left."""
-    stored = await sql.session_spans(conn, account_id, sid)
-    if not stored:
-        await sql.delete_session(conn, account_id, sid)
-        return
-    key = stored[0].session_key
-    records = session_records(account_id, key, [facts_of_stored(s) for s in stored], now, idle)
-    head, turns = records[0], records[1:]
-    assert isinstance(head, SessionRecord)
-    await sql.write_session(conn, head.model_dump(exclude={"type"}))
-    before = await sql.stored_turns(conn, account_id, sid)
-    changed = [r for r in turns if isinstance(r, ActivityRecord) and _differs(r, before)]
-    firsts = [r.ordinal for r in changed]
-    if changed:
-        await sql.write_turns(conn, [_turn_row(account_id, r) for r in changed])
-    if len(before) > len(turns):
-        await sql.drop_turns_from(conn, account_id, sid, len(turns))
-        firsts.append(len(turns))
-    if firsts:
-        await sql.mark_changed(conn, account_id, sid, min(firsts))
 
 
 def _differs(record: ActivityRecord, before: list[sql.StoredTurn]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,9 +145,29 @@ def span_turns(span: GenAISpan) -> list[SpanTurn]:
 def replay(spans: list[tuple[int, int, list[SpanTurn]]]) -> list[tuple[Turn, int]]:
     """The turns of spans given as (start, end, their span_turns), in time order, each
     replayed once: a message a later model call sends again is not a turn again."""
+    return _replay(spans, ())[0]
+
+
+def needed_turns(
+    spans: list[tuple[int, int, list[SpanTurn]]], which: Collection[int]
+) -> dict[int, list[SpanTurn]]:
+    """Of the spans at these places, the turns a replay still needs: a key all of whose
+    turns in the span are skipped (sent again, and replayed before it as often) is left out.
+    Any span added later before it only replays more, so the replay of these spans stays
+    the same with or without what was left out."""
+    return _replay(spans, which)[1]
+
+
+def _replay(
+    spans: list[tuple[int, int, list[SpanTurn]]], which: Collection[int]
+) -> tuple[list[tuple[Turn, int]], dict[int, list[SpanTurn]]]:
     replayed: Counter[tuple[str, ...]] = Counter()
     turns: list[tuple[int, int, Turn]] = []
-    for _, _, span in sorted(spans, key=lambda s: (s[0], s[1])):
+    needed: dict[int, list[SpanTurn]] = {}
+    for place in sorted(range(len(spans)), key=lambda i: (spans[i][0], spans[i][1])):
+        span = spans[place][2]
+        if place in which:
+            needed[place] = _needed(span, replayed)
         sent: Counter[tuple[str, ...]] = Counter()
         for turn, time, history in span:
             key = _key(turn)
@@ -156,7 +176,19 @@ def replay(spans: list[tuple[int, int, list[SpanTurn]]]) -> list[tuple[Turn, int
                 continue
             replayed[key] += 1
             turns.append((time, len(turns), turn))
-    return [(turn, time) for time, _, turn in sorted(turns, key=lambda t: (t[0], t[1]))]
+    ordered = [(turn, time) for time, _, turn in sorted(turns, key=lambda t: (t[0], t[1]))]
+    return ordered, needed
+
+
+def _needed(span: list[SpanTurn], replayed: Counter[tuple[str, ...]]) -> list[SpanTurn]:
+    skippable: Counter[tuple[str, ...]] = Counter()
+    total: Counter[tuple[str, ...]] = Counter()
+    for turn, _, history in span:
+        key = _key(turn)
+        total[key] += 1
+        skippable[key] += 1 if history or turn.call_id else 0
+    dropped = {k for k, n in total.items() if skippable[k] == n and n <= replayed[k]}
+    return [entry for entry in span if _key(entry[0]) not in dropped]
 
 
 def replay_turns(spans: list[GenAISpan]) -> list[tuple[Turn, int]]:

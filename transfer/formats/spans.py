@@ -15,14 +15,14 @@ session ids and turns by either way in (docs/ingest.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from transfer.formats.conversation import title_of
-from transfer.formats.genai import GenAISpan, SpanTurn, replay, span_turns
+from transfer.formats.genai import GenAISpan, SpanTurn, needed_turns, replay, span_turns
 from transfer.formats.replay import Session, records_of, session_uuid
 from transfer.import_format import Record
 
@@ -129,18 +129,34 @@ def status_of(spans: Sequence[SpanFacts], now: datetime, idle: timedelta) -> str
     return "completed" if now - last >= idle else "running"
 
 
+def ordered(spans: Sequence[SpanFacts]) -> list[SpanFacts]:
+    """The spans in the one order every replay of them takes (start, then span id)."""
+    return sorted(spans, key=lambda s: (s.start, s.span_id))
+
+
+def needed_by(spans: Sequence[SpanFacts], fresh: Collection[SpanFacts]) -> list[SpanFacts]:
+    """The fresh spans (among `spans`, a session's) with only the turns its replay still
+    needs (transfer/formats/genai.needed_turns): what a model call sent again that the
+    session already replayed is left out, so a conversation is not stored once a call."""
+    spanned = ordered(spans)
+    places = {id(s): i for i, s in enumerate(spanned)}
+    which = {places[id(s)] for s in fresh}
+    needed = needed_turns([(s.start, s.end, list(s.turns)) for s in spanned], which)
+    return [replace(spanned[i], turns=tuple(needed[i])) for i in sorted(which)]
+
+
 def session_records(
     account_id: UUID, key: str, spans: Sequence[SpanFacts], now: datetime, idle: timedelta
 ) -> list[Record]:
     """The session of one conversation's spans and its turns, as import records; a
     ValueError naming what cannot be stored."""
-    ordered = sorted(spans, key=lambda s: (s.start, s.span_id))
+    spanned = ordered(spans)
     timed = [
         (turn, time_of(at))
-        for turn, at in replay([(s.start, s.end, list(s.turns)) for s in ordered])
+        for turn, at in replay([(s.start, s.end, list(s.turns)) for s in spanned])
     ]
-    root = next((s.name for s in ordered if not s.parent_span_id), "")
-    service = next((s.service for s in ordered if s.service), "")
+    root = next((s.name for s in spanned if not s.parent_span_id), "")
+    service = next((s.service for s in spanned if s.service), "")
     session = Session(
         id=session_id(account_id, key),
         account_id=account_id,
@@ -148,9 +164,9 @@ def session_records(
         source_type=SOURCE_TYPE,
         source_id=key,
         reference=" ".join(p for p in (service, root) if p),
-        status=status_of(ordered, now, idle),
-        started_at=time_of(ordered[0].start),
-        last_activity_at=time_of(max(max(s.end, s.start) for s in ordered)),
+        status=status_of(spanned, now, idle),
+        started_at=time_of(spanned[0].start),
+        last_activity_at=time_of(max(max(s.end, s.start) for s in spanned)),
     )
     return records_of(session, timed)
 
