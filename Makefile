@@ -13,6 +13,7 @@ LEXICAL ?=
 .PHONY: install run demo test test-unit test-db test-browser lint schema
 
 $(VENV)/.installed: pyproject.toml
+	@echo "installing into $(VENV) (the first time takes a few minutes)..."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -22,6 +23,7 @@ install: $(VENV)/.installed
 
 ifeq ($(LEXICAL),)
 demo: install
+	@echo "loading and indexing the demo corpus (the first time, MiniLM takes a minute or two)..."
 	$(BIN)/similar-sessions demo
 else
 demo: install

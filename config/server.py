@@ -75,8 +75,8 @@ class ServerSettings(BaseSettings):
     hnsw_ef_search_fitted: bool = setting(
         True,
         "comparisons on an account's own index run at the `hnsw.ef_search` fitted on its "
-        "vectors when it builds (the lowest of 100 and 200 whose recall@25 held against an exact "
-        "scan), when below `SIMILAR_SESSIONS_HNSW_EF_SEARCH`; `false`: always that one",
+        "vectors when it builds (the lowest of 100, 200 and 300 whose recall@25 held against an "
+        "exact scan), when below `SIMILAR_SESSIONS_HNSW_EF_SEARCH`; `false`: always that one",
     )
     hnsw_ef_search_retry: int = setting(
         1000,

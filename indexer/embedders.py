@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
+from cachetools import LRUCache
 
 from data.model_identity import ModelIdentity
 from indexer import lexical
@@ -52,10 +53,16 @@ def minilm() -> Embedder:
 BUILTIN: dict[str, Factory] = {str(lexical.UNFITTED): LexicalEmbedder, str(MINILM): minilm}
 
 
+# Embedders built per account (a lexical fit's, a provider's model) kept at once, the least
+# recently used let go past it: a server asked by many accounts holds this many, not all.
+# Each is small (a fit's weights, a client) and built again in milliseconds.
+RECENT_EMBEDDERS = 256
+
+
 class Registry:
-    """Embedders by model identity, each built on first use and kept: an identity's own
-    factory first, else its provider's; a fitted lexical identity is known once its fit
-    was handed over (`fitted`)."""
+    """Embedders by model identity, built on first use: an identity's own factory first
+    (kept: MiniLM loads its model once), else its provider's (kept among the recent ones);
+    a fitted lexical identity is known once its fit was handed over (`fitted`)."""
 
     def __init__(
         self,
@@ -65,24 +72,28 @@ class Registry:
         self.factories = dict(BUILTIN if factories is None else factories)
         self.providers = dict(providers or {})
         self._built: dict[str, Embedder] = {}
+        self._recent: LRUCache[str, Embedder] = LRUCache(maxsize=RECENT_EMBEDDERS)
 
     def get(self, identity: ModelIdentity) -> Embedder:
         key = str(identity)
-        if key not in self._built:
-            factory = self.factories.get(key)
-            provider = self.providers.get(identity.provider)
-            if factory is not None:
-                self._built[key] = factory()
-            elif provider is not None:
-                self._built[key] = provider(identity)
-            else:
-                known = ", ".join([*sorted(self.factories), *(f"{p}:*" for p in self.providers)])
-                raise EmbedderUnavailable(f"no embedder for {key} (this indexer has: {known})")
-        return self._built[key]
+        if key in self._built:
+            return self._built[key]
+        if key in self._recent:
+            return self._recent[key]
+        factory = self.factories.get(key)
+        provider = self.providers.get(identity.provider)
+        if factory is not None:
+            self._built[key] = factory()
+            return self._built[key]
+        if provider is not None:
+            self._recent[key] = provider(identity)
+            return self._recent[key]
+        known = ", ".join([*sorted(self.factories), *(f"{p}:*" for p in self.providers)])
+        raise EmbedderUnavailable(f"no embedder for {key} (this indexer has: {known})")
 
     def fitted(self, fit: Fit) -> Embedder:
         """The lexical embedder of this fit, under the fit's identity."""
         key = str(fit.identity)
-        if key not in self._built:
-            self._built[key] = LexicalEmbedder(fit)
-        return self._built[key]
+        if key not in self._recent:
+            self._recent[key] = LexicalEmbedder(fit)
+        return self._recent[key]

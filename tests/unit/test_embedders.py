@@ -141,3 +141,23 @@ def test_minilm_vectors_match_the_torch_models_reference() -> None:
     ours = Registry().get(MINILM).embed(reference["texts"])
     cosines = (ours * np.asarray(reference["vectors"], dtype=np.float32)).sum(axis=1)
     assert cosines.min() >= 0.999, cosines
+
+
+def test_the_registry_keeps_a_bounded_number_of_fitted_embedders() -> None:
+    """A server asked by many accounts keeps the recent fits, not every one it met; the
+    built-in models it keeps whatever the number of fits."""
+    from indexer import embedders
+
+    def fit(n: int) -> Fit:
+        one = np.array([n], dtype=np.uint64)
+        return Fit(1, one, np.array([1.0], dtype=np.float32), np.array([], dtype=np.uint64))
+
+    registry = Registry()
+    builtin = registry.get(UNFITTED)
+    first = registry.fitted(fit(0))
+    assert registry.fitted(fit(0)) is first
+    for n in range(1, embedders.RECENT_EMBEDDERS + 5):
+        registry.fitted(fit(n))
+    assert len(registry._recent) == embedders.RECENT_EMBEDDERS
+    assert registry.fitted(fit(0)) is not first  # let go, and built again when asked
+    assert registry.get(UNFITTED) is builtin
