@@ -4,11 +4,10 @@ indexes beside itself."""
 
 from __future__ import annotations
 
-from limits import parse_many
 from pydantic import field_validator
 from pydantic_settings import BaseSettings
 
-from config.fields import setting
+from config.fields import rate_or_none, setting
 
 
 class IngestSettings(BaseSettings):
@@ -50,7 +49,4 @@ class IngestSettings(BaseSettings):
     @field_validator("ingest_span_rate", "ingest_byte_rate")
     @classmethod
     def _ingest_rates(cls, value: str | None) -> str | None:
-        if value is None or value.strip().lower() in {"", "off", "none", "0"}:
-            return None
-        parse_many(value)  # a ValueError naming the string it could not read
-        return value.strip()
+        return rate_or_none(value)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from limits import parse_many
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
-from config.fields import ENV_PREFIX, REPO_ROOT, setting
+from config.fields import ENV_PREFIX, REPO_ROOT, rate_or_none, setting
 
 
 class ServerSettings(BaseSettings):
@@ -184,7 +183,4 @@ class ServerSettings(BaseSettings):
     @field_validator("rate_limit", "account_rate_limit")
     @classmethod
     def _rates(cls, value: str | None) -> str | None:
-        if value is None or value.strip().lower() in {"", "off", "none", "0"}:
-            return None
-        parse_many(value)  # a ValueError naming the string it could not read
-        return value.strip()
+        return rate_or_none(value)

@@ -19,7 +19,6 @@ from tests.support.otlp import (
     JSON,
     PROTOBUF,
     Agent,
-    GenSpan,
     body_of,
     hex_id,
     otlp_json,
@@ -27,6 +26,7 @@ from tests.support.otlp import (
     post,
     request_of,
     served,
+    unnamed,
 )
 from tests.support.transfer_files import write_file
 from tests.support.world import World
@@ -152,19 +152,8 @@ async def test_a_conversation_spans_traces_and_a_trace_that_names_it_late_joins_
     second.user("And April too?")
     second.chat("April was charged once.")
     root = second.finish(started=first.clock + 5)
-    children = [
-        GenSpan(
-            s.trace,
-            s.span,
-            s.name,
-            s.start,
-            s.end,
-            {k: v for k, v in s.attributes.items() if k != "gen_ai.conversation.id"},
-            s.parent,
-        )
-        for s in second.spans
-        if s is not root
-    ]  # the children name no conversation; only their root, which ends (and comes) last
+    # the children name no conversation; only their root, which ends (and comes) last
+    children = unnamed([s for s in second.spans if s is not root])
     assert (await post(client, key, first.spans)).status_code == 200
     assert (await post(client, key, children)).status_code == 200
     alone = session_id(account, second.trace)
@@ -303,19 +292,7 @@ async def test_a_trace_sent_in_two_requests_at_once_lands_in_one_session(
     for n in range(6):
         agent = billing_agent(f"race-{n}")
         root = agent.finish()
-        children = [
-            GenSpan(
-                s.trace,
-                s.span,
-                s.name,
-                s.start,
-                s.end,
-                {k: v for k, v in s.attributes.items() if k != "gen_ai.conversation.id"},
-                s.parent,
-            )
-            for s in agent.spans
-            if s is not root
-        ]
+        children = unnamed([s for s in agent.spans if s is not root])
         answers = await asyncio.gather(post(client, key, children), post(client, key, [root]))
         assert [a.status_code for a in answers] == [200, 200]
         assert await session(engine, session_id(account, agent.trace)) is None

@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -30,6 +30,7 @@ from similar_sessions.app import create_app
 # the spans' clock: a minute ago, so that a session of them is running (not idle yet)
 T0 = (time.time_ns() // 10**9 - 60) * 10**9
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
+CONVERSATION = "gen_ai.conversation.id"
 
 
 def hex_id(size: int, rng: random.Random | None = None) -> str:
@@ -63,6 +64,15 @@ class GenSpan:
         if self.error:
             span.status.code = Status.STATUS_CODE_ERROR
         return span
+
+
+def unnamed(spans: Sequence[GenSpan]) -> list[GenSpan]:
+    """The spans without their `gen_ai.conversation.id` (as an instrumentation that puts it on
+    the root alone sends them)."""
+    return [
+        replace(s, attributes={k: v for k, v in s.attributes.items() if k != CONVERSATION})
+        for s in spans
+    ]
 
 
 def _kv(key: str, value: Any) -> KeyValue:
