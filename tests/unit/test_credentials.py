@@ -11,7 +11,8 @@ import pytest
 from detect_secrets.plugins.base import RegexBasedDetector
 
 from indexer import credentials
-from indexer.lexical import features
+from indexer.lexical import Fit, LexicalEmbedder, features
+from resolvers.rules.shared_terms import shared_terms
 
 
 def _jwt() -> str:
@@ -136,3 +137,16 @@ def test_the_account_feature_shows_credentials() -> None:
     credentials.show_for(frozenset({"similarSessions", credentials.SHOWN_FEATURE}))
     assert credentials.shown(line) == line
     credentials.show_for(frozenset())
+
+
+def test_a_credential_in_template_text_is_no_shared_term() -> None:
+    # Leaving the template's words out casefolds the text: a credential must be left out
+    # before, or `akiaiosfodnn7example` is no AWS key any more and becomes a term.
+    template = "you are a helpful deploy agent for the platform team"
+    sessions = [[f"{template}. deploy {n} done"] for n in range(6)]
+    sessions += [[f"{template}. key AKIAIOSFODNN7EXAMPLE failed"] for _ in range(2)]
+    fitted = LexicalEmbedder(Fit.of_sessions(sessions, template_min_sessions=2))
+    one = fitted.weighted(f"{template}. key AKIAIOSFODNN7EXAMPLE failed again")
+    other = fitted.weighted(f"{template}. the key AKIAIOSFODNN7EXAMPLE failed")
+    assert "failed" in shared_terms(one, other)  # the template is left out, the rest counts
+    assert not any("akia" in word for word in [*one, *other])
