@@ -3,12 +3,17 @@ left alone, and a credential never becomes a lexical feature."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
+import threading
+from collections.abc import Iterator
 
 import pytest
 from detect_secrets.plugins.base import RegexBasedDetector
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer import credentials
 from indexer.lexical import Fit, LexicalEmbedder, features
@@ -150,3 +155,88 @@ def test_a_credential_in_template_text_is_no_shared_term() -> None:
     other = fitted.weighted(f"{template}. the key AKIAIOSFODNN7EXAMPLE failed")
     assert "failed" in shared_terms(one, other)  # the template is left out, the rest counts
     assert not any("akia" in word for word in [*one, *other])
+
+
+class Counted:
+    """A pattern that counts where it is tried (`match`) and whether it scanned (`finditer`)."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.wrapped, self.pattern, self.flags = pattern, pattern.pattern, pattern.flags
+        self.tries = 0
+        self.scans = 0
+
+    def match(self, text: str, at: int) -> re.Match[str] | None:
+        self.tries += 1
+        return self.wrapped.match(text, at)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        self.scans += 1
+        return self.wrapped.finditer(text)
+
+
+RESCANNING = list(credentials._FIRST_IN_RUN)
+
+
+@pytest.mark.parametrize("piece", ["sk-", "eyJ=", "://", "token"])
+def test_a_pattern_that_rescans_is_tried_once_a_run_on_adversarial_text(piece: str) -> None:
+    # `sk-` x 15,000 took 7.2 s: OpenAI's pattern read the rest of the run from every `sk-`.
+    text = piece * 15000
+    for source in RESCANNING:
+        counted = Counted(re.compile(source))
+        list(credentials._matches(counted, text, text.lower()))  # type: ignore[arg-type]
+        assert counted.scans == 0 and counted.tries <= 1, (piece, source)
+
+
+def test_a_credential_after_adversarial_text_is_still_masked() -> None:
+    key = "sk-proj-Xk29fLq0Zt7WmB3nPd8sYv1RcHe5JuA"
+    for piece in ("sk-", "eyJ", "://", "token", "password='", "aws"):
+        shown = credentials.masked(piece * 5000 + " " + key)
+        assert shown.endswith(" [masked: API Key]") and key not in shown, piece
+    jwt = _jwt()
+    assert credentials.masked("eyJ" * 5000 + " " + jwt).endswith("[masked: JSON Web Token]")
+
+
+PIECES = ["sk-", "a", "A1", "T3BlbkFJ", "eyJ", ".", "=", "//", "/:_authToken=", "npm_", "token"]
+PIECES += ["TOKEN", " ", "\n", "1", ":", "'", "_", "-", "0123456789abcdef0123"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_trying_once_a_run_finds_what_every_place_finds(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    low = text.translate(credentials._ASCII_LOWER)
+    for source, pattern in {p.pattern: p for p in _rescanning()}.items():
+        once = [m.span() for m in credentials._matches(pattern, text, low)]
+        assert once == [m.span() for m in pattern.finditer(text)], (source, text)
+
+
+def _rescanning() -> list[re.Pattern[str]]:
+    providers = [p for d in credentials._PROVIDERS for p in d.denylist]
+    own = [pattern for _, pattern, _ in credentials._OWN]
+    return [p for p in [*providers, *own] if p.pattern in credentials._FIRST_IN_RUN]
+
+
+def test_a_long_text_is_masked_off_the_event_loop_with_the_request_s_choice() -> None:
+    key = KINDS[0][0]
+    long = "x" * credentials.OFF_LOOP_CHARS + "\n" + key
+    threads: list[int] = []
+    masked = credentials.masked
+
+    def recorded(text: str) -> str:
+        threads.append(threading.get_ident())
+        return masked(text)
+
+    async def shown(text: str) -> str:
+        return await credentials.shown_off_loop(text)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(credentials, "masked", recorded)
+        assert asyncio.run(shown(key)) == credentials.shown(key)
+        assert threads == [threading.get_ident(), threading.get_ident()]  # a short one: here
+        assert asyncio.run(shown(long)).endswith("=[masked: AWS Access Key]")
+        assert threads[-1] != threading.get_ident()
+    credentials.show_for(frozenset({credentials.SHOWN_FEATURE}))
+    try:
+        assert asyncio.run(shown(long)) == long
+    finally:
+        credentials.show_for(frozenset())
