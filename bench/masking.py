@@ -44,6 +44,15 @@ ADVERSARIAL = (
     "-----BEGIN PRIVATE KEY-----",
     "ghp_",
     "xoxb-",
+    "aws_secret_key",
+    "aws_secret_access_key: ",
+    'password\\"',
+    "password%3D",
+    "://:",
+    "Authorization: Basic ",
+    "x-api-key: ",
+    "github_pat_",
+    "AIza",
 )
 
 

@@ -80,6 +80,9 @@ _UNQUOTED = re.compile(
 _STEMS = ("key", "pass", "pwd", "secret", "contras")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps places
 _KEYWORD_KIND = "Secret Keyword"
+# The names a value is a secret under, for the forms detect-secrets does not read.
+_NAMES = f"(?:{'|'.join(keyword.DENYLIST)}|token)"
+_AWS_SECRET_NAME = r"aws_?secret_?(?:access_?)?key"  # noqa: S105 (a name, not a secret)
 _KEYWORD_FIRST = f"({'|'.join(keyword.DENYLIST)})"  # how the rules led by a keyword begin
 _KEYWORD = re.compile(_KEYWORD_FIRST, re.IGNORECASE)
 _WORD_RUN = re.compile(r"\w+")
@@ -103,6 +106,39 @@ _OWN: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
             r"((?=[A-Za-z0-9._~+/-]*\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])[A-Za-z0-9._~+/=-]{16,})"
         ),
         ("token",),
+    ),
+    # Issue 59's forms: each was shown in clear.
+    (
+        "AWS Access Key",  # detect-secrets' rule wants quotes: `aws_secret_access_key: …`
+        re.compile(rf"(?i){_AWS_SECRET_NAME}\w*[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{{40}})"),
+        ("aws",),
+    ),
+    ("Basic Auth Credentials", re.compile(r"://:([^:/?#\[\]@!$&'()*+,;=\s]+)@"), ("://:",)),
+    ("GitHub Token", re.compile(r"\b(github_pat_[A-Za-z0-9_]{22,255})"), ("github_pat_",)),
+    (
+        "Secret Keyword",  # a tool's arguments encoded twice: `{\"password\": \"x\"}`
+        re.compile(rf"(?i){_NAMES}\w*\\+[\"']\s*[:=]\s*\\+[\"']([^\\\"'\s]{{4,}})\\+[\"']"),
+        (*_STEMS, "token"),
+    ),
+    (
+        "Basic Auth Credentials",
+        re.compile(r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"),
+        ("basic",),
+    ),
+    (
+        "API Key",
+        re.compile(
+            r"(?i)\b(?:x-api-key|x-api-token|x-auth-token|x-access-token)[\"']?\s*[:=]\s*[\"']?"
+            r"([A-Za-z0-9._~+/=-]{12,})"
+        ),
+        ("x-api-key", "x-api-token", "x-auth-token", "x-access-token"),
+    ),
+    ("Webhook Secret", re.compile(r"\b(whsec_[A-Za-z0-9+/=]{20,})"), ("whsec_",)),
+    ("Google API Key", re.compile(r"\b(AIza[0-9A-Za-z_-]{35})(?![0-9A-Za-z_-])"), ("aiza",)),
+    (
+        "Secret Keyword",  # URL-encoded: `password%3Dx`, up to `&` or its encoding `%26`
+        re.compile(rf"(?i){_NAMES}\w*%3D([^&\s\"'%]+(?:%(?!26)[0-9A-Fa-f]{{2}}[^&\s\"'%]*)*)"),
+        ("%3d",),
     ),
 )
 # The patterns whose first group is the value, the rest of the match its context (the name
@@ -135,11 +171,15 @@ _GATES: dict[str, tuple[str, ...]] = {
 # its lowercase): a try from a later place in the same run reads to the same end and meets
 # the same text after it, so it fails where the first failed, and after a match the scan goes
 # on from its end. Each run is read once: linear.
-_FIRST_IN_RUN: dict[str, tuple[re.Pattern[str], str]] = {
+_WORDS = re.compile(r"\w+")
+_FIRST_IN_RUN: dict[str, tuple[re.Pattern[str], str | re.Pattern[str]]] = {
     OpenAIDetector.denylist[0].pattern: (re.compile(r"[A-Za-z0-9_-]+"), "sk-"),
     JwtTokenDetector.denylist[0].pattern: (re.compile(r"[A-Za-z0-9_=-]+"), "eyJ"),
     NpmDetector.denylist[0].pattern: (re.compile(r"[^\n]+"), "//"),
-    _OWN[2][1].pattern: (re.compile(r"\w+"), "token"),
+    _OWN[2][1].pattern: (_WORDS, "token"),
+    _OWN[3][1].pattern: (_WORDS, re.compile(_AWS_SECRET_NAME, re.IGNORECASE)),
+    _OWN[6][1].pattern: (_WORDS, re.compile(_NAMES, re.IGNORECASE)),  # encoded twice
+    _OWN[11][1].pattern: (_WORDS, re.compile(_NAMES, re.IGNORECASE)),  # URL-encoded
 }
 
 
@@ -155,10 +195,18 @@ def _matches(pattern: re.Pattern[str], text: str, low: str) -> Iterator[re.Match
     for run in runs.finditer(searched):
         if run.end() <= end:
             continue
-        at = searched.find(literal, max(run.start(), end), run.end())
+        at = _first(searched, literal, max(run.start(), end), run.end())
         if at >= 0 and (match := pattern.match(text, at)) is not None:
             end = match.end()
             yield match
+
+
+def _first(text: str, literal: str | re.Pattern[str], start: int, end: int) -> int:
+    """Where the literal (or the pattern's first match) is first in text[start:end], or -1."""
+    if isinstance(literal, str):
+        return text.find(literal, start, end)
+    found = literal.search(text, start, end)
+    return -1 if found is None else found.start()
 
 
 @dataclass(frozen=True, slots=True)

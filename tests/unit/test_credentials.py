@@ -67,6 +67,53 @@ KINDS = [
     ("refresh_token: 1f2e3d4c5b6a79880a1b2c3d", "1f2e3d4c5b6a79880a1b2c3d", "Secret Keyword"),
     ("postgres://admin:Tr0ub4dor@db.internal:5432/app", "Tr0ub4dor", "Basic Auth Credentials"),
     (f"the key:\n{PRIVATE_KEY}\nthen it failed", PRIVATE_KEY, "Private Key"),
+    # Issue 59's forms, each shown in clear before.
+    (
+        "aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "AWS Access Key",
+    ),
+    (
+        "REDIS_URL=redis://:s3cretPassw0rd@cache.internal:6379/0",
+        "s3cretPassw0rd",
+        "Basic Auth Credentials",
+    ),
+    (
+        "GH_TOKEN github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "GitHub Token",
+    ),
+    (
+        '{"name": "login", "arguments": '
+        '"{\\"user\\": \\"bob\\", \\"password\\": \\"hunter2-prod\\"}"}',
+        "hunter2-prod",
+        "Secret Keyword",
+    ),
+    (
+        "curl -H 'Authorization: Basic dXNlcjpzM2NyZXRQYXNzdzByZA==' https://api.internal",
+        "dXNlcjpzM2NyZXRQYXNzdzByZA==",
+        "Basic Auth Credentials",
+    ),
+    (
+        "X-Api-Key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "API Key",
+    ),
+    (
+        "STRIPE_WEBHOOK=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "Webhook Secret",
+    ),
+    (
+        "maps key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY in the page",
+        "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+        "Google API Key",
+    ),
+    (
+        "POST /login body=user%3Dbob%26password%3Dhunter2prod%26next%3D%2F",
+        "hunter2prod",
+        "Secret Keyword",
+    ),
 ]
 
 
@@ -197,7 +244,9 @@ def test_a_credential_after_adversarial_text_is_still_masked() -> None:
 
 
 PIECES = ["sk-", "a", "A1", "T3BlbkFJ", "eyJ", ".", "=", "//", "/:_authToken=", "npm_", "token"]
-PIECES += ["TOKEN", " ", "\n", "1", ":", "'", "_", "-", "0123456789abcdef0123"]
+PIECES += ["TOKEN", " ", "\n", "1", ":", "'", "_", "-", "0123456789abcdef0123", "password"]
+PIECES += ["aws_secret_key", "AWS_SECRET_ACCESS_KEY", "\\", '"', "%3D", "%26"]
+PIECES += ["wJalrXUtnFEMI/K7MDENG"]
 
 
 @given(st.lists(st.sampled_from(PIECES), max_size=60))
