@@ -11,7 +11,7 @@ from uuid import UUID, uuid5
 
 from pydantic import ValidationError
 
-from transfer.formats.conversation import Turn
+from transfer.formats.conversation import Turn, cut_between_words
 from transfer.import_format import ActivityRecord, Record, SessionRecord, describe
 
 # Session ids are uuid5(SESSION_NAMESPACE, "<account id>:<source's session key>") when the
@@ -22,6 +22,9 @@ TURN_SPACING = timedelta(seconds=1)  # between turns the source gave no time
 
 def session_uuid(account_id: UUID, key: str) -> UUID:
     return uuid5(SESSION_NAMESPACE, f"{account_id}:{key}")
+
+
+TITLE_MAX = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,7 @@ def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) 
         type="session",
         id=session.id,
         account_id=session.account_id,
-        title=session.title[:2000],
+        title=_title(session.title),
         source_type=session.source_type[:200],
         source_id=session.source_id[:500],
         reference=session.reference[:2000],
@@ -100,3 +103,8 @@ def _valid(model: type[Any], where: str, **fields: Any) -> Any:
         return model(**fields)
     except ValidationError as exc:
         raise ValueError(f"{where}: {describe(exc)}") from None
+
+
+def _title(title: str) -> str:
+    """A title within SessionRecord's 2,000 characters, cut between words."""
+    return title if len(title) <= TITLE_MAX else cut_between_words(title, TITLE_MAX) or "…"
