@@ -49,7 +49,23 @@ def _iso_text(value: object) -> object:
     )
 
 
+# The most characters of one turn or chunk an import takes: 50 times the longest turn of the
+# coding-agents corpus (20,000), some 400 chunks. One turn of 60 MiB had been accepted, and
+# every indexing pass then failed on it, for every account (issue 59).
+MAX_TURN_CHARS = 1_000_000
+
+
+def _indexable(value: str) -> str:
+    if len(value) > MAX_TURN_CHARS:
+        raise ValueError(
+            f"{len(value):,} characters; a turn or chunk holds at most {MAX_TURN_CHARS:,} "
+            "(MAX_TURN_CHARS): split it into several"
+        )
+    return value
+
+
 Text = Annotated[str, AfterValidator(_no_nul)]
+TurnText = Annotated[str, AfterValidator(_indexable), AfterValidator(_no_nul)]
 Time = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_in_utc_range)]
 Int4 = Annotated[int, Field(ge=0, le=INT4_MAX)]
 
