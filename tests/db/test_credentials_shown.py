@@ -157,3 +157,21 @@ async def test_the_rest_routes_mask_titles_and_passages_too(
     shown += [m["title"] for g in groups for m in g["members"]]
     assert shown and all("[masked: AWS Access Key]" in title for title in shown)
     assert _leaks(modes.json()) == []
+
+
+async def test_the_session_list_search_cannot_confirm_a_guessed_secret(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = await secrets_world(engine)
+    listed = """query($q: String!, $first: Int!) { runtimeSessions(search: $q, first: $first) {
+      nodes { id title } pageInfo { hasNextPage } } }"""
+    body = AWS.removeprefix("AKIA")  # a guess at the key's body, in the titles and source ids
+    guessed = await graphql(client, world["key"], listed, q=body, first=1)
+    assert guessed["data"]["runtimeSessions"]["nodes"] == []
+    assert guessed["data"]["runtimeSessions"]["pageInfo"]["hasNextPage"] is False
+    by_word = await graphql(client, world["key"], listed, q="with", first=1)
+    page = by_word["data"]["runtimeSessions"]
+    assert len(page["nodes"]) == 1 and page["pageInfo"]["hasNextPage"] is True
+    shown = await secrets_world(engine, SHOWN_FEATURE)
+    seen = await graphql(client, shown["key"], listed, q=body, first=5)
+    assert len(seen["data"]["runtimeSessions"]["nodes"]) == 3  # shown in clear: found
