@@ -1,8 +1,9 @@
 """Fairness: what one account's load does to another account, and whether a lone account is
 ever held back (issues #30, #37).
 
-    python -m bench.fairness [--seconds 20] [--cases tokens,failure-modes,heaviest,lone]
-                             [--env VAR=value]
+    python -m bench.fairness [--seconds 20]
+        [--cases tokens,fragments,failure-modes,heaviest,adversarial-replay,plain-replay,lone]
+        [--env VAR=value]
 
 Serves this checkout's app (`similar-sessions serve` in a process of its own: uvicorn, the
 settings' defaults but for `--env`) on the failure modes' 100k-chunk world (database
@@ -13,9 +14,17 @@ is the second largest account, asking similarSessions of one of its sessions eve
 Each case measures the light client idle, then beside the load, then after a settle:
 - tokens: the issue's 962-token query (`{ viewer { name } ... x240 }`, a varying run of
   spaces each time), from each of the six keys at 10 a second;
+- fragments: issue 59's chain of eight fragments, each spreading the one below ten times
+  (651 characters, ten million fields once spread; a varying run of spaces each time), from
+  each of the six keys at 10 a second;
 - failure-modes: each of the six keys asking `failureModes(windowDays: 150)` two at a time;
 - heaviest: one key sending the heaviest query the bounds allow (the replay turns on a page
   of 100 sessions and 29 more aliases of 100 sessions) at 20 a second;
+- adversarial-replay: each of the six keys at 10 a second asking the replay of another of
+  the loud account's ADVERSARIAL sessions, each one turn of `sk-` x 15,000 (45 KB) and its
+  number (issue 59: one took 7.2 s to mask on the event loop; each text is another, so the
+  masking's cache never answers); plain-replay, the same with a turn of prose as long (what
+  the replay of 45 KB costs without the adversarial text);
 - lone: the light client asks once, then the loud account alone compares 12 sessions at once
   and asks one page of 20 with their similarSessions, then pauses 1 s, over and over.
 
@@ -28,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import sys
 import time
@@ -49,6 +59,7 @@ from config.settings import Settings
 from data.engine import make_engine
 from data.import_rows import add_api_keys
 from data.server import resolve_url
+from transfer.importing import import_lines
 
 SERVER_LOG = Path("/tmp/bench-fairness-server.log")
 OUT = result("fairness", "100k")  # the failure modes' 100k-chunk world
@@ -68,6 +79,68 @@ def tokens_query(spaces: int) -> str:
     """The issue's query: 240 copies of `viewer { name }`, 962 tokens, a run of spaces that
     varies (a parse cache does not see it again)."""
     return "{ " + " ".join(["viewer { name }"] * 240) + " " * spaces + "}"
+
+
+def fragment_chain(spaces: int) -> str:
+    """Issue 59's query: eight fragments, each spreading the one below ten times (651
+    characters at one space), with a run of spaces that varies."""
+    gap = " " * (1 + spaces)
+    text = f"query {{ ...F8 }}{gap}fragment F1 on Query {{ viewer {{ name }} }}"
+    for level in range(2, 9):
+        text += f"{gap}fragment F{level} on Query {{ {' '.join([f'...F{level - 1}'] * 10)} }}"
+    return text
+
+
+ADVERSARIAL = 600  # sessions of one adversarial turn each (fewer than 6 keys x 10/s x 10 s)
+REPLAYED = '{{ runtimeSession(id: "{id}") {{ replay(first: 1) {{ content }} }} }}'
+
+
+# Each kind of replayed turn: `sk-` x 15,000 (45 KB) and its number, or as much prose.
+TURNS = {"adversarial": "sk-" * 15000, "plain": "the deploy failed again " * 1875}
+
+
+def adversarial_lines(account: uuid.UUID) -> list[str]:
+    """The loud account's ADVERSARIAL sessions of each kind of TURNS (ids made from their
+    numbers: a run again writes the same rows), each one turn and its number."""
+    return [line for kind in TURNS for line in _turn_lines(account, kind)]
+
+
+def _turn_lines(account: uuid.UUID, kind: str) -> list[str]:
+    started = "2026-01-01T00:00:00Z"
+    lines = []
+    for n in range(ADVERSARIAL):
+        session = uuid.uuid5(account, f"fairness-{kind}-{n}")
+        lines.append(
+            json.dumps(
+                {
+                    "type": "session",
+                    "id": str(session),
+                    "account_id": str(account),
+                    "title": f"{kind} {n}",
+                    "source_type": "bench",
+                    "source_id": str(n),
+                    "reference": "",
+                    "status": "completed",
+                    "started_at": started,
+                    "last_activity_at": started,
+                }
+            )
+        )
+        lines.append(
+            json.dumps(
+                {
+                    "type": "activity",
+                    "id": str(uuid.uuid5(session, "turn")),
+                    "runtime_session_id": str(session),
+                    "ordinal": 0,
+                    "occurred_at": started,
+                    "role": "user",
+                    "kind": "message",
+                    "content": TURNS[kind] + f" {n}",
+                }
+            )
+        )
+    return lines
 
 
 def heaviest_allowed(turns: int) -> str:
@@ -175,6 +248,31 @@ async def tokens(loud: list[httpx.AsyncClient], seconds: float, answered: Counte
         answered.update(counts)
 
 
+async def fragments(loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]) -> None:
+    for counts in await asyncio.gather(
+        *(at_rate(c, lambda n: fragment_chain(n % 97), 10, seconds) for c in loud)
+    ):
+        answered.update(counts)
+
+
+def replayed(account: uuid.UUID, kind: str) -> Load:
+    async def load(loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]) -> None:
+        def query(key: int) -> Callable[[int], str]:
+            def nth(n: int) -> str:
+                number = (n * len(loud) + key) % ADVERSARIAL
+                session = uuid.uuid5(account, f"fairness-{kind}-{number}")
+                return REPLAYED.format(id=session)
+
+            return nth
+
+        for counts in await asyncio.gather(
+            *(at_rate(c, query(k), 10, seconds) for k, c in enumerate(loud))
+        ):
+            answered.update(counts)
+
+    return load
+
+
 async def looping(client: httpx.AsyncClient, query: str, seconds: float) -> Counter[str]:
     answered: Counter[str] = Counter()
     deadline = time.monotonic() + seconds
@@ -257,9 +355,10 @@ async def run_case(
     )
 
 
-async def prepared() -> tuple[str, list[str], tuple[str, uuid.UUID], list[uuid.UUID]]:
-    """The world (made once), the loud account's newest sessions failed and its six keys;
-    the light client's key and session, and the loud account's failed sessions."""
+async def prepared() -> tuple[str, list[str], tuple[str, uuid.UUID], list[uuid.UUID], uuid.UUID]:
+    """The world (made once), the loud account's newest sessions failed, its six keys and its
+    adversarial sessions; the light client's key and session, the loud account's failed
+    sessions and the loud account."""
     settings = Settings.from_env()
     server = resolve_url(settings.database_url, settings.data_dir)
     world, failures = corpus()
@@ -271,9 +370,11 @@ async def prepared() -> tuple[str, list[str], tuple[str, uuid.UUID], list[uuid.U
         async with engine.begin() as conn:
             await add_api_keys(conn, failures.id, [(k, ["view_runtime_sessions"]) for k in keys])
         other = await other_session(engine, failures)
+        async with engine.begin() as conn:
+            await import_lines(conn, "adversarial", adversarial_lines(failures.id))
     finally:
         await engine.dispose()
-    return url, keys, other, ids
+    return url, keys, other, ids, failures.id
 
 
 def ratio(values: list[float], idle: list[float], q: float) -> str:
@@ -308,10 +409,13 @@ def report(rows: list[Figures], args: argparse.Namespace) -> str:
 
 
 async def measure(base: str, memory: Memory, args: argparse.Namespace, world: Any) -> list[Figures]:
-    _, keys, (other_key, other_session_id), ids = world
+    _, keys, (other_key, other_session_id), ids, loud_account = world
     settings = Settings.from_env({**os.environ, **args.envs})
     cases: dict[str, Load] = {
         "tokens": tokens,
+        "fragments": fragments,
+        "adversarial-replay": replayed(loud_account, "adversarial"),
+        "plain-replay": replayed(loud_account, "plain"),
         "failure-modes": failure_modes,
         "heaviest": heaviest(settings.replay_turns),
         "lone": lone(ids),
@@ -343,7 +447,7 @@ def main() -> int:
     parser.add_argument(
         "--cases",
         type=lambda s: s.split(","),
-        default=["tokens", "failure-modes", "heaviest", "lone"],
+        default=["tokens", "fragments", "failure-modes", "heaviest", "adversarial-replay", "lone"],
     )
     parser.add_argument(
         "--env", action="append", default=[], help="VAR=value for the server (repeatable)"

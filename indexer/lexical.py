@@ -58,11 +58,13 @@ STOPWORDS = frozenset({
 # fmt: on
 
 
-def features(text: str) -> Counter[str]:
-    """Feature counts of a text: casefolded NFKC words less stopwords, character pairs of
-    unspaced scripts (a lone character stands for itself), and symbols such as emoji. A
-    credential is no feature: it is left out first (indexer/credentials.py)."""
-    text = credentials.without(text)
+def features(text: str, common: frozenset[int] = frozenset()) -> Counter[str]:
+    """Feature counts of a text less the words of its `common` shingles (its template text,
+    indexer/templates.py): casefolded NFKC words less stopwords, character pairs of unspaced
+    scripts (a lone character stands for itself), and symbols such as emoji. A credential is
+    no feature: it is left out first (indexer/credentials.py), before the template's words are
+    (which casefolds the text, and `akiaiosfodnn7example` is no AWS key any more)."""
+    text = templates.strip(credentials.without(text), common)
     # Tokens never span whitespace, so the (usual) ASCII pieces take the fast path.
     pieces = _JSON_KEY.sub(" ", text).split()
     plain = " ".join(p for p in pieces if p.isascii()).lower()
@@ -157,7 +159,7 @@ class FitBuilder:
     def add_session(self, passages: Iterable[str]) -> None:
         seen: set[int] = set()
         for text in passages:
-            seen.update(feature_key(f) for f in features(templates.strip(text, self.common)))
+            seen.update(feature_key(f) for f in features(text, self.common))
         self.df.update(seen)
         self.sessions += 1
 
@@ -210,7 +212,7 @@ class LexicalEmbedder:
         vectors' dot product is the sum over their shared features of these products, but
         for the collisions of hashing."""
         out: dict[str, float] = {}
-        for feature, count in features(templates.strip(text, self._common)).items():
+        for feature, count in features(text, self._common).items():
             weight = 1.0 if self.fit is None else self._weight.get(feature_key(feature), 0.0)
             if weight:
                 out[feature] = weight * (1.0 + math.log(count))
@@ -218,7 +220,7 @@ class LexicalEmbedder:
 
     def vector(self, text: str) -> np.ndarray:
         vector = np.zeros(DIMENSIONS, dtype=np.float64)
-        for feature, count in features(templates.strip(text, self._common)).items():
+        for feature, count in features(text, self._common).items():
             key = feature_key(feature)
             weight = 1.0 if self.fit is None else self._weight.get(key, 0.0)
             if weight:

@@ -9,6 +9,7 @@ from typing import TypeVar
 from uuid import UUID
 
 from data.sessions import SessionRow, TitleSearch, recent_sessions
+from indexer import credentials
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison import search
 from resolvers.comparison.results import SearchResult, SimilarResult
@@ -107,8 +108,30 @@ async def session_page(
     account_id = context.principal.account_id
     position = None if after is None else context.cursors.open_sessions(after, account_id)
     searched = session_search(search)
+    kept: list[SessionRow] = []
     async with context.services.read() as conn:
-        rows = await recent_sessions(conn, account_id, first, position, searched)
-    for row in rows[:first]:
+        while True:  # until the page is full: a row found only inside a credential is left out
+            rows = await recent_sessions(conn, account_id, first, position, searched)
+            more, rows = len(rows) > first, rows[:first]
+            shown = rows if searched is None else [r for r in rows if found_as_shown(r, searched)]
+            taken = shown[: first - len(kept)]
+            kept += taken
+            if len(kept) >= first or not more:
+                more = more or len(shown) > len(taken)
+                break
+            position = (rows[-1].started_at, rows[-1].id)
+    for row in kept:
         context.loaders.sessions.prime(row.id, row)
-    return rows[:first], len(rows) > first
+    return kept, more
+
+
+def found_as_shown(row: SessionRow, searched: TitleSearch) -> bool:
+    """Whether a session the search found still holds the text as the account is shown it:
+    found only inside a masked credential of its title or source id, it would confirm a
+    guessed secret (issue 59)."""
+    text = searched.text.lower()
+    return (
+        row.id in searched.ids
+        or text in credentials.shown(row.title).lower()
+        or text in credentials.shown(row.source_id).lower()
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 import strawberry
 from graphql import (
+    BooleanValueNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -22,6 +23,7 @@ from graphql import (
     InlineFragmentNode,
     IntValueNode,
     OperationDefinitionNode,
+    SelectionNode,
     SelectionSetNode,
     VariableNode,
     get_named_type,
@@ -114,7 +116,7 @@ def walk(
         per_item: int,
     ) -> None:
         """Fields under `parent`, which runs `n` times; its bounded lists hold `per_item`."""
-        for key, nodes in _fields(selections, fragments).items():
+        for key, nodes in _fields(selections, fragments, variables).items():
             definition = parent.fields.get(nodes[0].name.value)
             if definition is None:  # __typename, or a field of a fragment on another type
                 continue
@@ -136,14 +138,19 @@ def walk(
 
 
 def _fields(
-    selection_sets: Iterable[SelectionSetNode], fragments: dict[str, FragmentDefinitionNode]
+    selection_sets: Iterable[SelectionSetNode],
+    fragments: dict[str, FragmentDefinitionNode],
+    variables: dict[str, Any],
 ) -> dict[str, list[FieldNode]]:
     """The field nodes of selection sets by response key, in the order the query names them,
-    through fragments (whatever their type condition: an upper bound)."""
+    through fragments (whatever their type condition: an upper bound), less what `@skip` or
+    `@include` leaves out with these variables (it never runs)."""
     found: dict[str, list[FieldNode]] = {}
 
     def visit(selection_set: SelectionSetNode) -> None:
         for selection in selection_set.selections:
+            if not included(selection, variables):
+                continue
             if isinstance(selection, FieldNode):
                 key = (selection.alias or selection.name).value
                 found.setdefault(key, []).append(selection)
@@ -157,6 +164,26 @@ def _fields(
     for selection_set in selection_sets:
         visit(selection_set)
     return found
+
+
+def included(selection: SelectionNode, variables: dict[str, Any]) -> bool:
+    """Whether a selection runs, as `@skip(if:)` and `@include(if:)` say (both: neither
+    skipped nor left out; a variable not given is false, as validation leaves it)."""
+    for directive in selection.directives or ():
+        name = directive.name.value
+        if name not in ("skip", "include"):
+            continue
+        value: Any = False
+        for argument in directive.arguments or ():
+            if argument.name.value != "if":
+                continue
+            if isinstance(argument.value, BooleanValueNode):
+                value = argument.value.value
+            elif isinstance(argument.value, VariableNode):
+                value = variables.get(argument.value.name.value, False)
+        if (name == "skip") == (value is True):
+            return False
+    return True
 
 
 def int_argument(

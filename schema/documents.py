@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from cachetools import LRUCache
-from graphql import DocumentNode, GraphQLError, parse
+from graphql import DocumentNode, GraphQLError, OperationDefinitionNode, parse
 from strawberry.extensions import SchemaExtension
 from strawberry.schema import schema as strawberry_schema
 from strawberry.types.execution import ParseOptions
@@ -106,6 +106,12 @@ class BoundedValidation(SchemaExtension):
             context.pre_execution_errors = [limit_exceeded(refusal, "selections")]
             yield
             return
+        # What the client sent: `operation_name` answers the first operation's name without.
+        unnamed = unchosen(document, context._provided_operation_name)
+        if unnamed is not None:
+            context.pre_execution_errors = [unnamed]
+            yield
+            return
         context.pre_execution_errors = self.documents.validated(
             context.query or "",
             document,
@@ -114,3 +120,19 @@ class BoundedValidation(SchemaExtension):
             ),
         )
         yield
+
+
+def unchosen(document: DocumentNode, operation_name: str | None) -> GraphQLError | None:
+    """The error of a document of several operations sent without `operationName` (the
+    GraphQL spec's GetOperation: strawberry ran the first), else None."""
+    if operation_name is not None:
+        return None
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if len(operations) < 2:
+        return None
+    names = ", ".join(o.name.value if o.name else "(unnamed)" for o in operations)
+    return GraphQLError(
+        f"operationName: the query holds {len(operations)} operations ({names}); name the one "
+        "to run in `operationName`",
+        extensions={"code": "BAD_USER_INPUT", "argument": "operationName"},
+    )

@@ -24,10 +24,11 @@ class ReplayEntry:
     api_usage_id: UUID | None
     row: strawberry.Private[ReplayTurn]
     shown: strawberry.Private[str | None] = None  # decided once, by content or contentTruncated
+    whole: strawberry.Private[str | None] = None  # the turn's text as the account is shown it
 
     @classmethod
     def of(cls, row: ReplayTurn) -> ReplayEntry:
-        return from_result(cls, row, row=row, shown=None)
+        return from_result(cls, row, row=row, shown=None, whole=None)
 
     @strawberry.field(
         description="Pass as `after` to read the turns that follow this one (in this session's "
@@ -36,28 +37,31 @@ class ReplayEntry:
     def cursor(self, info: strawberry.Info[Context, None]) -> str:
         return replay_cursor(info.context, self.row)
 
-    def _shown(self, info: strawberry.Info[Context, None]) -> str:
-        if self.shown is None:
-            self.shown = info.context.content.take(self._whole())
+    async def _shown(self, info: strawberry.Info[Context, None]) -> str:
+        whole = await self._whole()
+        if self.shown is None:  # no await between the test and the take: taken once
+            self.shown = info.context.content.take(whole)
         return self.shown
 
-    def _whole(self) -> str:
+    async def _whole(self) -> str:
         """The turn's text as the account is shown it (its credentials masked unless it
-        shows them)."""
-        return credentials.shown(self.row.content)
+        shows them; a long text masked off the event loop)."""
+        if self.whole is None:
+            self.whole = await credentials.shown_off_loop(self.row.content)
+        return self.whole
 
     @strawberry.field(
         description="The turn's text; cut when the request's replay content budget "
         "(SIMILAR_SESSIONS_REPLAY_CONTENT_CHARS read, and as many returned, across all its "
         "aliases and sessions) ran out."
     )
-    def content(self, info: strawberry.Info[Context, None]) -> str:
-        return self._shown(info)
+    async def content(self, info: strawberry.Info[Context, None]) -> str:
+        return await self._shown(info)
 
     @strawberry.field(description="True when `content` was cut by the request's content budget.")
-    def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
+    async def content_truncated(self, info: strawberry.Info[Context, None]) -> bool:
         read_whole = len(self.row.content) >= self.row.content_chars
-        return not read_whole or len(self._shown(info)) < len(self._whole())
+        return not read_whole or len(await self._shown(info)) < len(await self._whole())
 
 
 @strawberry.type(description="One page of a session's replay, in order.")

@@ -47,7 +47,14 @@ class RuntimeSession:
 
     @classmethod
     def of(cls, row: SessionRow) -> RuntimeSession:
-        return from_result(cls, row, title=credentials.shown(row.title))
+        shown = credentials.shown
+        return from_result(
+            cls,
+            row,
+            title=shown(row.title),
+            source_id=shown(row.source_id),
+            reference=shown(row.reference),
+        )
 
     @strawberry.field(
         extensions=[TakesTurn()], description=f"The session's activity, in order. {REPLAY_PAGING}"

@@ -23,7 +23,7 @@ from data.accounts import SECRETS_SHOWN
 from data.model_identity import InvalidModelIdentity, ModelIdentity
 from data.model_indexes import HNSW_MAX_DIMENSIONS
 from data.tables import EMBEDDING_SCOPES, EMBEDDING_STATES, REDACTION_STATES, SOURCE_KINDS
-from transfer.values import Int4, Text, Time, vector_problem
+from transfer.values import Int4, Text, Time, TurnText, vector_problem
 
 Scope = Literal[EMBEDDING_SCOPES]  # type: ignore[valid-type]
 SourceKind = Literal[SOURCE_KINDS]  # type: ignore[valid-type]
@@ -151,7 +151,7 @@ class ActivityRecord(_Record):
     occurred_at: Time
     role: Text = Field(min_length=1, max_length=50)
     kind: Text = Field(min_length=1, max_length=50)
-    content: Text
+    content: TurnText
     api_usage_id: UUID | None = None
 
 
@@ -164,7 +164,7 @@ class ChunkRecord(_Record):
     chunk_index: Int4
     occurred_at: Time
     role: Text | None = Field(default=None, max_length=50)
-    content: Text
+    content: TurnText
     redaction_state: RedactionState = "clear"
     embedding_state: EmbeddingState | None = None
     embedding_model: str | None = None

@@ -3,11 +3,12 @@ times within the years 1-9999 in UTC, finite single-precision vectors with a dir
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated
 
 import numpy as np
-from pydantic import AfterValidator, AwareDatetime, Field
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, Field
 
 INT4_MAX = 2**31 - 1
 FLOAT4_MAX = float(np.finfo(np.float32).max)
@@ -32,8 +33,40 @@ def _in_utc_range(value: datetime) -> datetime:
     return value
 
 
+_ISO_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _iso_text(value: object) -> object:
+    """A time as the contract writes it: ISO 8601 text (its zone checked by AwareDatetime),
+    not a number, which pydantic would read as seconds or milliseconds since 1970."""
+    if isinstance(value, datetime):  # made in Python, not read from a file
+        return value
+    if isinstance(value, str) and _ISO_DATE_TIME.match(value):
+        return value
+    shown = repr(value) if isinstance(value, str | int | float) else type(value).__name__
+    raise ValueError(
+        f"{shown[:40]} is not a time: write ISO 8601 with a zone, as 2026-01-31T09:30:00Z"
+    )
+
+
+# The most characters of one turn or chunk an import takes: 50 times the longest turn of the
+# coding-agents corpus (20,000), some 400 chunks. One turn of 60 MiB had been accepted, and
+# every indexing pass then failed on it, for every account (issue 59).
+MAX_TURN_CHARS = 1_000_000
+
+
+def _indexable(value: str) -> str:
+    if len(value) > MAX_TURN_CHARS:
+        raise ValueError(
+            f"{len(value):,} characters; a turn or chunk holds at most {MAX_TURN_CHARS:,} "
+            "(MAX_TURN_CHARS): split it into several"
+        )
+    return value
+
+
 Text = Annotated[str, AfterValidator(_no_nul)]
-Time = Annotated[AwareDatetime, AfterValidator(_in_utc_range)]
+TurnText = Annotated[str, AfterValidator(_indexable), AfterValidator(_no_nul)]
+Time = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_in_utc_range)]
 Int4 = Annotated[int, Field(ge=0, le=INT4_MAX)]
 
 

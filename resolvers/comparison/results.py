@@ -31,9 +31,15 @@ def console_link(session_id: UUID, anchor: UUID | None = None) -> str:
 
 
 def shown_session(row: SessionRow) -> SessionRow:
-    """A session as the account is shown it: its title's credentials masked unless the
-    account shows them (the request's setting, read when called)."""
-    return replace(row, title=credentials.shown(row.title))
+    """A session as the account is shown it: the credentials of its title, source id and
+    reference masked unless the account shows them (the request's setting, read when
+    called)."""
+    return replace(
+        row,
+        title=credentials.shown(row.title),
+        source_id=credentials.shown(row.source_id),
+        reference=credentials.shown(row.reference),
+    )
 
 
 # One passage of a session as the API shows it: its text only when asked and still clear.
@@ -85,11 +91,11 @@ class NeighbourResult:
 
     @property
     def session_source_id(self) -> str:
-        return self.session.source_id
+        return credentials.shown(self.session.source_id)
 
     @property
     def session_reference(self) -> str:
-        return self.session.reference
+        return credentials.shown(self.session.reference)
 
     @property
     def title(self) -> str:

@@ -25,8 +25,9 @@ VIEWED = f"deploy failed: AWS_ACCESS_KEY_ID={AWS} password={PASSWORD} refused by
 TWIN = f"deploy failed again: key {AWS} and password={PASSWORD} refused by orders database"
 OTHER = "the customer asked for a refund of the cancelled flight to Seattle"
 SIMILAR = """query($id: UUID!) { runtimeSession(id: $id) {
-  title replay { content contentTruncated }
-  similarSessions(maxMatchesPerSession: 1) { results { title session { title }
+  title sourceId reference replay { content contentTruncated }
+  similarSessions(maxMatchesPerSession: 1) { results { title sessionSourceId sessionReference
+    session { title sourceId reference }
     matches { text sharedTerms probe { text } } } } } }"""
 SEARCH = """query($q: String!) { searchSessions(text: $q) { degraded { reasons }
   results { runtimeSessionId title matches { text matchedWords } } } }"""
@@ -44,7 +45,14 @@ async def secrets_world(
     day = (datetime.now(UTC) - T0).days - 1 if failed_yesterday else 0
     status = "failed" if failed_yesterday else "completed"
     for name, text in {"viewed": VIEWED, "twin": TWIN, "other": OTHER}.items():
-        ids[name] = world.session(account, f"{name} with {AWS}", day=day, status=status)
+        ids[name] = world.session(
+            account,
+            f"{name} with {AWS}",
+            day=day,
+            status=status,
+            source_id=f"{name}/{AWS}",
+            reference=f"https://ci.internal/run?password={PASSWORD}",
+        )
         world.chunk(ids[name], vector(text), content=text, model=MODEL)
         world.activity(ids[name], 0, text)
     await world.write(engine)
@@ -66,6 +74,8 @@ async def test_every_shown_text_is_masked_by_default(
     body = await graphql(client, world["key"], SIMILAR, id=world["viewed"])
     session = body["data"]["runtimeSession"]
     assert session["title"] == "viewed with [masked: AWS Access Key]"
+    assert session["sourceId"] == "viewed/[masked: AWS Access Key]"
+    assert session["reference"] == "https://ci.internal/run?password=[masked: Secret Keyword]"
     assert session["replay"] == [
         {
             "content": "deploy failed: AWS_ACCESS_KEY_ID=[masked: AWS Access Key] "
@@ -75,6 +85,8 @@ async def test_every_shown_text_is_masked_by_default(
     ]
     (twin,) = [r for r in session["similarSessions"]["results"] if "twin" in r["title"]]
     assert twin["title"] == twin["session"]["title"] == "twin with [masked: AWS Access Key]"
+    assert twin["sessionSourceId"] == twin["session"]["sourceId"] == "twin/[masked: AWS Access Key]"
+    assert "[masked: Secret Keyword]" in twin["sessionReference"] == twin["session"]["reference"]
     (match,) = twin["matches"]
     assert "[masked: AWS Access Key]" in match["text"]
     assert "[masked: Secret Keyword]" in match["probe"]["text"]
@@ -112,6 +124,7 @@ async def test_an_account_that_shows_credentials_sees_them(
     body = await graphql(client, world["key"], SIMILAR, id=world["viewed"])
     session = body["data"]["runtimeSession"]
     assert session["title"] == f"viewed with {AWS}"
+    assert session["sourceId"] == f"viewed/{AWS}" and PASSWORD in session["reference"]
     assert session["replay"][0]["content"] == VIEWED
     (twin,) = [r for r in session["similarSessions"]["results"] if "twin" in r["title"]]
     assert twin["matches"][0]["text"] == TWIN
@@ -144,3 +157,21 @@ async def test_the_rest_routes_mask_titles_and_passages_too(
     shown += [m["title"] for g in groups for m in g["members"]]
     assert shown and all("[masked: AWS Access Key]" in title for title in shown)
     assert _leaks(modes.json()) == []
+
+
+async def test_the_session_list_search_cannot_confirm_a_guessed_secret(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = await secrets_world(engine)
+    listed = """query($q: String!, $first: Int!) { runtimeSessions(search: $q, first: $first) {
+      nodes { id title } pageInfo { hasNextPage } } }"""
+    body = AWS.removeprefix("AKIA")  # a guess at the key's body, in the titles and source ids
+    guessed = await graphql(client, world["key"], listed, q=body, first=1)
+    assert guessed["data"]["runtimeSessions"]["nodes"] == []
+    assert guessed["data"]["runtimeSessions"]["pageInfo"]["hasNextPage"] is False
+    by_word = await graphql(client, world["key"], listed, q="with", first=1)
+    page = by_word["data"]["runtimeSessions"]
+    assert len(page["nodes"]) == 1 and page["pageInfo"]["hasNextPage"] is True
+    shown = await secrets_world(engine, SHOWN_FEATURE)
+    seen = await graphql(client, shown["key"], listed, q=body, first=5)
+    assert len(seen["data"]["runtimeSessions"]["nodes"]) == 3  # shown in clear: found

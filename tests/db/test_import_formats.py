@@ -15,6 +15,7 @@ from indexer import demo
 from tests.support.transfer_files import counts, write_file
 from tests.support.world import World
 from transfer.errors import ImportRefused
+from transfer.formats.conversation import cut_between_words
 from transfer.formats.replay import session_uuid
 from transfer.importing import import_file
 
@@ -61,7 +62,9 @@ async def test_the_coding_agents_corpus_imports_as_messages_and_again_changes_no
         assert row.id == session_uuid(account, line["session_id"])
         assert (row.source_type, row.reference) == (line["agent"], line["source"])
         first_user = next(m["content"] for m in line["messages"] if m["role"] == "user")
-        assert row.title == " ".join(first_user.split())[:99] + "…"
+        collapsed = " ".join(first_user.split())
+        assert row.title == cut_between_words(collapsed, 100) and row.title.endswith("…")
+        assert collapsed.startswith(row.title[:-1]) and len(row.title) <= 100
         turns = await replay(engine, row.id)
         kept = [m for m in line["messages"] if m["content"].strip()]
         assert [t[2] for t in turns] == [m["content"] for m in kept]

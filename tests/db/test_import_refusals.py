@@ -104,6 +104,18 @@ REFUSALS: dict[str, tuple[tuple[Change, int], str]] = {
         last("account", setting(daily_cap_usd=1e12)),
         "daily_cap_usd: Input should be less",
     ),
+    "a turn too large to index": (
+        last("activity", field(content="word " * 200_001)),
+        "content: 1,000,005 characters; a turn or chunk holds at most 1,000,000 (MAX_TURN_CHARS)",
+    ),
+    "a chunk too large to index": (
+        last("chunk", field(content="x" * 1_000_001)),
+        "(MAX_TURN_CHARS): split it into several",
+    ),
+    "an epoch number for a time": (
+        last("activity", field(occurred_at=1_700_000_000)),
+        "occurred_at: 1700000000 is not a time: write ISO 8601 with a zone",
+    ),
     "duplicate chunk id": (twice("chunk"), "is also on line 4"),
     "duplicate activity id": (twice("activity"), "is also on line 3"),
     "duplicate account id": (twice("account"), "is also on line 1"),

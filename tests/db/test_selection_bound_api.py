@@ -69,3 +69,29 @@ async def test_every_limit_refusal_names_what_it_refused_and_its_constant(
         "{ a: failureModes(windowDays: 7) { bound } b: failureModes(windowDays: 1) { bound } }",
     )
     assert budget["errors"][0]["message"].startswith("b: refused")
+
+
+async def test_the_fragment_chain_is_refused_before_validation_whatever_its_spaces(
+    client: httpx.AsyncClient, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, key = await pair_world(engine)
+    validated = 0
+    validate = strawberry_schema.validate_document
+
+    def counted(*args: Any) -> Any:
+        nonlocal validated
+        validated += 1
+        return validate(*args)
+
+    monkeypatch.setattr(strawberry_schema, "validate_document", counted)
+    for spaces in (" ", "  ", "\n"):  # 651 characters at one space: no cache helps
+        query = f"query {{ ...F8 }}{spaces}fragment F1 on Query {{ viewer {{ name }} }}"
+        for level in range(2, 9):
+            query += f"{spaces}fragment F{level} on Query {{ "
+            query += spaces.join([f"...F{level - 1}"] * 10) + " }"
+        body = await graphql(client, key, query)
+        [error] = body["errors"]
+        assert error["extensions"]["code"] == "LIMIT_EXCEEDED"
+        assert error["message"].startswith("fragment `F4`: expands to 3110 selections")
+        assert "MAX_EXPANDED_SELECTIONS" in error["message"] and body.get("data") is None
+    assert validated == 0

@@ -82,6 +82,8 @@ class World:
         day: int = 0,
         status: str = "completed",
         source_type: str = "agent",
+        source_id: str | None = None,
+        reference: str | None = None,
     ) -> str:
         session_id = uid()
         started = T0 + timedelta(days=day)
@@ -92,8 +94,8 @@ class World:
                 "account_id": account_id,
                 "title": title,
                 "source_type": source_type,
-                "source_id": f"src-{session_id[:8]}",
-                "reference": f"ref-{session_id[:8]}",
+                "source_id": source_id or f"src-{session_id[:8]}",
+                "reference": reference or f"ref-{session_id[:8]}",
                 "status": status,
                 "started_at": started.isoformat(),
                 "last_activity_at": (started + timedelta(hours=1)).isoformat(),

@@ -122,3 +122,20 @@ def test_failure_modes_take_the_whole_budget_and_bound_their_lists() -> None:
     later = """{ c: runtimeSession(id: "00000000-0000-0000-0000-000000000000") {
       similarSessions { limit } } a: failureModes(windowDays: 7) { groupCount } }"""
     assert plan(later) == {("c", "similarSessions")}  # 1 spent: the whole budget no longer fits
+
+
+def test_a_field_skip_or_include_leaves_out_costs_nothing() -> None:
+    query = """query($off: Boolean!, $on: Boolean!) {
+      a: failureModes(windowDays: 7) @include(if: $off) { bound }
+      b: failureModes(windowDays: 7) @skip(if: true) { bound }
+      c: runtimeSessions(first: 40) @include(if: $on) { nodes { ...similar } }
+      d: runtimeSession(id: "00000000-0000-0000-0000-000000000000") { ...similar @skip(if: $on) }
+      e: runtimeSession(id: "00000000-0000-0000-0000-000000000000") { ...similar }
+    }
+    fragment similar on RuntimeSession { similarSessions { limit } }"""
+    # a and b would take the whole budget, d one comparison: none of them runs.
+    assert plan(query, off=False, on=True) == {
+        ("c", "nodes", "similarSessions"),
+        ("e", "similarSessions"),
+    }
+    assert plan(query, off=True, on=False) == {("a",)}  # a runs: it takes the whole budget

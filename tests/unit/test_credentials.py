@@ -3,15 +3,21 @@ left alone, and a credential never becomes a lexical feature."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
+import threading
+from collections.abc import Iterator
 
 import pytest
 from detect_secrets.plugins.base import RegexBasedDetector
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer import credentials
-from indexer.lexical import features
+from indexer.lexical import Fit, LexicalEmbedder, features
+from resolvers.rules.shared_terms import shared_terms
 
 
 def _jwt() -> str:
@@ -61,6 +67,53 @@ KINDS = [
     ("refresh_token: 1f2e3d4c5b6a79880a1b2c3d", "1f2e3d4c5b6a79880a1b2c3d", "Secret Keyword"),
     ("postgres://admin:Tr0ub4dor@db.internal:5432/app", "Tr0ub4dor", "Basic Auth Credentials"),
     (f"the key:\n{PRIVATE_KEY}\nthen it failed", PRIVATE_KEY, "Private Key"),
+    # Issue 59's forms, each shown in clear before.
+    (
+        "aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "AWS Access Key",
+    ),
+    (
+        "REDIS_URL=redis://:s3cretPassw0rd@cache.internal:6379/0",
+        "s3cretPassw0rd",
+        "Basic Auth Credentials",
+    ),
+    (
+        "GH_TOKEN github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS",
+        "GitHub Token",
+    ),
+    (
+        '{"name": "login", "arguments": '
+        '"{\\"user\\": \\"bob\\", \\"password\\": \\"hunter2-prod\\"}"}',
+        "hunter2-prod",
+        "Secret Keyword",
+    ),
+    (
+        "curl -H 'Authorization: Basic dXNlcjpzM2NyZXRQYXNzdzByZA==' https://api.internal",
+        "dXNlcjpzM2NyZXRQYXNzdzByZA==",
+        "Basic Auth Credentials",
+    ),
+    (
+        "X-Api-Key: 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "API Key",
+    ),
+    (
+        "STRIPE_WEBHOOK=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "Webhook Secret",
+    ),
+    (
+        "maps key AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY in the page",
+        "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+        "Google API Key",
+    ),
+    (
+        "POST /login body=user%3Dbob%26password%3Dhunter2prod%26next%3D%2F",
+        "hunter2prod",
+        "Secret Keyword",
+    ),
 ]
 
 
@@ -136,3 +189,103 @@ def test_the_account_feature_shows_credentials() -> None:
     credentials.show_for(frozenset({"similarSessions", credentials.SHOWN_FEATURE}))
     assert credentials.shown(line) == line
     credentials.show_for(frozenset())
+
+
+def test_a_credential_in_template_text_is_no_shared_term() -> None:
+    # Leaving the template's words out casefolds the text: a credential must be left out
+    # before, or `akiaiosfodnn7example` is no AWS key any more and becomes a term.
+    template = "you are a helpful deploy agent for the platform team"
+    sessions = [[f"{template}. deploy {n} done"] for n in range(6)]
+    sessions += [[f"{template}. key AKIAIOSFODNN7EXAMPLE failed"] for _ in range(2)]
+    fitted = LexicalEmbedder(Fit.of_sessions(sessions, template_min_sessions=2))
+    one = fitted.weighted(f"{template}. key AKIAIOSFODNN7EXAMPLE failed again")
+    other = fitted.weighted(f"{template}. the key AKIAIOSFODNN7EXAMPLE failed")
+    assert "failed" in shared_terms(one, other)  # the template is left out, the rest counts
+    assert not any("akia" in word for word in [*one, *other])
+
+
+class Counted:
+    """A pattern that counts where it is tried (`match`) and whether it scanned (`finditer`)."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.wrapped, self.pattern, self.flags = pattern, pattern.pattern, pattern.flags
+        self.tries = 0
+        self.scans = 0
+
+    def match(self, text: str, at: int) -> re.Match[str] | None:
+        self.tries += 1
+        return self.wrapped.match(text, at)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        self.scans += 1
+        return self.wrapped.finditer(text)
+
+
+RESCANNING = list(credentials._FIRST_IN_RUN)
+
+
+@pytest.mark.parametrize("piece", ["sk-", "eyJ=", "://", "token"])
+def test_a_pattern_that_rescans_is_tried_once_a_run_on_adversarial_text(piece: str) -> None:
+    # `sk-` x 15,000 took 7.2 s: OpenAI's pattern read the rest of the run from every `sk-`.
+    text = piece * 15000
+    for source in RESCANNING:
+        counted = Counted(re.compile(source))
+        list(credentials._matches(counted, text, text.lower()))  # type: ignore[arg-type]
+        assert counted.scans == 0 and counted.tries <= 1, (piece, source)
+
+
+def test_a_credential_after_adversarial_text_is_still_masked() -> None:
+    key = "sk-proj-Xk29fLq0Zt7WmB3nPd8sYv1RcHe5JuA"
+    for piece in ("sk-", "eyJ", "://", "token", "password='", "aws"):
+        shown = credentials.masked(piece * 5000 + " " + key)
+        assert shown.endswith(" [masked: API Key]") and key not in shown, piece
+    jwt = _jwt()
+    assert credentials.masked("eyJ" * 5000 + " " + jwt).endswith("[masked: JSON Web Token]")
+
+
+PIECES = ["sk-", "a", "A1", "T3BlbkFJ", "eyJ", ".", "=", "//", "/:_authToken=", "npm_", "token"]
+PIECES += ["TOKEN", " ", "\n", "1", ":", "'", "_", "-", "0123456789abcdef0123", "password"]
+PIECES += ["aws_secret_key", "AWS_SECRET_ACCESS_KEY", "\\", '"', "%3D", "%26"]
+PIECES += ["wJalrXUtnFEMI/K7MDENG"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_trying_once_a_run_finds_what_every_place_finds(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    low = text.translate(credentials._ASCII_LOWER)
+    for source, pattern in {p.pattern: p for p in _rescanning()}.items():
+        once = [m.span() for m in credentials._matches(pattern, text, low)]
+        assert once == [m.span() for m in pattern.finditer(text)], (source, text)
+
+
+def _rescanning() -> list[re.Pattern[str]]:
+    providers = [p for d in credentials._PROVIDERS for p in d.denylist]
+    own = [pattern for _, pattern, _ in credentials._OWN]
+    return [p for p in [*providers, *own] if p.pattern in credentials._FIRST_IN_RUN]
+
+
+def test_a_long_text_is_masked_off_the_event_loop_with_the_request_s_choice() -> None:
+    key = KINDS[0][0]
+    long = "x" * credentials.OFF_LOOP_CHARS + "\n" + key
+    threads: list[int] = []
+    masked = credentials.masked
+
+    def recorded(text: str) -> str:
+        threads.append(threading.get_ident())
+        return masked(text)
+
+    async def shown(text: str) -> str:
+        return await credentials.shown_off_loop(text)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(credentials, "masked", recorded)
+        assert asyncio.run(shown(key)) == credentials.shown(key)
+        assert threads == [threading.get_ident(), threading.get_ident()]  # a short one: here
+        assert asyncio.run(shown(long)).endswith("=[masked: AWS Access Key]")
+        assert threads[-1] != threading.get_ident()
+    credentials.show_for(frozenset({credentials.SHOWN_FEATURE}))
+    try:
+        assert asyncio.run(shown(long)) == long
+    finally:
+        credentials.show_for(frozenset())

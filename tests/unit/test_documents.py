@@ -4,8 +4,11 @@ than the bound is parsed every time and never kept."""
 
 from __future__ import annotations
 
+import asyncio
+
 from graphql import GraphQLError
 
+from schema import schema
 from schema.documents import Documents
 
 QUERY = "{ viewer { name } }"
@@ -53,3 +56,18 @@ def test_a_text_longer_than_the_bound_is_never_kept() -> None:
     documents.validated(QUERY, first, validate)
     documents.validated(QUERY, first, validate)
     assert validate.runs == 2
+
+
+def test_two_operations_without_an_operation_name_are_an_error_naming_it() -> None:
+    two = "query A { __typename } query B { __typename }"
+    refused = asyncio.run(schema.execute(two))
+    assert refused.data is None and refused.errors is not None
+    [error] = refused.errors
+    assert error.extensions == {"code": "BAD_USER_INPUT", "argument": "operationName"}
+    assert error.message.startswith("operationName: the query holds 2 operations (A, B)")
+    chosen = asyncio.run(schema.execute(two, operation_name="B"))
+    assert chosen.errors is None and chosen.data == {"__typename": "Query"}
+    named_first = asyncio.run(schema.execute(two, operation_name="A"))
+    assert named_first.errors is None
+    one = asyncio.run(schema.execute("query A { __typename }"))
+    assert one.errors is None

@@ -113,5 +113,24 @@ def title_of(turns: list[Turn]) -> str | None:
     first = next((t.content for t in turns if t.role == "user" and t.kind == "message"), None)
     if first is None:
         return None
-    text = " ".join(first.split())
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return cut_between_words(" ".join(first.split()), TITLE_CHARS) or None
+
+
+def cut_between_words(text: str, chars: int) -> str:
+    """The text in at most `chars` characters, a cut one ending in `…` and cut between words:
+    the word across the cut is left out whole, so a credential is shown whole (and masked)
+    or not at all, never as a part its masking no longer recognises (issue 59: 34 of a
+    token's 36 characters showed). Empty when the first word alone is too long."""
+    if len(text) <= chars:
+        return text
+    head = text[: chars - 1]
+    if not text[chars - 1].isspace():
+        head = head[: len(head) - _last_word(head)]
+    head = head.rstrip()
+    return head + "…" if head else ""
+
+
+def _last_word(text: str) -> int:
+    """The length of the text's last run of non-space characters."""
+    words = text.rsplit(maxsplit=1)
+    return len(words[-1]) if words and not text[-1:].isspace() else 0

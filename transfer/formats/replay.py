@@ -3,7 +3,7 @@ rather than rows: ids the source did not give are derived (uuid5), so re-import 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,7 +11,7 @@ from uuid import UUID, uuid5
 
 from pydantic import ValidationError
 
-from transfer.formats.conversation import Turn
+from transfer.formats.conversation import Turn, cut_between_words
 from transfer.import_format import ActivityRecord, Record, SessionRecord, describe
 
 # Session ids are uuid5(SESSION_NAMESPACE, "<account id>:<source's session key>") when the
@@ -22,6 +22,9 @@ TURN_SPACING = timedelta(seconds=1)  # between turns the source gave no time
 
 def session_uuid(account_id: UUID, key: str) -> UUID:
     return uuid5(SESSION_NAMESPACE, f"{account_id}:{key}")
+
+
+TITLE_MAX = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,37 +43,45 @@ class Session:
 
 
 def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) -> list[Record]:
-    """The session line and one activity line per non-empty turn, in order; a turn without a
-    time comes TURN_SPACING after the one before. A ValueError names the bad field."""
-    activity: list[Record] = []
+    """The session line and one activity line per non-empty turn, in order (stream_records,
+    the session line first)."""
+    *activity, head = stream_records(session, turns)
+    return [head, *activity]
+
+
+def stream_records(
+    session: Session, turns: Iterable[tuple[Turn, datetime | None]]
+) -> Iterator[Record]:
+    """One activity line per non-empty turn, in order, each as its turn is read, then the
+    session line (its last activity is the last turn's); a turn without a time comes
+    TURN_SPACING after the one before. A ValueError names the bad field."""
+    ordinal = 0
     clock: datetime | None = None
     for turn, at in turns:
-        clock = at if at is not None else _after(clock, session.started_at, len(activity))
+        clock = at if at is not None else _after(clock, session.started_at, ordinal)
         if not turn.content.strip():
             continue
-        ordinal = len(activity)
-        activity.append(
-            _valid(
-                ActivityRecord,
-                f"turn {ordinal}",
-                type="activity",
-                id=uuid5(session.id, f"activity:{ordinal}"),
-                runtime_session_id=session.id,
-                ordinal=ordinal,
-                occurred_at=clock,
-                role=turn.role[:50],
-                kind=turn.kind,
-                content=turn.content,
-            )
+        yield _valid(
+            ActivityRecord,
+            f"turn {ordinal}",
+            type="activity",
+            id=uuid5(session.id, f"activity:{ordinal}"),
+            runtime_session_id=session.id,
+            ordinal=ordinal,
+            occurred_at=clock,
+            role=turn.role[:50],
+            kind=turn.kind,
+            content=turn.content,
         )
+        ordinal += 1
     last = max([session.last_activity_at or session.started_at, clock or session.started_at])
-    head = _valid(
+    yield _valid(
         SessionRecord,
         "session",
         type="session",
         id=session.id,
         account_id=session.account_id,
-        title=session.title[:2000],
+        title=_title(session.title),
         source_type=session.source_type[:200],
         source_id=session.source_id[:500],
         reference=session.reference[:2000],
@@ -78,7 +89,6 @@ def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) 
         started_at=session.started_at,
         last_activity_at=last,
     )
-    return [head, *activity]
 
 
 def _after(clock: datetime | None, started_at: datetime, ordinal: int) -> datetime:
@@ -100,3 +110,8 @@ def _valid(model: type[Any], where: str, **fields: Any) -> Any:
         return model(**fields)
     except ValidationError as exc:
         raise ValueError(f"{where}: {describe(exc)}") from None
+
+
+def _title(title: str) -> str:
+    """A title within SessionRecord's 2,000 characters, cut between words."""
+    return title if len(title) <= TITLE_MAX else cut_between_words(title, TITLE_MAX) or "…"
