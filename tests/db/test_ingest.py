@@ -32,6 +32,7 @@ from tests.support.transfer_files import write_file
 from tests.support.world import World
 from transfer.formats.spans import session_id
 from transfer.importing import import_file, import_lines
+from transfer.values import MAX_TURN_CHARS
 
 BOTH = ("view_runtime_sessions", "ingest_runtime_sessions")
 
@@ -297,3 +298,24 @@ async def test_a_trace_sent_in_two_requests_at_once_lands_in_one_session(
         assert [a.status_code for a in answers] == [200, 200]
         assert await session(engine, session_id(account, agent.trace)) is None
         assert len(await replay(engine, session_id(account, f"race-{n}"))) == 5
+
+
+async def test_a_span_no_session_can_hold_is_rejected_alone(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """A NUL character, or a turn past the import's bound, rejects its span (named), not the
+    request: the others are stored."""
+    [(account, key)] = await accounts(engine, BOTH)
+    agent = Agent("conv-bounds")
+    agent.user("fine")
+    agent.chat("fine too")
+    agent.user("x" * (MAX_TURN_CHARS + 1))
+    agent.chat("never stored")
+    agent.user("a NUL \x00 here")
+    agent.chat("nor this")
+    response = await post(client, key, agent.spans)
+    assert response.status_code == 200
+    rejected, message = partial_success(response)
+    assert rejected == 2
+    assert f"characters; a turn holds at most {MAX_TURN_CHARS:,}" in message
+    assert len(await replay(engine, session_id(account, "conv-bounds"))) == 2

@@ -25,6 +25,7 @@ from transfer.formats.conversation import title_of
 from transfer.formats.genai import GenAISpan, SpanTurn, needed_turns, replay, span_turns
 from transfer.formats.replay import Session, records_of, session_uuid
 from transfer.import_format import Record
+from transfer.values import MAX_TURN_CHARS
 
 CONVERSATION, SESSION = "gen_ai.conversation.id", "session.id"
 INVOKE_AGENT = "invoke_agent"
@@ -69,6 +70,7 @@ def facts_of(
     turns: tuple[SpanTurn, ...] = ()
     if genai or genai_events:
         turns = tuple(span_turns(GenAISpan(start, end, genai, genai_events)))
+    _storable([*ids, name, *(str(v) for v in resource.values() if isinstance(v, str))], turns)
     return SpanFacts(
         trace_id=ids[0].lower(),
         span_id=ids[1].lower(),
@@ -82,6 +84,19 @@ def facts_of(
         conversation=conversation_of(attributes, resource),
         turns=turns,
     )
+
+
+def _storable(texts: list[str], turns: tuple[SpanTurn, ...]) -> None:
+    """A ValueError naming what no session can hold: a NUL character, a turn past
+    MAX_TURN_CHARS (the import's bound too)."""
+    for turn, _, _ in turns:
+        if len(turn.content) > MAX_TURN_CHARS:
+            raise ValueError(
+                f"a {turn.kind} of {len(turn.content):,} characters; a turn holds at most "
+                f"{MAX_TURN_CHARS:,}"
+            )
+    if any("\x00" in text for text in [*texts, *(t.content for t, _, _ in turns)]):
+        raise ValueError("a text holds a NUL character, which no session can store")
 
 
 def conversation_of(attributes: Mapping[str, Any], resource: Mapping[str, Any]) -> str | None:
