@@ -80,6 +80,14 @@ class IndexerSettings(BaseSettings):
         ge=1,
         le=10_000,
     )
+    lexical_refit_min_interval_s: int = setting(
+        600,
+        "lexical model: a grown account is fitted again at most this often (a refit embeds "
+        "every passage of the account again, and a live stream's new passages wait behind it)",
+        "indexer",
+        ge=0,
+        le=30 * 86_400,
+    )
     chunk_overlap_turns: int = setting(
         0, "turns shared by consecutive windows (1 did not help)", "indexer", ge=0, le=8
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -22,16 +23,19 @@ class StoredFit:
     identity: str
     sessions: int
     weights: bytes
+    fitted_at: datetime
 
 
 async def load_fit(conn: AsyncConnection, account_id: UUID) -> StoredFit | None:
     f = t.lexical_fits.c
     row = (
         await conn.execute(
-            sa.select(f.model_identity, f.sessions, f.weights).where(f.account_id == account_id)
+            sa.select(f.model_identity, f.sessions, f.weights, f.fitted_at).where(
+                f.account_id == account_id
+            )
         )
     ).first()
-    return None if row is None else StoredFit(row[0], row[1], bytes(row[2]))
+    return None if row is None else StoredFit(row[0], row[1], bytes(row[2]), row[3])
 
 
 async def fit_identity(conn: AsyncConnection, account_id: UUID) -> str | None:

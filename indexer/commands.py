@@ -41,6 +41,7 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
         max_attempts=settings.embed_max_attempts,
         repeat_min_share_percent=settings.repeat_min_share_percent,
         refit_growth_percent=settings.lexical_refit_growth_percent,
+        refit_min_interval_s=settings.lexical_refit_min_interval_s,
         template_min_sessions=settings.template_min_sessions,
         session_idle_s=settings.session_idle_s,
     )

@@ -5,6 +5,7 @@ identity: the account's setting names it and its chunks are embedded again."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -24,19 +25,28 @@ def due(fitted_sessions: int, sessions: int, growth_percent: int) -> bool:
     return sessions * 100 >= fitted_sessions * (100 + growth_percent) and sessions > fitted_sessions
 
 
+def refit_due(stored: fits.StoredFit, sessions: int, rule: tuple[int, int]) -> bool:
+    """Whether the account grew by the rule's share since its fit, and its fit is at least the
+    rule's interval old: a live account that grows fast is not fitted again on every pass."""
+    growth_percent, min_interval_s = rule
+    old_enough = datetime.now(UTC) - stored.fitted_at >= timedelta(seconds=min_interval_s)
+    return old_enough and due(stored.sessions, sessions, growth_percent)
+
+
 async def ensure_fit(
     engine: AsyncEngine,
     registry: Registry,
     work: sql.AccountWork,
-    growth_percent: int,
+    refit: tuple[int, int],
     repeat: sql.RepeatRule,
     template_min_sessions: int,
 ) -> tuple[sql.AccountWork, Embedder]:
-    """The account's work under its current fit, fitting first when none is due or fresh."""
+    """The account's work under its current fit, fitting first when it has none or one is
+    due (`refit`: the growth in percent and the least seconds between fits)."""
     async with engine.connect() as conn:
         stored = await fits.load_fit(conn, work.account_id)
         sessions = await fits.sessions_with_clear_chunks(conn, work.account_id)
-    if stored is not None and not due(stored.sessions, sessions, growth_percent):
+    if stored is not None and not refit_due(stored, sessions, refit):
         fit = Fit.from_bytes(stored.sessions, stored.weights)
         if fit.identity != work.identity:  # the setting was re-imported, or names an old fit
             async with engine.begin() as conn:

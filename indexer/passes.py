@@ -27,6 +27,7 @@ class IndexerConfig:
     max_attempts: int = default_of("embed_max_attempts")  # failed batches before `failed`
     repeat_min_share_percent: int = default_of("repeat_min_share_percent")
     refit_growth_percent: int = default_of("lexical_refit_growth_percent")
+    refit_min_interval_s: int = default_of("lexical_refit_min_interval_s")
     template_min_sessions: int = default_of("template_min_sessions")
     session_idle_s: int = default_of("session_idle_s")  # a running live session then completes
 

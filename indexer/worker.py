@@ -79,7 +79,7 @@ async def index_account(
             engine,
             registry,
             work,
-            config.refit_growth_percent,
+            (config.refit_growth_percent, config.refit_min_interval_s),
             config.repeat,
             config.template_min_sessions,
         )

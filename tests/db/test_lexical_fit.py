@@ -5,6 +5,7 @@ a new model identity that re-embeds the account."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -136,9 +137,14 @@ async def test_a_grown_account_is_refitted_under_a_new_identity_and_re_embedded(
         sid = grown.session(account, day=n)
         grown.activity(sid, 0, f"the orders migration failed again on shard {n % 2}")
     await grown.write(engine)
-    report = await index_once(engine, Registry(), CONFIG)
+    recent = await index_once(engine, Registry(), CONFIG)  # fitted moments ago: not again yet
+    assert recent.chunks_embedded == 2
+    (kept,) = await rows(engine, "SELECT model_identity FROM embedding_settings")
+    assert kept.model_identity == first.model_identity
+    report = await index_once(engine, Registry(), replace(CONFIG, refit_min_interval_s=0))
     (second,) = await rows(engine, "SELECT model_identity FROM embedding_settings")
     assert second.model_identity != first.model_identity and report.chunks_embedded == 6
+    assert CONFIG.refit_min_interval_s == 600  # the setting's default, which held it back
     models = await rows(engine, "SELECT DISTINCT embedding_model FROM session_chunks")
     assert [m.embedding_model for m in models] == [second.model_identity]
     registered = {r.model_identity for r in await rows(engine, "SELECT * FROM embedding_models")}
