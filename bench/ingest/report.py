@@ -1,0 +1,464 @@
+"""The figures of a run and its result file."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.common.timing import p50, pct
+from bench.ingest.agents import Export, Offered
+from bench.ingest.probes import Fresh
+from bench.ingest.world import World
+
+HOLD_SHARE = 0.95  # a step holds when this share of its offered rate is acknowledged
+HOLD_P95_S = 1.0  # with the acknowledgement p95 under this
+# the targets the run is held to
+ACK_P95_MS = 50.0
+FRESH_P95_S = 2.0
+OTHER_RATIO = 2.0
+SUSTAINED = 2000
+RSS_SLOPE = 0.02  # "flat": over the second half, growing less than 2% of the start a minute
+
+
+def answers(exports: Sequence[Export]) -> Counter[int]:
+    return Counter(a for e in exports for a in e.answers)
+
+
+def refusals(counts: Counter[int]) -> tuple[int, int, int]:
+    """(429s, 5xx, other non-200s, no answer counted with them)."""
+    too_many = counts.get(429, 0)
+    server = sum(n for code, n in counts.items() if code >= 500)
+    other = sum(n for code, n in counts.items() if code not in (200, 429) and code < 500)
+    return too_many, server, other
+
+
+@dataclass(frozen=True)
+class Stream:
+    offered: Offered
+    seconds: float
+    idle: list[float]
+    during: list[float]
+    refused: int
+    fresh: list[Fresh]
+    deeper: int  # found past the twin's first page
+    rss_start: tuple[float, float]
+    rss_end: tuple[float, float]
+    serve_samples: list[tuple[float, float]]
+    indexer_samples: list[tuple[float, float]]
+    cpu: tuple[float, ...]  # serve, indexer, PostgreSQL: CPU seconds during the stream
+    load_before: tuple[float, float, float]
+    load_during: tuple[float, float, float]
+    started: float
+    ended: float
+    backlog: list[tuple[float, str, int]]  # (time, the lexical model, passages waiting)
+    refits: list[float]
+
+    @property
+    def exports(self) -> list[Export]:
+        return self.offered.exports
+
+    @property
+    def acked(self) -> int:
+        return sum(e.spans for e in self.exports if e.ok)
+
+    def ack_ms(self, q: float) -> float:
+        return pct([e.seconds * 1000 for e in self.exports], q)
+
+    def posted_ms(self, q: float) -> float:
+        return pct([e.posted * 1000 for e in self.exports], q)
+
+    def line(self) -> str:
+        return (
+            f"stream: {self.acked / self.seconds:.0f} acknowledged spans/s, ack p50 "
+            f"{self.ack_ms(50):.0f} ms p95 {self.ack_ms(95):.0f} ms, {len(self.fresh)} sessions "
+            f"watched, found p95 {rank(found(self.fresh), 95):.2f} s"
+        )
+
+
+def found(samples: Sequence[Fresh], corpus: str | None = None) -> list[float]:
+    """Seconds to be found, of every watched session (inf: not within the time out)."""
+    return [math.inf if s.found is None else s.found for s in samples if corpus in (None, s.corpus)]
+
+
+def counted(samples: Sequence[Fresh], corpus: str | None = None) -> list[float]:
+    return [
+        math.inf if s.counted is None else s.counted for s in samples if corpus in (None, s.corpus)
+    ]
+
+
+def dense(samples: Sequence[Fresh]) -> list[float]:
+    return [s.dense for s in samples if s.dense is not None]
+
+
+@dataclass(frozen=True)
+class Step:
+    rate: int
+    offered: float  # spans/s the agents ended
+    ended: int
+    acked: int
+    achieved: float  # acknowledged spans/s, the step's start to its last acknowledgement
+    ack_p50_ms: float
+    ack_p95_ms: float
+    posted_p95_ms: float
+    posts: int
+    spans_per_post: float
+    kb_per_post: float
+    refused: tuple[int, int, int]
+    failed: int
+    serve_cpu: float  # share of one core the server used over the step
+    postgres_cpu: float  # and PostgreSQL
+    agents_cpu: float  # and the agents' processes together
+    load: tuple[float, float, float]
+
+    @property
+    def held(self) -> bool:
+        return (
+            self.achieved >= HOLD_SHARE * self.rate
+            and self.ack_p95_ms < HOLD_P95_S * 1000
+            and self.refused[0] == 0
+            and self.refused[1] == 0
+            and self.failed == 0
+        )
+
+    def why_not(self) -> str:
+        reasons = []
+        if self.offered < HOLD_SHARE * self.rate:
+            reasons.append(f"the agents offered only {self.offered:.0f}/s (client-bound)")
+        if self.achieved < HOLD_SHARE * self.rate:
+            reasons.append(f"acknowledged {self.achieved / self.rate:.0%} of the rate")
+        if self.ack_p95_ms >= HOLD_P95_S * 1000:
+            reasons.append(f"ack p95 {self.ack_p95_ms:.0f} ms")
+        if self.refused[0] or self.refused[1]:
+            reasons.append(f"{self.refused[0]} 429, {self.refused[1]} 5xx")
+        if self.failed:
+            reasons.append(f"{self.failed} exports failed")
+        return "; ".join(reasons) or "-"
+
+    def line(self) -> str:
+        return (
+            f"| {self.rate:,} | {self.offered:,.0f} | {self.achieved:,.0f} "
+            f"({self.achieved / self.rate:.0%}) | {self.acked:,} of {self.ended:,} "
+            f"| {self.ack_p50_ms:.0f} / {self.ack_p95_ms:.0f} ({self.posted_p95_ms:.0f}) "
+            f"| {self.posts} | {self.spans_per_post:.0f} | {self.kb_per_post:.0f} "
+            f"| {self.refused[0]} / {self.refused[1]} / {self.refused[2]} | {self.failed} "
+            f"| {self.serve_cpu:.0%} / {self.postgres_cpu:.0%} / {self.agents_cpu:.0%} "
+            f"| {self.load[0]:.2f} "
+            f"| {'yes' if self.held else 'no: ' + self.why_not()} |"
+        )
+
+
+def step_of(
+    rate: int,
+    started: float,
+    seconds: float,
+    results: Sequence[Offered],
+    cpu_s: tuple[float, float],
+    load: tuple[float, float, float],
+) -> Step:
+    """A step's figures. Its acknowledged rate: the spans acknowledged by HOLD_P95_S after the
+    offering ended, over the offering's time (the agents' final flush is sent as it ends: a
+    server that keeps up has answered it by then)."""
+    exports = [e for r in results for e in r.exports]
+    ok = [e for e in exports if e.ok]
+    acked = sum(e.spans for e in ok)
+    deadline = started + seconds + HOLD_P95_S
+    in_time = sum(e.spans for e in ok if e.started + e.seconds <= deadline)
+    last = max((e.started + e.seconds for e in ok), default=started + seconds)
+    return Step(
+        rate,
+        sum(r.spans_ended for r in results) / seconds,
+        sum(r.spans_ended for r in results),
+        acked,
+        in_time / seconds,
+        pct([e.seconds * 1000 for e in exports], 50),
+        pct([e.seconds * 1000 for e in exports], 95),
+        pct([e.posted * 1000 for e in exports], 95),
+        len(exports),
+        float(np.mean([e.spans for e in exports])) if exports else math.nan,
+        float(np.mean([e.body_bytes for e in exports])) / 1024 if exports else math.nan,
+        refusals(answers(exports)),
+        len(exports) - len(ok),
+        cpu_s[0] / max(last - started, seconds),
+        cpu_s[1] / max(last - started, seconds),
+        sum(r.cpu_s for r in results) / max(last - started, seconds),
+        load,
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    world: World
+    stream: Stream
+    steps: list[Step]
+    alone_rss: tuple[float, float]  # serve alone: its first sample and its peak (MB)
+    load_start: tuple[float, float, float]
+    load_end: tuple[float, float, float]
+
+
+def commit() -> str:
+    """The checkout's commit (other work may have changed its files since)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "an unknown commit"
+    return f"commit {head}"
+
+
+def trio(values: Sequence[float]) -> str:
+    return f"{values[0]:.2f}, {values[1]:.2f}, {values[2]:.2f}"
+
+
+def slope_of(samples: list[tuple[float, float]]) -> float:
+    """MB a minute, fitted over the second half of the samples."""
+    half = samples[len(samples) // 2 :]
+    if len(half) < 3:
+        return math.nan
+    return float(np.polyfit([t for t, _ in half], [mb for _, mb in half], 1)[0]) * 60
+
+
+def rss_row(name: str, samples: list[tuple[float, float]], start: float, end: float) -> str:
+    if not samples:
+        return f"| {name} | - | - | - | - |"
+    peak = max(mb for _, mb in samples)
+    slope = slope_of(samples)
+    return (
+        f"| {name} | {start:.0f} | {peak:.0f} | {end:.0f} ({(end - start) / start:+.0%}) "
+        f"| {slope:+.1f} MB/min |"
+    )
+
+
+def slowest(s: Stream) -> str:
+    """The slowest sessions to be found, each with the refit of the stream account's lexical
+    model nearest its acknowledgement (up to when it was found)."""
+    ranked = sorted(s.fresh, key=lambda f: -(f.found if f.found is not None else math.inf))[:5]
+    told = []
+    for f in ranked:
+        before = [f.acked - t for t in s.refits if t <= f.acked + (f.found or 60)]
+        near = min(before, key=abs) if before else None
+        since = (
+            "no refit near it"
+            if near is None
+            else f"the nearest refit {abs(near):.0f} s {'before' if near >= 0 else 'after'} its ack"
+        )
+        took = f"{f.found:.1f} s" if f.found is not None else "not within 60 s"
+        told.append(f"{f.corpus} {took} ({since})")
+    return "The slowest to be found: " + "; ".join(told) + "." if told else ""
+
+
+def rank(values: Sequence[float], q: float) -> float:
+    """The q-th percentile by nearest rank (inf among the values: a session never found)."""
+    ranked = sorted(values)
+    return ranked[max(0, math.ceil(q / 100 * len(ranked)) - 1)] if ranked else math.nan
+
+
+def seconds_of(values: list[float], q: float) -> str:
+    value = rank(values, q)
+    if math.isnan(value):
+        return "-"
+    return "> 60 s (not found)" if math.isinf(value) else f"{value:.2f} s"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def report(run: Run, command: str, args: argparse.Namespace) -> str:
+    s, w = run.stream, run.world
+    exports = s.exports
+    counts = answers(exports)
+    too_many, server, other = refusals(counts)
+    acked_rate = s.acked / s.seconds
+    spans = [e.spans for e in exports]
+    kb = [e.body_bytes / 1024 for e in exports]
+    watched = len(s.fresh)
+    not_found = sum(1 for f in s.fresh if f.found is None)
+    idle50, during50 = p50(s.idle), p50(s.during)
+    idle95, during95 = pct(s.idle, 95), pct(s.during, 95)
+    held = [st for st in run.steps if st.held]
+    highest = max((st.rate for st in held), default=0)
+    serve_end, indexer_end = s.rss_end
+    serve_start, indexer_start = s.rss_start
+    serve_slope, indexer_slope = slope_of(s.serve_samples), slope_of(s.indexer_samples)
+    flat = serve_slope <= RSS_SLOPE * serve_start and (
+        math.isnan(indexer_slope) or indexer_slope <= RSS_SLOPE * indexer_start
+    )
+    cpu_serve, cpu_indexer, cpu_pg = s.cpu
+    told = ", ".join(f"{n} x {code or 'no answer'}" for code, n in sorted(counts.items()))
+    ended = s.offered.spans_ended
+    lines = [
+        "# Live ingest: agents sending GenAI spans while another account reads",
+        "",
+        f"`{command}` (at {commit()})",
+        "",
+        f"Machine: {os.cpu_count()} cores, shared with other work; load average (1, 5, 15 min) "
+        f"at the start {trio(run.load_start)}, before the stream {trio(s.load_before)}, at "
+        f"the stream's end {trio(s.load_during)}, at the end {trio(run.load_end)}.",
+        "",
+        f"Database prepared in {w.prepared_s:.0f} s: the other account (the demo's 200 "
+        "tau-bench sessions, `load_demo`), the stream account's history "
+        + ", ".join(f"{n} {c}" for c, n in w.history.items())
+        + f" sessions (imported, indexed; lexical model{', MiniLM beside it' if w.dense else ''}); "
+        f"{len(w.replays)} held-out sessions replayed (a twin of each, same task, in the history).",
+        "",
+        f"## Stream: {args.rate:g} spans/s offered for {args.soak_seconds:g} s",
+        "",
+        "`similar-sessions serve` with its defaults (one worker, `index --watch` beside it, the "
+        f"default ingest rates); {args.agents} simulated agents in one process (a TracerProvider, "
+        "BatchSpanProcessor with the SDK's defaults and OTLPSpanExporter, protobuf gzipped, each), "
+        "replaying the held-out sessions of both corpora one after another; a chat span carries "
+        "the conversation so far.",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| spans ended by the agents | {ended:,} ({ended / args.soak_seconds:.0f}/s; "
+        f"pacing behind by {s.offered.behind_s:.2f} s at the end) |",
+        f"| acknowledged spans/s | {acked_rate:.0f} ({s.acked:,} spans in {s.seconds:.0f} s, "
+        "the final flush included) |",
+        f"| acknowledgement (one `export()`: one POST) p50 / p95 / max | {s.ack_ms(50):.0f} / "
+        f"{s.ack_ms(95):.0f} / {s.ack_ms(100):.0f} ms |",
+        f"| ... of it the HTTP exchange (requests' `elapsed`: the request sent to the answer's "
+        f"headers) p50 / p95 / max | {s.posted_ms(50):.0f} / {s.posted_ms(95):.0f} / "
+        f"{s.posted_ms(100):.0f} ms; the rest is the exporter encoding and gzipping the batch |",
+        f"| POSTs; spans per POST p50 / mean / max | {len(exports)}; "
+        f"{p50([float(x) for x in spans]):.0f} / "
+        f"{np.mean(spans) if spans else math.nan:.0f} / {max(spans, default=0)} |",
+        f"| gzipped KB per POST p50 / p95 / max | {p50(kb):.0f} / {pct(kb, 95):.0f} / "
+        f"{max(kb, default=0):.0f} |",
+        f"| answers | {told} "
+        f"(429: {too_many}, 5xx: {server}, other: {other}); exports failed "
+        f"{sum(1 for e in exports if not e.ok)} |",
+        f"| sessions watched from their first acknowledgement | {watched} "
+        f"({not_found} not listed by their twin within 60 s; {s.deeper} found past the first page "
+        "of 20 of the twin's list); watched up to 4 at a time, a new one every 2 s, polled every "
+        "0.2 s |",
+        f"| lexical: passage counted (`embeddedChunks` >= 1) p50 / p95 | "
+        f"{seconds_of(counted(s.fresh), 50)} / {seconds_of(counted(s.fresh), 95)} |",
+        f"| lexical: found in the twin's similarSessions p50 / p95 (nearest rank; a session not "
+        "found within 60 s ranks last) | "
+        f"{seconds_of(found(s.fresh), 50)} / {seconds_of(found(s.fresh), 95)} |",
+    ]
+    within = [x for x in found(s.fresh) if not math.isinf(x)]
+    lines.append(
+        f"| ... of those found within 60 s ({len(within)}) p50 / p95 | "
+        f"{seconds_of(within, 50)} / {seconds_of(within, 95)} |"
+    )
+    for corpus in ("tau-bench", "coding-agents"):
+        f = found(s.fresh, corpus)
+        lines.append(
+            f"| ... {corpus} ({sum(1 for x in f if not math.isinf(x))} of {len(f)} found) "
+            f"p50 / p95 | {seconds_of(f, 50)} / "
+            f"{seconds_of(f, 95)} |"
+        )
+    if w.dense:
+        d = dense(s.fresh)
+        lines.append(
+            f"| dense (MiniLM): a passage embedded p50 / p95 | {seconds_of(d, 50)} / "
+            f"{seconds_of(d, 95)} ({len(d)} of {watched} within 60 s) |"
+        )
+    else:
+        lines.append(
+            "| dense leg | skipped (no `--dense`: MiniLM on 2 shared cores is slow; the "
+            "lexical leg never waits for it) |"
+        )
+    during_stream = [b for b in s.backlog if s.started <= b[0] <= s.ended]
+    waiting = [n for _, _, n in during_stream]
+    refit_at = ", ".join(f"{t - s.started:.0f}" for t in s.refits if t >= s.started)
+    lines += [
+        f"| the stream account's lexical refits during the stream (a new fit: every passage of "
+        f"the account waits to be embedded again) | {len([t for t in s.refits if t >= s.started])}"
+        f"{f' (at {refit_at} s)' if refit_at else ''} |",
+        f"| its passages waiting, sampled every 2 s: p50 / max | "
+        f"{p50([float(n) for n in waiting]):,.0f} / {max(waiting, default=0):,} |",
+        f"| the other account's similarSessions p50 idle / streaming | {idle50:.0f} / "
+        f"{during50:.0f} ms ({during50 / idle50:.2f}x) |",
+        f"| ... p95 idle / streaming | {idle95:.0f} / {during95:.0f} ms "
+        f"({during95 / idle95:.2f}x); refused {s.refused} |",
+        f"| CPU during the stream: server / indexer / PostgreSQL | {cpu_serve:.0f} / "
+        f"{cpu_indexer:.0f} / {cpu_pg:.0f} s ({cpu_serve / s.seconds:.0%} / "
+        f"{cpu_indexer / s.seconds:.0%} / {cpu_pg / s.seconds:.0%} of a core; "
+        f"server {1000 * cpu_serve / max(s.acked, 1):.2f} ms a span); the agents' process "
+        f"{s.offered.cpu_s:.0f} s ({s.offered.cpu_s / s.seconds:.0%}) |",
+        "",
+        slowest(s),
+        "",
+        "Resident memory, MB (sampled each second; start: before the stream, end: "
+        f"{args.settle:g} s after it; slope over the second half of the samples):",
+        "",
+        "| process | start | peak | end | slope |",
+        "|---|---|---|---|---|",
+        rss_row("serve", s.serve_samples, serve_start, serve_end),
+        rss_row("its indexer (index --watch)", s.indexer_samples, indexer_start, indexer_end),
+        "",
+    ]
+    if run.steps:
+        lines += [
+            "## Serve alone: the highest sustained rate",
+            "",
+            "The server again with SIMILAR_SESSIONS_SERVE_INDEXES=false, "
+            "SIMILAR_SESSIONS_INGEST_SPAN_RATE=off and SIMILAR_SESSIONS_INGEST_BYTE_RATE=off "
+            f"(the ingest rates lifted); {STEP_PROCESSES_TEXT} offering spans of 1-8 KB for "
+            f"{args.step_seconds:g} s a step, then flushing. 'acknowledged /s': the spans "
+            f"acknowledged by {HOLD_P95_S:g} s after the offering ended, over the offering's "
+            "time; "
+            "'acknowledged': the spans acknowledged of those the agents ended. A step holds "
+            f"when its acknowledged rate is >= {HOLD_SHARE:.0%} of the offered rate, ack p95 < "
+            f"{HOLD_P95_S:g} s, no 429 and no 5xx. Server RSS "
+            f"{run.alone_rss[0]:.0f} MB at its start, peak {run.alone_rss[1]:.0f} MB.",
+            "",
+            "| offered spans/s | agents ended /s | acknowledged /s | acknowledged "
+            "| ack p50 / p95 ms (p95 of the HTTP exchange) | POSTs "
+            "| spans/POST | KB/POST (gzip) | 429 / 5xx / other | failed "
+            "| CPU server / PostgreSQL / agents (of one core) "
+            "| load 1 min "
+            "| holds |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *[st.line() for st in run.steps],
+            "",
+            f"Highest step that holds: **{highest:,} spans/s**"
+            + ("" if len(run.steps) == len(args.steps) else " (the steps above it not run)")
+            + ".",
+            "",
+        ]
+    other_ok = during50 <= OTHER_RATIO * idle50
+    got = found(s.fresh)
+    fresh_ok = bool(got) and rank(got, 95) <= FRESH_P95_S
+    lines += [
+        "## Against the targets",
+        "",
+        "| target | measured | |",
+        "|---|---|---|",
+        f"| at 200 spans/s, ack p95 <= {ACK_P95_MS:.0f} ms | {s.ack_ms(95):.0f} ms at "
+        f"{args.rate:g} | {verdict(s.ack_ms(95) <= ACK_P95_MS)} |",
+        f"| lexical freshness p95 <= {FRESH_P95_S:g} s (found by the twin) | "
+        f"{seconds_of(found(s.fresh), 95)} ({not_found} of {watched} not found) | "
+        f"{verdict(fresh_ok)} |",
+        f"| the other account's p50 within {OTHER_RATIO:g}x idle | {during50 / idle50:.2f}x | "
+        f"{verdict(other_ok)} |",
+        f"| highest sustained >= {SUSTAINED:,} spans/s (serve alone) | "
+        + (
+            f"{highest:,} spans/s | {verdict(highest >= SUSTAINED)} |"
+            if run.steps
+            else "not run | - |"
+        ),
+        f"| RSS flat (over the stream's second half, growing < {RSS_SLOPE:.0%} of the start a "
+        f"minute) | serve {serve_slope:+.1f} MB/min ({serve_start:.0f} -> {serve_end:.0f} MB), "
+        f"indexer {indexer_slope:+.1f} MB/min ({indexer_start:.0f} -> {indexer_end:.0f} MB) "
+        f"| {verdict(flat)} |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+STEP_PROCESSES_TEXT = (
+    "two processes of simulated agents (in each, one agent per 50 spans/s of its half, two at "
+    "least: every agent's batches alike, about 250 spans a POST)"
+)
