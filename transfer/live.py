@@ -31,12 +31,13 @@ from data import ingest as sql
 from data.errors import Unavailable
 from transfer.formats.conversation import Turn
 from transfer.formats.genai import SpanTurn
+from transfer.formats.replay import records_of
 from transfer.formats.spans import (
     SpanFacts,
     key_of,
-    needed_by,
+    replayed,
     session_id,
-    session_records,
+    session_of,
     trace_keys,
 )
 from transfer.import_format import ActivityRecord, SessionRecord
@@ -108,12 +109,23 @@ async def ingest_in(
         if not fresh and sid not in moved:
             continue  # every span of it was stored before: an exporter's retry
         before = [_facts_of_stored(s) for s in have]
-        fresh = needed_by(before + fresh, fresh)  # what the calls sent again left out
+        replay, fresh = replayed(before + fresh, fresh)  # fresh: what was sent again left out
         writes.spans += [_row(account_id, s, keys) for s in fresh]
         key = conversations.get(sid) or next((s.session_key for s in have), "")
-        writes.made_again(account_id, (sid, key), before + fresh, turns.get(sid, []), (now, idle))
+        made = _Made(sid, key, before + fresh, replay)
+        writes.made_again(account_id, made, turns.get(sid, []), (now, idle))
     await writes.run(conn, account_id)
     return Ingested(len(writes.spans), len(spans) - len(writes.spans), writes.sessions)
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A session to make again: its id, conversation, every span and their replay."""
+
+    id: UUID
+    key: str
+    spans: list[SpanFacts]
+    replay: list[tuple[Turn, int]]
 
 
 @dataclass
@@ -131,28 +143,29 @@ class _Writes:
     def made_again(
         self,
         account_id: UUID,
-        session: tuple[UUID, str],
-        spans: list[SpanFacts],
+        made: _Made,
         before: list[sql.StoredTurn],
         clock: tuple[datetime, timedelta],
     ) -> None:
-        """The session (id, conversation) made again from all its spans: its row, the turns
-        that changed; emptied when it has none left."""
-        sid, key = session
+        """The session made again from all its spans: its row, the turns that changed;
+        emptied when it has none left."""
+        sid = made.id
         self.sessions.append(sid)
-        if not spans:
+        if not made.spans:
             self.emptied.append(sid)
             return
-        records = session_records(account_id, key, spans, *clock)
+        session, timed = session_of(account_id, made.key, made.spans, *clock, made.replay)
+        count, first = _first_changed(timed, before)
+        records = records_of(session, timed, first)  # the turns before `first` are as stored
         head, turns = records[0], records[1:]
         assert isinstance(head, SessionRecord)
         self.heads.append(head.model_dump(exclude={"type"}))
         changed = [r for r in turns if isinstance(r, ActivityRecord) and _differs(r, before)]
         self.turns += [_turn_row(account_id, r) for r in changed]
         firsts = [r.ordinal for r in changed]
-        if len(before) > len(turns):
-            self.cut[sid] = len(turns)
-            firsts.append(len(turns))
+        if len(before) > count:
+            self.cut[sid] = count
+            firsts.append(count)
         if firsts:
             self.changed[sid] = min(firsts)
 
@@ -207,6 +220,25 @@ def _facts_of_stored(span: sql.StoredSpan) -> SpanFacts:
         conversation=span.conversation,
         turns=tuple((Turn(r, k, c, i), at, h) for r, k, c, i, at, h in entries),
     )
+
+
+def _first_changed(
+    timed: Sequence[tuple[Turn, datetime]], before: list[sql.StoredTurn]
+) -> tuple[int, int]:
+    """How many turns the session has (those with text), and the ordinal of the first that
+    differs from the one stored there (the count when none does)."""
+    count, first = 0, None
+    for turn, at in timed:
+        if not turn.content.strip():
+            continue
+        if first is None and (
+            count >= len(before)
+            or before[count].occurred_at != at
+            or before[count].digest != sql.turn_digest(turn.role[:50], turn.kind, turn.content)
+        ):
+            first = count
+        count += 1
+    return count, count if first is None else first
 
 
 def _differs(record: ActivityRecord, before: list[sql.StoredTurn]) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from transfer.formats.conversation import Turn, call, result, turns_of
+from transfer.formats.sent_again import SENT_AGAIN
 
 # JSON in an attribute nests at most this deep, measured before it is parsed: json.loads and
 # the reader recurse a frame or two a level, and Python's stack ends near 1,000 frames. The
@@ -27,6 +28,7 @@ MAX_JSON_DEPTH = 64
 _STRINGS = re.compile(r'"(?:[^"\\]++|\\.?)*+"?', re.DOTALL)
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]++")
 INSTRUCTIONS, EVENT_CONTENT = "gen_ai.system_instructions", "gen_ai.event.content"
+INPUT = "gen_ai.input.messages"
 ARGUMENTS, RESULT = "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"
 EVENT_ROLES = {
     "gen_ai.system.message": "system",
@@ -49,6 +51,7 @@ class GenAISpan:
     end: int
     attributes: dict[str, Any]
     events: list[tuple[int, str, dict[str, Any]]]
+    conversation: str | None = None  # whose calls' re-sent messages are read once (sent_again)
 
 
 def structured(value: Any, name: str) -> Any:
@@ -84,6 +87,22 @@ def _messages(attributes: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
 
+def _input_turns(span: GenAISpan) -> list[Turn]:
+    """The turns of the messages a model call was sent: of a conversation's calls, only the
+    messages after those its last call sent are read (transfer/formats/sent_again.py)."""
+    text = span.attributes.get(INPUT)
+    if span.conversation and isinstance(text, str) and text[:1] == "[":
+        return SENT_AGAIN.turns(span.conversation, text, _read_messages) or []
+    return [turn for message in _messages(span.attributes, INPUT) for turn in turns_of(message)]
+
+
+def _read_messages(text: str) -> list[Turn] | None:
+    value = structured(text, INPUT)
+    if not isinstance(value, list):
+        return None
+    return [turn for message in value if isinstance(message, dict) for turn in turns_of(message)]
+
+
 def _instructions(attributes: dict[str, Any]) -> Iterator[Turn]:
     value = structured(attributes.get(INSTRUCTIONS), INSTRUCTIONS)
     if value:
@@ -112,9 +131,8 @@ def _span_turns(span: GenAISpan) -> Iterator[SpanTurn]:
     a = span.attributes
     for turn in _instructions(a):
         yield turn, span.start, True
-    for message in _messages(a, "gen_ai.input.messages"):
-        for turn in turns_of(message):
-            yield turn, span.start, True
+    for turn in _input_turns(span):
+        yield turn, span.start, True
     for time, name, attributes in sorted(span.events, key=lambda e: e[0]):
         if name in EVENT_ROLES:
             for turn in _event_turns(name, attributes):
@@ -148,14 +166,14 @@ def replay(spans: list[tuple[int, int, list[SpanTurn]]]) -> list[tuple[Turn, int
     return _replay(spans, ())[0]
 
 
-def needed_turns(
+def replay_needing(
     spans: list[tuple[int, int, list[SpanTurn]]], which: Collection[int]
-) -> dict[int, list[SpanTurn]]:
-    """Of the spans at these places, the turns a replay still needs: a key all of whose
-    turns in the span are skipped (sent again, and replayed before it as often) is left out.
-    Any span added later before it only replays more, so the replay of these spans stays
-    the same with or without what was left out."""
-    return _replay(spans, which)[1]
+) -> tuple[list[tuple[Turn, int]], dict[int, list[SpanTurn]]]:
+    """replay() of the spans, and of the spans at these places the turns a replay still
+    needs: a key all of whose turns in the span are skipped (sent again, and replayed before
+    it as often) is left out. Any span added later before it only replays more, so the replay
+    of these spans stays the same with or without what was left out."""
+    return _replay(spans, which)
 
 
 def _replay(

@@ -42,24 +42,30 @@ class Session:
     last_activity_at: datetime | None = None
 
 
-def records_of(session: Session, turns: Sequence[tuple[Turn, datetime | None]]) -> list[Record]:
-    """The session line and one activity line per non-empty turn, in order (stream_records,
-    the session line first)."""
-    *activity, head = stream_records(session, turns)
+def records_of(
+    session: Session, turns: Sequence[tuple[Turn, datetime | None]], first: int = 0
+) -> list[Record]:
+    """The session line and one activity line per non-empty turn from ordinal `first` on, in
+    order (stream_records, the session line first)."""
+    *activity, head = stream_records(session, turns, first)
     return [head, *activity]
 
 
 def stream_records(
-    session: Session, turns: Iterable[tuple[Turn, datetime | None]]
+    session: Session, turns: Iterable[tuple[Turn, datetime | None]], first: int = 0
 ) -> Iterator[Record]:
-    """One activity line per non-empty turn, in order, each as its turn is read, then the
-    session line (its last activity is the last turn's); a turn without a time comes
-    TURN_SPACING after the one before. A ValueError names the bad field."""
+    """One activity line per non-empty turn, in order, each as its turn is read (those before
+    ordinal `first` counted, not made), then the session line (its last activity is the last
+    turn's); a turn without a time comes TURN_SPACING after the one before. A ValueError
+    names the bad field."""
     ordinal = 0
     clock: datetime | None = None
     for turn, at in turns:
         clock = at if at is not None else _after(clock, session.started_at, ordinal)
         if not turn.content.strip():
+            continue
+        if ordinal < first:
+            ordinal += 1
             continue
         yield _valid(
             ActivityRecord,

@@ -21,8 +21,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from transfer.formats.conversation import title_of
-from transfer.formats.genai import GenAISpan, SpanTurn, needed_turns, replay, span_turns
+from transfer.formats.conversation import Turn, title_of
+from transfer.formats.genai import GenAISpan, SpanTurn, replay, replay_needing, span_turns
 from transfer.formats.replay import Session, records_of, session_uuid
 from transfer.import_format import Record
 from transfer.values import MAX_TURN_CHARS
@@ -69,7 +69,8 @@ def facts_of(
     time_of(start), time_of(end)  # a ValueError past the year 9999
     turns: tuple[SpanTurn, ...] = ()
     if genai or genai_events:
-        turns = tuple(span_turns(GenAISpan(start, end, genai, genai_events)))
+        key = conversation_of(attributes, resource) or ids[0]
+        turns = tuple(span_turns(GenAISpan(start, end, genai, genai_events, key)))
     _storable([*ids, name, *(str(v) for v in resource.values() if isinstance(v, str))], turns)
     return SpanFacts(
         trace_id=ids[0].lower(),
@@ -149,15 +150,18 @@ def ordered(spans: Sequence[SpanFacts]) -> list[SpanFacts]:
     return sorted(spans, key=lambda s: (s.start, s.span_id))
 
 
-def needed_by(spans: Sequence[SpanFacts], fresh: Collection[SpanFacts]) -> list[SpanFacts]:
-    """The fresh spans (among `spans`, a session's) with only the turns its replay still
-    needs (transfer/formats/genai.needed_turns): what a model call sent again that the
-    session already replayed is left out, so a conversation is not stored once a call."""
+def replayed(
+    spans: Sequence[SpanFacts], fresh: Collection[SpanFacts]
+) -> tuple[list[tuple[Turn, int]], list[SpanFacts]]:
+    """A session's spans' turns replayed in time order, and its fresh spans (among `spans`)
+    with only the turns a replay still needs (transfer/formats/genai.replay_needing): what a
+    model call sent again that the session already replayed is left out, so a conversation
+    is not stored once a call, and the replay stays the same."""
     spanned = ordered(spans)
     places = {id(s): i for i, s in enumerate(spanned)}
     which = {places[id(s)] for s in fresh}
-    needed = needed_turns([(s.start, s.end, list(s.turns)) for s in spanned], which)
-    return [replace(spanned[i], turns=tuple(needed[i])) for i in sorted(which)]
+    turns, needed = replay_needing([(s.start, s.end, list(s.turns)) for s in spanned], which)
+    return turns, [replace(spanned[i], turns=tuple(needed[i])) for i in sorted(which)]
 
 
 def session_records(
@@ -165,11 +169,23 @@ def session_records(
 ) -> list[Record]:
     """The session of one conversation's spans and its turns, as import records; a
     ValueError naming what cannot be stored."""
+    return records_of(*session_of(account_id, key, spans, now, idle))
+
+
+def session_of(
+    account_id: UUID,
+    key: str,
+    spans: Sequence[SpanFacts],
+    now: datetime,
+    idle: timedelta,
+    turns: list[tuple[Turn, int]] | None = None,
+) -> tuple[Session, list[tuple[Turn, datetime]]]:
+    """The session of one conversation's spans and its turns with their times, in order
+    (`turns`: their replay, when the caller has it)."""
     spanned = ordered(spans)
-    timed = [
-        (turn, time_of(at))
-        for turn, at in replay([(s.start, s.end, list(s.turns)) for s in spanned])
-    ]
+    if turns is None:
+        turns = replay([(s.start, s.end, list(s.turns)) for s in spanned])
+    timed = [(turn, time_of(at)) for turn, at in turns]
     root = next((s.name for s in spanned if not s.parent_span_id), "")
     service = next((s.service for s in spanned if s.service), "")
     session = Session(
@@ -183,7 +199,7 @@ def session_records(
         started_at=time_of(spanned[0].start),
         last_activity_at=time_of(max(max(s.end, s.start) for s in spanned)),
     )
-    return records_of(session, timed)
+    return session, timed
 
 
 def time_of(nanos: int) -> datetime:
