@@ -426,6 +426,25 @@ otlp_spans = sa.Table(
     sa.Index("otlp_spans_session_idx", "account_id", "runtime_session_id"),
 )
 
+# The export requests the live receiver acknowledged and the indexer has not yet made into
+# sessions, each as it was sent (migration 0018): the receiver answers 200 once its request
+# is here, and the indexer makes sessions of it and deletes it in one transaction.
+otlp_batches = sa.Table(
+    "otlp_batches",
+    metadata,
+    sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
+    sa.Column(
+        "account_id", UUID(as_uuid=True), sa.ForeignKey("accounts.account_id"), nullable=False
+    ),
+    sa.Column("encoding", sa.Text, nullable=False),  # application/x-protobuf or application/json
+    sa.Column("gzipped", sa.Boolean, nullable=False),
+    sa.Column("body", sa.LargeBinary, nullable=False),
+    sa.Column("received_at", TZ, nullable=False, server_default=sa.func.now()),
+    # why the indexer could not make sessions of it (NULL: it has not failed); kept, not lost
+    sa.Column("failure", sa.Text),
+    sa.Index("otlp_batches_account_idx", "account_id", "id"),
+)
+
 # Sessions whose turns changed since they were last chunked, from which turn on (written by
 # the live receiver; the indexer chunks from the last passage before it, then deletes it).
 session_changes = sa.Table(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import structlog
@@ -28,6 +28,7 @@ from indexer.passes import IndexerConfig, PassReport, mark_degraded
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.whole_passages import WholePassages
 from observability import metrics
+from transfer.live import make_sessions
 
 log = structlog.get_logger(__name__)
 
@@ -40,10 +41,12 @@ async def index_once(
     account_ids: list[UUID] | None = None,
     now: datetime | None = None,
 ) -> PassReport:
-    """One pass over every account with an enabled setting (or the ones named); then the
-    own indexes' tails due for a merge, once every account's chunks are embedded (a merge
-    builds a whole index again, which no other account's embedding waits on)."""
+    """One pass over every account with an enabled setting (or the ones named), after the
+    export requests the live receiver acknowledged are made into sessions; then the own
+    indexes' tails due for a merge, once every account's chunks are embedded (a merge builds
+    a whole index again, which no other account's embedding waits on)."""
     report = PassReport()
+    await make_sessions(engine, timedelta(seconds=config.session_idle_s), account_ids)
     async with engine.connect() as conn:
         accounts = await sql.enabled_accounts(conn, account_ids)
     for work in accounts:

@@ -4,8 +4,9 @@ only `OTEL_EXPORTER_OTLP_ENDPOINT=http://host:8000` and
 `ingest_runtime_sessions` scope (similar_sessions/auth.py checks it).
 
 The answers follow the OTLP/HTTP specification: 200 with an ExportTraceServiceResponse in the
-request's encoding, only once the spans have committed (a partial success names the spans
-rejected and the first reason); 400 for a body that does not decode; 413 past
+request's encoding, only once the request is stored (transfer/live.py: the indexer makes its
+spans into sessions moments later; a partial success names the spans rejected and the first
+reason); 400 for a body that does not decode; 413 past
 SIMILAR_SESSIONS_INGEST_BODY_BYTES, inflated or not (a gzip body is refused as it inflates);
 415 for another content type or encoding; 429 with Retry-After past the account's ingest
 rates (nothing of the request stored); 503 with Retry-After when the database cannot answer.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from datetime import UTC, datetime, timedelta
 
 import structlog
 from google.protobuf.json_format import MessageToJson
@@ -28,7 +28,7 @@ from data.accounts import Principal
 from observability.metrics import REFUSED
 from similar_sessions.rate_limit import RateLimits, describe
 from transfer.formats.otlp_wire import JSON, PROTOBUF, Decoded, Undecodable, decode, response
-from transfer.live import ingest
+from transfer.live import accept
 
 log = structlog.get_logger(__name__)
 PATH = "/v1/traces"
@@ -87,18 +87,12 @@ async def traces(request: Request) -> Response:
         return refusal(Refused(400, str(exc)), encoding or JSON)
     except Refused as exc:
         return refusal(exc, encoding or JSON)
-    if decoded.spans:
-        idle = timedelta(seconds=settings.session_idle_s)
-        done = await ingest(
-            request.app.state.services.engine,
-            principal.account_id,
-            decoded.spans,
-            datetime.now(UTC),
-            idle,
+    if decoded.spans:  # stored as sent; the indexer makes the sessions (transfer/live.py)
+        gzipped = request.headers.get("content-encoding", "").strip().lower() == "gzip"
+        await accept(
+            request.app.state.services.engine, principal.account_id, encoding, gzipped, raw
         )
-        log.info(
-            "ingested", stored=done.stored, repeated=done.repeated, sessions=len(done.sessions)
-        )
+        log.info("accepted", spans=len(decoded.spans), rejected=decoded.rejected, bytes=len(raw))
     return Response(response(decoded, encoding), media_type=encoding)
 
 

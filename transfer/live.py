@@ -1,36 +1,44 @@
-"""Live ingest: spans an agent exports (POST /v1/traces) become sessions as they arrive, by
-the mapping the file import uses (transfer/formats/spans.py), in one transaction per request.
+"""Live ingest: spans an agent exports (POST /v1/traces) become sessions, by the mapping the
+file import uses (transfer/formats/spans.py), in two steps.
 
-What the transaction does, in order:
-1. Each span is put in its conversation (a trace's spans without one follow the one a span
-   of the trace names, in this request or stored before; a trace that names one late takes
-   its earlier spans from the session they were put in).
-2. The sessions touched are locked in the order of their ids (made first if new).
-3. The spans are stored; a span already stored (the same account, trace and span: an
-   exporter's retry) is dropped, and a request of nothing new changes nothing.
-4. Each session with new spans is made again from all its spans: its turns in time order, a
-   re-sent conversation replayed once, its status and times. Only the turns that changed are
-   written, and the first of them is marked for the indexer (data/ingest.mark_changed).
-5. The indexers are notified, at commit.
-
-The caller answers 200 only once this has committed: an acknowledged span is durable."""
+1. `accept`: the receiver stores the export request as it was sent and wakes the indexers, in
+   one transaction; it answers 200 once that has committed, so an acknowledged span is
+   durable, and the answer costs one insert whatever the sessions it touches hold.
+2. `make_sessions`: the indexer (`index --watch`, woken at that commit) takes the account's
+   requests, oldest first, a few at a time, and in one transaction with their deletion:
+   a. puts each span in its conversation (a trace's spans without one follow the one a span
+      of the trace names, in these requests or stored before; a trace that names one late
+      takes its earlier spans from the session they were put in);
+   b. locks the sessions touched in the order of their ids (made first if new);
+   c. stores the spans; a span already stored (the same account, trace and span: an
+      exporter's retry) is dropped, and requests of nothing new change nothing;
+   d. makes each session with new spans again from all its spans: its turns in time order, a
+      re-sent conversation replayed once, its status and times. Only the turns that changed
+      are written, and the first of them is marked for the chunking that follows.
+   Two indexers take different requests (the taken are locked, the others skip them) and
+   meet only on a session's lock. A request that cannot be made into sessions is kept with
+   the reason (`otlp_batches.failure`), never dropped."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import orjson
+import structlog
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import ingest as sql
+from data import otlp_batches as batches
 from data.errors import Unavailable
 from transfer.formats.conversation import Turn
 from transfer.formats.genai import SpanTurn
+from transfer.formats.otlp_wire import decode
 from transfer.formats.replay import records_of
 from transfer.formats.spans import (
     SpanFacts,
@@ -43,15 +51,108 @@ from transfer.formats.spans import (
 from transfer.import_format import ActivityRecord, SessionRecord
 
 CONFLICT_TRIES = 3
+# requests made into sessions per transaction: a session they share is made again once
+BATCHES_PER_TRANSACTION = 16
+log = structlog.get_logger(__name__)
 
 
 @dataclass
 class Ingested:
-    """What one request changed: spans stored, spans already stored, sessions made again."""
+    """What was changed: spans stored, spans already stored, sessions made again."""
 
     stored: int
     repeated: int
     sessions: list[UUID]
+
+    def plus(self, other: Ingested) -> Ingested:
+        return Ingested(
+            self.stored + other.stored,
+            self.repeated + other.repeated,
+            [*self.sessions, *other.sessions],
+        )
+
+    def counts(self) -> dict[str, int]:
+        return {"stored": self.stored, "repeated": self.repeated, "sessions": len(self.sessions)}
+
+
+async def accept(
+    engine: AsyncEngine, account_id: UUID, encoding: str, gzipped: bool, body: bytes
+) -> None:
+    """The export request stored as it was sent, the indexers woken at commit (step 1)."""
+    async with engine.begin() as conn:
+        await batches.accept(conn, account_id, encoding, gzipped, body)
+
+
+async def make_sessions(
+    engine: AsyncEngine, idle: timedelta, account_ids: Sequence[UUID] | None = None
+) -> Ingested:
+    """Every request waiting (of the accounts named, or all) made into sessions (step 2)."""
+    async with engine.connect() as conn:
+        accounts = await batches.accounts_waiting(conn, account_ids)
+    made = Ingested(0, 0, [])
+    for account_id in accounts:
+        while (done := await _make_some(engine, account_id, idle)) is not None:
+            made = made.plus(done)
+    if made.sessions:
+        log.info("sessions_made", **made.counts())
+    return made
+
+
+async def _make_some(engine: AsyncEngine, account_id: UUID, idle: timedelta) -> Ingested | None:
+    """The account's oldest requests made into sessions in one transaction with their
+    deletion; None when none waits. A request that fails alone is kept with its reason."""
+    try:
+        return await _retried(engine, account_id, idle, BATCHES_PER_TRANSACTION)
+    except _Unmakeable:
+        pass  # one of them: each alone, until the one is found
+    try:
+        return await _retried(engine, account_id, idle, 1)
+    except _Unmakeable as failed:
+        async with engine.begin() as conn:
+            await batches.fail(conn, account_id, failed.batch_id, failed.reason)
+        log.error("batch_failed", account_id=str(account_id), batch=failed.batch_id)
+        return Ingested(0, 0, [])
+
+
+class _Unmakeable(Exception):
+    """Requests this code cannot make into sessions (not the database's refusal)."""
+
+    def __init__(self, batch_id: int, exc: Exception) -> None:
+        self.batch_id, self.reason = batch_id, f"{type(exc).__name__}: {exc}"
+        super().__init__(self.reason)
+
+
+async def _retried(
+    engine: AsyncEngine, account_id: UUID, idle: timedelta, take: int
+) -> Ingested | None:
+    """One transaction of at most `take` requests, done again when the server rolled it back
+    for a conflict (at most 3 times, then Unavailable: the next pass takes them again)."""
+    for _ in range(CONFLICT_TRIES):
+        try:
+            async with engine.begin() as conn:
+                taken = await batches.take(conn, account_id, take)
+                if not taken:
+                    return None
+                try:
+                    spans = [span for batch in taken for span in _spans_of(batch)]
+                    done = await ingest_in(conn, account_id, spans, datetime.now(UTC), idle)
+                except (DBAPIError, Unavailable):
+                    raise
+                except Exception as exc:
+                    raise _Unmakeable(taken[0].id, exc) from exc
+                await batches.drop(conn, account_id, [batch.id for batch in taken])
+                return done
+        except DBAPIError as exc:
+            if not sql.is_conflict(exc):
+                raise
+    raise Unavailable("conflict")
+
+
+def _spans_of(batch: batches.Batch) -> list[SpanFacts]:
+    """The spans of a stored request, read as the receiver read them (it checked the body:
+    the same spans are read, and the same are rejected)."""
+    body = zlib.decompress(batch.body, 16 + zlib.MAX_WBITS) if batch.gzipped else batch.body
+    return decode(body, batch.encoding).spans
 
 
 async def ingest(
@@ -61,9 +162,8 @@ async def ingest(
     now: datetime,
     idle: timedelta,
 ) -> Ingested:
-    """The spans stored and their sessions made again, in one transaction (see the module);
-    a transaction the server rolled back for a conflict is done again (at most 3 times, then
-    Unavailable: the exporter sends again after Retry-After)."""
+    """The spans stored and their sessions made again in one transaction (step 2's a-d), done
+    again on a conflict as make_sessions does."""
     for _ in range(CONFLICT_TRIES):
         try:
             async with engine.begin() as conn:
@@ -177,8 +277,6 @@ class _Writes:
         await sql.mark_changed(conn, account_id, self.changed)
         for sid in self.emptied:
             await sql.delete_session(conn, account_id, sid)
-        if self.sessions:
-            await sql.notify(conn, account_id)
 
 
 def _row(account_id: UUID, span: SpanFacts, keys: dict[str, str]) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from resolvers.arguments import SimilarArgs
 from resolvers.comparison.search import search_sessions
 from resolvers.services import Services
 from resolvers.tuning import Tuning
-from tests.db.test_ingest import BOTH
+from tests.db.test_ingest import BOTH, replay
 from tests.support.indexing import CONFIG, WORDS, WORDS_ONLY, Words, rows
-from tests.support.otlp import Agent, post
+from tests.support.otlp import Agent, post, served
 from tests.support.world import World
 from transfer.formats.spans import session_id
 from transfer.importing import import_lines
@@ -101,14 +101,17 @@ async def test_a_change_before_the_last_passage_chunks_the_session_whole(
 
 
 async def test_two_indexers_share_a_stream_with_nothing_twice_and_nothing_missed(
-    engine: AsyncEngine, client: httpx.AsyncClient, database_url: str
+    engine: AsyncEngine, database_url: str
 ) -> None:
+    """The indexers make the acknowledged requests into sessions, then chunk and embed them."""
     account, key = await an_account(engine)
     agents = [Agent(f"conv-{n}") for n in range(12)]
-    for agent in agents:
-        agent.user(words(f"{agent.conversation}q"))
-        agent.chat(words(f"{agent.conversation}a"))
-    await post(client, key, [s for a in agents for s in a.spans])
+    async with served(engine, indexer=False) as client:  # nothing made into sessions yet
+        for agent in agents:
+            agent.user(words(f"{agent.conversation}q"))
+            agent.chat(words(f"{agent.conversation}a"))
+            await post(client, key, agent.spans)
+            await post(client, key, agent.spans[:1])  # an exporter's retry of part of it
     other = make_engine(database_url, pool_size=5)
     embedded: list[int] = []
     try:
@@ -128,11 +131,16 @@ async def test_two_indexers_share_a_stream_with_nothing_twice_and_nothing_missed
     assert total[0].done == total[0].n > 0
     assert sum(embedded) == total[0].n  # each chunk embedded by one indexer, once
     assert sum(r.sessions_chunked for r in reports) == len(agents)
+    spans = "SELECT count(*) AS n FROM otlp_spans WHERE account_id = :a"
+    assert (await rows(engine, spans, a=account))[0].n == len(agents)  # each span once
+    waiting = "SELECT count(*) AS n FROM otlp_batches WHERE account_id = :a"
+    assert (await rows(engine, waiting, a=account))[0].n == 0
+    for agent in agents:
+        assert len(await replay(engine, session_id(account, agent.conversation or ""))) == 2
 
 
-async def test_the_ingest_wakes_a_watching_indexer_at_commit(
-    engine: AsyncEngine, client: httpx.AsyncClient
-) -> None:
+async def test_the_ingest_wakes_a_watching_indexer_at_commit(engine: AsyncEngine) -> None:
+    """The watching indexer makes the acknowledged request into a session and indexes it."""
     account, key = await an_account(engine)
     stop = asyncio.Event()
     watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 3600, stop))
@@ -142,7 +150,8 @@ async def test_the_ingest_wakes_a_watching_indexer_at_commit(
         agent.user(words("wake"))
         agent.chat(words("woken"))
         started = time.monotonic()
-        await post(client, key, agent.spans)
+        async with served(engine, indexer=False) as client:
+            await post(client, key, agent.spans)
         sid = session_id(account, "conv-wake")
         while not [c for c in (await chunks(engine, sid)).values() if c.vector is not None]:
             assert time.monotonic() - started < 20, "no pass ran: the indexer was not woken"

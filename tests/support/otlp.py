@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from similar_sessions.app import create_app
+from transfer.live import make_sessions
 
 # the spans' clock: a minute ago, so that a session of them is running (not idle yet)
 T0 = (time.time_ns() // 10**9 - 60) * 10**9
@@ -207,13 +209,30 @@ class Agent:
         return span
 
 
+def making_sessions(engine: AsyncEngine, settings: Settings) -> dict[str, list[Any]]:
+    """httpx event hooks doing what the `index --watch` beside `serve` does when the receiver
+    wakes it: once an export is acknowledged, every request waiting made into sessions, so
+    that a test reads them as its POST returns (the indexer's own tests wake it apart)."""
+
+    async def made(response: httpx.Response) -> None:
+        if response.request.url.path == "/v1/traces" and response.status_code == 200:
+            await make_sessions(engine, timedelta(seconds=settings.session_idle_s))
+
+    return {"response": [made]}
+
+
 @asynccontextmanager
-async def served(engine: AsyncEngine, **env: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of the app with these settings (SIMILAR_SESSIONS_<NAME>), started up."""
+async def served(
+    engine: AsyncEngine, *, indexer: bool = True, **env: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app with these settings (SIMILAR_SESSIONS_<NAME>), started up; with
+    `indexer`, acknowledged exports are made into sessions at once (making_sessions)."""
     settings = Settings.from_env({f"SIMILAR_SESSIONS_{k.upper()}": v for k, v in env.items()})
     app = create_app(settings, engine=engine, run_migrations=False)
+    hooks = making_sessions(engine, settings) if indexer else {}
+    transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client,
+        httpx.AsyncClient(transport=transport, base_url="http://t", event_hooks=hooks) as client,
     ):
         yield client
