@@ -1,7 +1,8 @@
 """Acknowledged means durable: `serve` killed with SIGKILL in the middle of a stream loses no
-span it answered 200 for, and the exporter's retries (of what was not answered, and of what
-was answered but whose answer it may not have read) double nothing. One account's stream past
-its rate is answered 429 while another account's reads and ingest go on."""
+span it answered 200 for (the indexer, run after the kill, makes each into its session), and
+the exporter's retries (of what was not answered, and of what was answered but whose answer
+it may not have read) double nothing. One account's stream past its rate is answered 429
+while another account's reads and ingest go on."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tests.db.test_serve import free_port
 from tests.support.otlp import PROTOBUF, Agent, GenSpan, body_of, served
 from transfer.formats.otlp_wire import decode_protobuf
 from transfer.formats.spans import SpanFacts, session_id
-from transfer.live import ingest
+from transfer.live import ingest, make_sessions
 
 
 async def start_serve(database_url: str, port: int) -> asyncio.subprocess.Process:
@@ -94,6 +95,8 @@ async def test_a_sigkill_of_serve_loses_no_acknowledged_span_and_retries_double_
         await asyncio.gather(*lanes)
         await server.wait()
     assert 12 <= len(acked) < len(sent)
+    idle = timedelta(minutes=30)
+    await make_sessions(engine, idle)  # what the indexer, not running beside serve, does
     async with engine.connect() as conn:
         stored = {
             (row.trace_id, row.span_id)
@@ -113,8 +116,8 @@ async def test_a_sigkill_of_serve_loses_no_acknowledged_span_and_retries_double_
     finally:
         server.kill()
         await server.wait()
-    now, idle = datetime.now(UTC), timedelta(minutes=30)
-    await ingest(engine, reference, [f for b in sent for f in _facts(b)], now, idle)
+    await make_sessions(engine, idle)
+    await ingest(engine, reference, [f for b in sent for f in _facts(b)], datetime.now(UTC), idle)
     for n in range(6):
         got = await replay(engine, session_id(account, f"conv-{n}"))
         assert got == await replay(engine, session_id(reference, f"conv-{n}"))

@@ -209,14 +209,16 @@ class Agent:
         return span
 
 
-def making_sessions(engine: AsyncEngine, settings: Settings) -> dict[str, list[Any]]:
+def making_sessions(engine: AsyncEngine, settings: Settings | None = None) -> dict[str, list[Any]]:
     """httpx event hooks doing what the `index --watch` beside `serve` does when the receiver
     wakes it: once an export is acknowledged, every request waiting made into sessions, so
     that a test reads them as its POST returns (the indexer's own tests wake it apart)."""
 
+    idle = timedelta(seconds=(settings or Settings.from_env({})).session_idle_s)
+
     async def made(response: httpx.Response) -> None:
         if response.request.url.path == "/v1/traces" and response.status_code == 200:
-            await make_sessions(engine, timedelta(seconds=settings.session_idle_s))
+            await make_sessions(engine, idle)
 
     return {"response": [made]}
 
