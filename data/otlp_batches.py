@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -23,6 +24,7 @@ class Batch:
     encoding: str
     gzipped: bool
     body: bytes
+    received_at: datetime
 
 
 async def accept(
@@ -42,7 +44,7 @@ async def take(conn: AsyncConnection, account_id: UUID, limit: int) -> list[Batc
     those another transaction holds are passed over."""
     b = t.otlp_batches.c
     rows = await conn.execute(
-        sa.select(b.id, b.encoding, b.gzipped, b.body)
+        sa.select(b.id, b.encoding, b.gzipped, b.body, b.received_at)
         .where(b.account_id == account_id, b.failure.is_(None))
         .order_by(b.id)
         .limit(limit)
@@ -77,10 +79,3 @@ async def accounts_waiting(
     if account_ids is not None:
         query = query.where(b.account_id.in_(list(account_ids)))
     return list((await conn.execute(query)).scalars())
-
-
-async def waiting(conn: AsyncConnection, account_id: UUID) -> int:
-    """How many of the account's requests wait to be made into sessions."""
-    b = t.otlp_batches.c
-    count = sa.select(sa.func.count()).where(b.account_id == account_id, b.failure.is_(None))
-    return int((await conn.execute(count)).scalar_one())

@@ -46,6 +46,20 @@ REFUSED = Counter(
 STATEMENT_TIMEOUTS = Counter(
     "similar_sessions_db_statement_timeouts", "statements cancelled by their statement_timeout"
 )
+INGEST_SPANS = Counter(
+    "similar_sessions_ingest_spans",
+    "acknowledged spans the indexer made into sessions: stored, or repeated (already stored)",
+    ["outcome"],
+)
+INGEST_LAG = Histogram(
+    "similar_sessions_ingest_lag_seconds",
+    "from a request's acknowledgement to the commit that made its sessions",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300),
+)
+INGEST_FAILED = Counter(
+    "similar_sessions_ingest_failed_requests",
+    "acknowledged requests the indexer could not make into sessions (kept with the reason)",
+)
 INDEXER_CHUNKS = Counter(
     "similar_sessions_indexer_chunks",
     "chunks the indexer embedded, skipped (repeated content) or marked failed",

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import ingest as sql
 from data import otlp_batches as batches
 from data.errors import Unavailable
+from observability import metrics
 from transfer.formats.conversation import Turn
 from transfer.formats.genai import SpanTurn
 from transfer.formats.otlp_wire import decode
@@ -91,8 +92,11 @@ async def make_sessions(
         accounts = await batches.accounts_waiting(conn, account_ids)
     made = Ingested(0, 0, [])
     for account_id in accounts:
-        while (done := await _make_some(engine, account_id, idle)) is not None:
-            made = made.plus(done)
+        try:
+            while (done := await _make_some(engine, account_id, idle)) is not None:
+                made = made.plus(done)
+        except Unavailable:  # conflicts past the tries: the next pass takes them again
+            log.warning("sessions_not_made", account_id=str(account_id), reason="conflict")
     if made.sessions:
         log.info("sessions_made", **made.counts())
     return made
@@ -110,6 +114,7 @@ async def _make_some(engine: AsyncEngine, account_id: UUID, idle: timedelta) -> 
     except _Unmakeable as failed:
         async with engine.begin() as conn:
             await batches.fail(conn, account_id, failed.batch_id, failed.reason)
+        metrics.INGEST_FAILED.inc()
         log.error("batch_failed", account_id=str(account_id), batch=failed.batch_id)
         return Ingested(0, 0, [])
 
@@ -141,11 +146,19 @@ async def _retried(
                 except Exception as exc:
                     raise _Unmakeable(taken[0].id, exc) from exc
                 await batches.drop(conn, account_id, [batch.id for batch in taken])
-                return done
+            _count(done, taken[0].received_at)
+            return done
         except DBAPIError as exc:
             if not sql.is_conflict(exc):
                 raise
     raise Unavailable("conflict")
+
+
+def _count(done: Ingested, oldest: datetime) -> None:
+    """The spans made and how long the oldest request waited, once their commit is done."""
+    metrics.INGEST_SPANS.labels("stored").inc(done.stored)
+    metrics.INGEST_SPANS.labels("repeated").inc(done.repeated)
+    metrics.INGEST_LAG.observe((datetime.now(UTC) - oldest).total_seconds())
 
 
 def _spans_of(batch: batches.Batch) -> list[SpanFacts]:

@@ -8,6 +8,7 @@ import gzip
 from datetime import timedelta
 
 import sqlalchemy as sa
+from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.db.test_ingest import BOTH, accounts, billing_agent, replay, session
@@ -17,6 +18,12 @@ from transfer.formats.spans import session_id
 from transfer.live import accept, make_sessions
 
 IDLE = timedelta(minutes=30)
+
+
+def counted(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 WAITING = "SELECT count(*) AS n FROM otlp_batches WHERE account_id = :a AND failure IS NULL"
 
 
@@ -31,8 +38,12 @@ async def test_the_answer_stores_the_request_and_the_indexer_makes_the_session(
     sid = session_id(account, "conv-billing-1")
     assert (await rows(engine, WAITING, a=account))[0].n == 2
     assert await session(engine, sid) is None  # acknowledged, not yet made
+    stored = counted("similar_sessions_ingest_spans_total", outcome="stored")
+    lags = counted("similar_sessions_ingest_lag_seconds_count")
     made = await make_sessions(engine, IDLE)
     assert (made.stored, made.repeated, made.sessions) == (len(agent.spans), 1, [sid])
+    assert counted("similar_sessions_ingest_spans_total", outcome="stored") - stored == made.stored
+    assert counted("similar_sessions_ingest_lag_seconds_count") - lags == 1  # one transaction
     assert (await rows(engine, WAITING, a=account))[0].n == 0
     assert len(await replay(engine, sid)) == 5  # user, answer, tool call and result, answer
     assert (await make_sessions(engine, IDLE)).sessions == []  # nothing waits: nothing done
@@ -50,7 +61,9 @@ async def test_a_request_that_cannot_be_made_is_kept_with_its_reason_and_the_oth
     await accept(engine, account, PROTOBUF, False, body_of(first.spans))
     await accept(engine, account, PROTOBUF, True, b"\x1f\x8b not gzip at all")
     await accept(engine, account, JSON, True, gzip.compress(body_of(last.spans, JSON)))
+    failed = counted("similar_sessions_ingest_failed_requests_total")
     made = await make_sessions(engine, IDLE)
+    assert counted("similar_sessions_ingest_failed_requests_total") - failed == 1
     assert sorted(made.sessions) == sorted(
         [session_id(account, "conv-first"), session_id(account, "conv-last")]
     )
