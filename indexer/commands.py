@@ -49,7 +49,7 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
 
 def registry_for(settings: Settings) -> Registry:
     """The built-in local embedders, and the providers for any model they serve."""
-    return Registry(providers=providers_for(settings))
+    return Registry(providers=providers_for(settings), kept=settings.embedders_kept)
 
 
 def describe(report: PassReport) -> str:
