@@ -101,6 +101,15 @@ class IndexerSettings(BaseSettings):
         ge=1,
         le=4096,
     )
+    embedders_kept: int = setting(
+        256,
+        "embedders built per account (a lexical fit's, a provider's model) a process keeps, the "
+        "least recently used let go past it and built again when asked (milliseconds); the "
+        "built-in models are kept whatever this is",
+        "indexer",
+        ge=1,
+        le=1_000_000,
+    )
     index_interval_s: int = setting(
         10, "pause between `index --watch` passes", "indexer", ge=1, le=86_400
     )

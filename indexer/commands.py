@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -49,7 +51,7 @@ def config_from(settings: Settings, progress: bool | None = None) -> IndexerConf
 
 def registry_for(settings: Settings) -> Registry:
     """The built-in local embedders, and the providers for any model they serve."""
-    return Registry(providers=providers_for(settings))
+    return Registry(providers=providers_for(settings), kept=settings.embedders_kept)
 
 
 def describe(report: PassReport) -> str:
@@ -117,19 +119,27 @@ class DemoLoaded:
     report: PassReport
 
 
+def _quiet(_: str) -> None:
+    """Says nothing: a load for a test or a benchmark."""
+
+
 async def load_demo(
     engine: AsyncEngine,
     config: IndexerConfig,
     registry: Registry,
     now: datetime | None = None,
     dense: bool = False,
+    say: Callable[[str], None] = _quiet,
 ) -> DemoLoaded:
     """Import the corpus as the demo account (an upsert: harmless again), then index it;
     `dense`: with all-MiniLM-L6-v2 beside the lexical model (the search's dense leg). A first load
-    places the sessions over the days before `now`; later loads keep its times."""
+    places the sessions over the days before `now`; later loads keep its times. `say` is told
+    each step as it starts and ends."""
     import json
 
     corpus = demo.load_corpus()
+    started = time.perf_counter()
+    say(f"importing the demo corpus: {len(corpus)} tau-bench sessions")
     async with engine.begin() as conn:
         anchor = demo.first_session_id(corpus)
         loaded = (await sessions_by_id(conn, demo.DEMO_ACCOUNT_ID, [anchor])).get(anchor)
@@ -142,13 +152,30 @@ async def load_demo(
         records = demo.records(corpus, first_at=first_at, dense=model)
         lines = [json.dumps(r) for r in records]
         imported = await import_lines(conn, str(demo.CORPUS), lines)
+    say(f"imported in {time.perf_counter() - started:.1f} s; indexing: {_INDEXING[dense]}")
+    started = time.perf_counter()
     report = await index_once(engine, registry, config, account_ids=[demo.DEMO_ACCOUNT_ID])
+    say(f"indexed in {time.perf_counter() - started:.1f} s")
     return DemoLoaded(imported.lines["session"], imported.lines["activity"], report)
+
+
+# What the demo's indexer pass does, said before it starts (a first one: the lexical model in
+# seconds, MiniLM a minute or more, bench/results/search-indexing-demo.md).
+_INDEXING = {
+    False: "chunks, the lexical model fitted and its vectors (seconds)",
+    True: "chunks, the lexical model fitted and its vectors (seconds), then all-MiniLM-L6-v2's "
+    "(a first load: a minute or more on two cores)",
+}
+
+
+def demo_step(step: str) -> None:
+    """A step of the demo's load on stderr, as it happens (the summary goes to stdout)."""
+    print(f"demo: {step}", file=sys.stderr, flush=True)
 
 
 async def run_demo(engine: AsyncEngine, settings: Settings, dense: bool = True) -> int:
     config, registry = config_from(settings), registry_for(settings)
-    loaded = await load_demo(engine, config, registry, dense=dense)
+    loaded = await load_demo(engine, config, registry, dense=dense, say=demo_step)
     some = demo.session_id(0, 0)
     print(
         f"demo account loaded: {loaded.sessions} tau-bench sessions, {loaded.activity} turns\n"

@@ -8,6 +8,7 @@ from typing import Protocol
 import numpy as np
 from cachetools import LRUCache
 
+from config.settings import default_of
 from data.model_identity import ModelIdentity
 from indexer import lexical
 from indexer.lexical import Fit, LexicalEmbedder
@@ -56,23 +57,25 @@ BUILTIN: dict[str, Factory] = {str(lexical.UNFITTED): LexicalEmbedder, str(MINIL
 # Embedders built per account (a lexical fit's, a provider's model) kept at once, the least
 # recently used let go past it: a server asked by many accounts holds this many, not all.
 # Each is small (a fit's weights, a client) and built again in milliseconds.
-RECENT_EMBEDDERS = 256
+RECENT_EMBEDDERS: int = default_of("embedders_kept")
 
 
 class Registry:
     """Embedders by model identity, built on first use: an identity's own factory first
-    (kept: MiniLM loads its model once), else its provider's (kept among the recent ones);
-    a fitted lexical identity is known once its fit was handed over (`fitted`)."""
+    (kept: MiniLM loads its model once), else its provider's (kept among the `kept` most
+    recently used); a fitted lexical identity is known once its fit was handed over."""
 
     def __init__(
         self,
         factories: dict[str, Factory] | None = None,
         providers: Mapping[str, ProviderFactory] | None = None,
+        kept: int = RECENT_EMBEDDERS,
     ) -> None:
         self.factories = dict(BUILTIN if factories is None else factories)
         self.providers = dict(providers or {})
+        # one per factory at most: the factories are fixed when the registry is made
         self._built: dict[str, Embedder] = {}
-        self._recent: LRUCache[str, Embedder] = LRUCache(maxsize=RECENT_EMBEDDERS)
+        self._recent: LRUCache[str, Embedder] = LRUCache(maxsize=kept)
 
     def get(self, identity: ModelIdentity) -> Embedder:
         key = str(identity)

@@ -81,7 +81,7 @@ def services_of(
     settings: Settings, engine: AsyncEngine, comparisons: AsyncEngine | None
 ) -> Services:
     # The indexer's embedders: a search text is embedded by the model its passages were.
-    embedders = Registry(providers=providers_for(settings))
+    embedders = Registry(providers=providers_for(settings), kept=settings.embedders_kept)
     return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), embedders)
 
 

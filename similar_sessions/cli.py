@@ -183,7 +183,10 @@ def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
-    from indexer.commands import run_demo
+    from indexer.commands import demo_step, run_demo
+
+    embedded = f"the embedded PostgreSQL in {settings.data_dir}"
+    demo_step(f"opening the database ({'DATABASE_URL' if settings.database_url else embedded})")
 
     def work(engine: AsyncEngine) -> Awaitable[int]:
         return run_demo(engine, settings, dense=not args.lexical_only)

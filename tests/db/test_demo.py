@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
@@ -41,8 +45,16 @@ TIMES = (
 
 async def test_demo_loads_indexes_and_is_harmless_to_rerun(engine: AsyncEngine) -> None:
     first_load = datetime(2026, 3, 1, 12, 34, tzinfo=UTC)
-    loaded = await load_demo(engine, CONFIG, Registry(), now=first_load)
+    said: list[str] = []
+    loaded = await load_demo(engine, CONFIG, Registry(), now=first_load, say=said.append)
     assert (loaded.sessions, loaded.report.sessions_chunked) == (200, 200)
+    # each step is said as it starts and as it ends (`similar-sessions demo` prints them)
+    assert [line.split(":")[0].split(" in ")[0] for line in said] == [
+        "importing the demo corpus",
+        "imported",
+        "indexed",
+    ]
+    assert "200 tau-bench sessions" in said[0] and "lexical model" in said[1]
     assert loaded.report.chunks_embedded == loaded.report.chunks_written > 200
     async with engine.connect() as conn:
         started, turns, stray_chunks = (await conn.execute(sa.text(TIMES))).one()
@@ -115,3 +127,47 @@ async def test_a_window_of_days_means_something_on_the_demo(
         datetime.fromisoformat(r["startedAt"]) < now - timedelta(days=21)
         for r in newest["all"]["results"]
     ), "without the window, older sessions are neighbours too"
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_requests() -> list[tuple[str, dict[str, str], str | None]]:
+    """(path, headers, body) of each curl the README sends to the demo, as a shell reads it."""
+    sent = []
+    for block in re.findall(r"```sh\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL):
+        if f"Bearer {demo.DEMO_API_KEY}" not in block:
+            continue
+        words = shlex.split(block.replace("\\\n", " "))
+        headers = [words[i + 1] for i, word in enumerate(words) if word == "-H"]
+        url = next(word for word in words if word.startswith("http://127.0.0.1:8000/"))
+        body = words[words.index("-d") + 1] if "-d" in words else None
+        path = url.removeprefix("http://127.0.0.1:8000")
+        sent.append((path, dict(h.split(": ", 1) for h in headers), body))
+    return sent
+
+
+def readme_graphql_query() -> str:
+    """The GraphQL query the README shows, its whitespace collapsed."""
+    shown = re.findall(r"```graphql\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    return " ".join(shown[0].split())
+
+
+async def test_the_readmes_requests_answer_on_the_demo(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """The README's curl lines, pasted against the demo, answer with neighbours; its GraphQL
+    request sends the query the README shows."""
+    await load_demo(engine, CONFIG, Registry())
+    sent = readme_requests()
+    assert [path.split("/")[1] for path, _, _ in sent] == ["graphql", "api"]
+    for path, headers, body in sent:
+        if body is None:
+            answer = await client.get(path, headers=headers)
+            assert answer.status_code == 200 and answer.json()["results"]
+            continue
+        assert " ".join(json.loads(body)["query"].split()) == readme_graphql_query()
+        answer = await client.post(path, content=body, headers=headers)
+        assert answer.status_code == 200 and "errors" not in answer.json()
+        similar = answer.json()["data"]["runtimeSession"]["similarSessions"]
+        assert similar["results"] and similar["results"][0]["band"] == "CLOSE"

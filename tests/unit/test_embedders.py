@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from config.settings import Settings, SettingsError, default_of
 from data.model_identity import ModelIdentity
 from indexer.embedders import DEFAULT_MODEL, EmbedderUnavailable, Registry, tokens_of
 from indexer.lexical import UNFITTED, Fit, LexicalEmbedder, features, is_lexical
@@ -143,21 +144,42 @@ def test_minilm_vectors_match_the_torch_models_reference() -> None:
     assert cosines.min() >= 0.999, cosines
 
 
+def fitted_on(n: int) -> Fit:
+    """A one-feature fit of its own identity."""
+    one = np.array([n], dtype=np.uint64)
+    return Fit(1, one, np.array([1.0], dtype=np.float32), np.array([], dtype=np.uint64))
+
+
 def test_the_registry_keeps_a_bounded_number_of_fitted_embedders() -> None:
     """A server asked by many accounts keeps the recent fits, not every one it met; the
     built-in models it keeps whatever the number of fits."""
     from indexer import embedders
 
-    def fit(n: int) -> Fit:
-        one = np.array([n], dtype=np.uint64)
-        return Fit(1, one, np.array([1.0], dtype=np.float32), np.array([], dtype=np.uint64))
-
     registry = Registry()
     builtin = registry.get(UNFITTED)
-    first = registry.fitted(fit(0))
-    assert registry.fitted(fit(0)) is first
+    first = registry.fitted(fitted_on(0))
+    assert registry.fitted(fitted_on(0)) is first
     for n in range(1, embedders.RECENT_EMBEDDERS + 5):
-        registry.fitted(fit(n))
+        registry.fitted(fitted_on(n))
     assert len(registry._recent) == embedders.RECENT_EMBEDDERS
-    assert registry.fitted(fit(0)) is not first  # let go, and built again when asked
+    assert registry.fitted(fitted_on(0)) is not first  # let go, and built again when asked
     assert registry.get(UNFITTED) is builtin
+
+
+def test_the_number_of_embedders_kept_is_the_setting() -> None:
+    """SIMILAR_SESSIONS_EMBEDDERS_KEPT is the registry's bound (256 by default); the least
+    recently used is the one let go, a fit asked again stays."""
+    from indexer import embedders
+    from indexer.commands import registry_for
+
+    assert embedders.RECENT_EMBEDDERS == default_of("embedders_kept") == 256
+    registry = registry_for(Settings.from_env({"SIMILAR_SESSIONS_EMBEDDERS_KEPT": "3"}))
+    built = [registry.fitted(fitted_on(n)) for n in range(3)]
+    assert registry.fitted(fitted_on(0)) is built[0]  # now the most recently used
+    registry.fitted(fitted_on(3))  # a fourth: fit 1, the least recently used, goes
+    assert len(registry._recent) == 3
+    assert registry.fitted(fitted_on(0)) is built[0]
+    assert registry.fitted(fitted_on(2)) is built[2]
+    assert registry.fitted(fitted_on(1)) is not built[1]
+    with pytest.raises(SettingsError, match="SIMILAR_SESSIONS_EMBEDDERS_KEPT"):
+        Settings.from_env({"SIMILAR_SESSIONS_EMBEDDERS_KEPT": "0"})
