@@ -16,7 +16,6 @@ from typing import Literal
 from uuid import UUID
 
 from data.account_indexes import IndexShape, account_predicate, tail_predicate, valid_registered
-from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import shared_predicate
 from data.probe_lookups_sql import (
@@ -30,6 +29,7 @@ from data.probe_lookups_sql import (
     probe_vectors,
 )
 from data.vector_slots import VectorSlot
+from values.lookups import LookupPath
 
 # The kinds of row an answer holds: the account's setting, one row per found ask (its session,
 # inventory and probes, or its timeline counts), one per model (its path), one per lookup

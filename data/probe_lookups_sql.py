@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from data.lookups import LookupPath
 from data.model_identity import ModelIdentity
 from data.model_indexes import BUILT_KIND, IndexKind, comparable_predicate, vector_expression
 from data.vector_slots import VectorSlot
+from values.lookups import LookupPath
 
 
 def path_literal(path: LookupPath) -> str:

@@ -24,7 +24,6 @@ from uuid import UUID
 
 from data.comparison import reading
 from data.failures import InWindow, Pin, account_watermark, sessions_in_window
-from data.reasons import Reason
 from data.window_pool import PoolFilter, pool_size
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
@@ -37,6 +36,7 @@ from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.groupings import Grouping
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.degraded import Degraded, degraded
+from values.reasons import Reason
 
 TIMED_OUT = Reason.SIMILAR_COMPARISON_TIMED_OUT
 REGROUPED = Reason.FAILURE_MODES_REGROUPED

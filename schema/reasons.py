@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import strawberry
 
-from data.reasons import Reason
+from values.reasons import Reason
 
 DegradedReason = strawberry.enum(
     Reason,

@@ -12,13 +12,14 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
-from data.lookups import Inventory, LookupPath, ModelPath
+from data.lookups import Inventory, ModelPath
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules.calibration import NO_FLOOR, passage_floors
 from resolvers.rules.lookup_plan import LookupPlan
+from values.lookups import LookupPath
 
 # The probes of a comparison to look up again (none: the comparison is not asked again).
 Pick = Callable[[Comparison], frozenset[int]]

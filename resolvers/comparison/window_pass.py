@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Hit, Lookup, Probe
+from data.lookups import Lookup, Probe
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.window_pool import (
@@ -45,6 +45,7 @@ from resolvers.rules.calibration import passage_floors
 from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
 from resolvers.rules.nearest import candidates
 from resolvers.tuning import Tuning
+from values.lookups import Hit
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,8 @@
 """The house rules, checked on the source: SQL only in data/, every product function under
 fifty lines, no import cycle between the top-level packages nor between the modules of one,
-no contract constant written into SQL as a literal, and nothing importing the entry points
-(similar_sessions/) but themselves."""
+no contract constant written into SQL as a literal, nothing importing the entry points
+(similar_sessions/) but themselves, the pure rules importing no rows, and the ground floor
+(values/) importing no package of ours."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ PACKAGES = (
     "indexer",
     "observability",
     "similar_sessions",
+    "values",
 )
 MAX_FUNCTION_LINES = 50
 # SQL keywords as this code base writes them (upper case), not English words in docstrings.
@@ -163,3 +165,17 @@ def test_the_cycle_check_sees_a_cycle() -> None:
 def test_only_the_entry_points_import_the_entry_points() -> None:
     importers = [p for p, needs in package_graph().items() if "similar_sessions" in needs]
     assert importers == []
+
+
+def test_the_pure_rules_import_nothing_from_data() -> None:
+    rules = ROOT / "resolvers" / "rules"
+    found = [
+        str(path.relative_to(ROOT))
+        for _, path, tree in modules()
+        if path.is_relative_to(rules) and "data" in imported_packages(tree)
+    ]
+    assert found == [], f"rules importing data/: {found}"
+
+
+def test_the_ground_floor_imports_no_package_of_ours() -> None:
+    assert package_graph()["values"] == set()
