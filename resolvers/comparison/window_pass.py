@@ -5,9 +5,9 @@ The first statement plans every comparison as similarSessions plans it (inventor
 comparison model, the probes) and looks nothing up; the pool of chunks the arguments accept
 is read once; every (probe, chunk) pair is ranked in memory to find each probe's candidates
 (resolvers/rules/nearest.py); pgvector measures those exactly; each probe keeps its nearest
-`per_probe` at or above its model's floor, ties by chunk id, as the exact path's lookup keeps
-them. Then rank and assemble as every comparison does: the answers are similarSessions' own
-on the exact path, at a fraction of its cost for hundreds of sessions."""
+`per_probe` at or above its model's floor, ties by chunk id, by the exact lookup's own terms
+(data/exact_lookup.py). Then rank and assemble as every comparison does: the answers are
+similarSessions' own on the exact path, at a fraction of its cost for hundreds of sessions."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
+from data.exact_lookup import kept
 from data.lookups import Lookup, Probe
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
@@ -45,7 +46,6 @@ from resolvers.rules.calibration import passage_floors
 from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
 from resolvers.rules.nearest import candidates
 from resolvers.tuning import Tuning
-from values.lookups import Hit
 
 log = structlog.get_logger(__name__)
 
@@ -199,13 +199,10 @@ def _pair_starts(found: _Found) -> np.ndarray:
 
 
 def _lookup(found: _Found, k: int, starts: np.ndarray) -> Lookup:
-    """Probe k's nearest per_probe at or above the floor (ties by chunk id), as its hits."""
-    pool, floor, number = found.pool, found.floor, found.probes[k][1].number
-    kept = []
+    """Probe k's hits among its measured candidates, kept as the exact lookup keeps them."""
+    pool, number = found.pool, found.probes[k][1].number
+    measured = []
     for place in range(int(starts[k]), int(starts[k + 1])):
-        distance, row = found.distances[place], found.pairs[place][1]
-        # NaN (a zero vector's) is never a hit; None: the chunk was removed since
-        if distance is not None and distance == distance and 1 - distance >= floor:
-            kept.append((distance, pool.ids[row], pool.sessions[row]))
-    kept.sort()
-    return Lookup(tuple(Hit(number, c, s, 1 - d) for d, c, s in kept[: found.per_probe]))
+        row = found.pairs[place][1]
+        measured.append((found.distances[place], pool.ids[row], pool.sessions[row]))
+    return Lookup(kept(number, measured, found.floor, found.per_probe))
