@@ -49,10 +49,12 @@ async def first_look(
     batch: Batch,
     models: Sequence[ModelIdentity],
     plan: LookupPlan,
+    look: bool = True,
 ) -> Batch:
     """Every comparison of the batch in one statement, as the plan says: its session,
-    inventory, probes and their lookups, the account's setting and each model's path."""
-    asks = [c.ask for c in batch.comparisons]
+    inventory, probes and their lookups, the account's setting and each model's path. Not to
+    `look`, the plan alone: no probe is looked up (every ask names none `again`)."""
+    asks = [c.ask if look else replace(c.ask, again=()) for c in batch.comparisons]
     limits = plan.limits(floors=passage_floors(models))
     looked = await sql.look_up(conn, batch.account_id, asks, models, limits, plan.exact)
     found = zip(batch.comparisons, looked.inventories, strict=True)

@@ -74,10 +74,10 @@ async def compare_exactly(
         with sql.within_budget():
             models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)
             await sql.ensure_configured(conn, settings)
-            planned = await _planned(conn, batch, models, exactly)
+            planned = await first_look(conn, batch, models, exactly, look=False)
 
             async def unserved(models: Sequence[ModelIdentity]) -> Batch:
-                return await _planned(conn, batch, models, exactly)
+                return await first_look(conn, batch, models, exactly, look=False)
 
             batch, newer = await served(
                 conn, catalog, account_id, planned, planned.paths.values(), unserved
@@ -99,19 +99,6 @@ async def compare_exactly(
         elapsed_ms=elapsed_ms(started),
     )
     return results
-
-
-async def _planned(
-    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], exactly: LookupPlan
-) -> Batch:
-    """The first statement with no probe looked up (every ask's `again` empty): each
-    comparison's inventory and probes, the setting and the models' paths (exact)."""
-    bare = batch.with_comparisons(
-        replace(c, ask=replace(c.ask, again=())) for c in batch.comparisons
-    )
-    looked = await first_look(conn, bare, models, exactly)
-    pairs = zip(looked.comparisons, batch.comparisons, strict=True)
-    return looked.with_comparisons(replace(c, ask=asked.ask) for c, asked in pairs)
 
 
 # (probe's place in the pass, pool row): a candidate pair.
