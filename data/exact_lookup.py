@@ -1,7 +1,8 @@
 """The exact lookup's terms, stated once: which chunks a probe may take (the candidate filter)
 and which of them it keeps (a finite distance at or above the floor, nearest first, ties by
 chunk id, `per_probe` of them), as SQL for the statements that look up (data/probe_lookups_sql.py,
-data/window_pool.py, data/ef_fits.py) and in Python for distances measured apart (the
+data/window_pool.py, data/ef_fits.py) or filter as they do (the lexical leg, data/bm25.py;
+the comparable check, data/comparison_details.py) and in Python for distances measured apart (the
 failure modes' window pass)."""
 
 from __future__ import annotations
@@ -51,14 +52,17 @@ def in_window(asked: Asked = PROBE, occurred: str = "c.occurred_at") -> str:
     return f"({asked.cutoff} IS NULL OR {occurred} >= {asked.cutoff})"
 
 
-def session_accepted(asked: Asked = PROBE, session: str = "s") -> str:
+def session_accepted(asked: Asked = PROBE, session: str = "s", started: bool = True) -> str:
     """Whether a chunk's session (alias `session`, or a row carrying its columns) is of the
-    asked statuses and source types and started before the asked instant."""
-    return (
+    asked statuses and source types and, with `started`, started before the asked instant."""
+    accepted = (
         f"({asked.statuses} IS NULL OR {session}.status = ANY({asked.statuses})) "
-        f"AND ({asked.source_types} IS NULL OR {session}.source_type = ANY({asked.source_types})) "
-        f"AND ({asked.started_before} IS NULL OR {session}.started_at < {asked.started_before})"
+        f"AND ({asked.source_types} IS NULL OR {session}.source_type = ANY({asked.source_types}))"
     )
+    if not started:
+        return accepted
+    before = asked.started_before
+    return f"{accepted} AND ({before} IS NULL OR {session}.started_at < {before})"
 
 
 def finite(distance: str) -> str:

@@ -42,3 +42,4 @@ def test_the_filter_reads_what_was_asked_from_where_the_statement_holds_it() -> 
     pool_row = session_accepted(Asked.of_row("q"), session="c")
     assert "(q.statuses IS NULL OR c.status = ANY(q.statuses))" in pool_row
     assert "c.started_at < q.started_before" in pool_row
+    assert "started_at" not in session_accepted(Asked.of_row("l"), started=False)
