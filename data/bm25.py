@@ -20,6 +20,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.exact_lookup import PARAMETERS, in_window, session_accepted
 from data.lookups import Ask
 from data.model_indexes import vector_expression
 from data.vector_slots import Space, repeated
@@ -32,12 +33,7 @@ MAX_TERMS = 32  # the text's distinct terms weighed, first ones first
 # repeated content); their vectors do not matter, so a passage without a vector of the
 # configured model (no feature of its fit: a new script) is searched too.
 _SEARCHABLE = f"c.redaction_state = 'clear' AND NOT {repeated('c')}"
-_FILTERS = (
-    "(CAST(:cutoff AS timestamptz) IS NULL OR c.occurred_at >= CAST(:cutoff AS timestamptz)) "
-    "AND (CAST(:statuses AS text[]) IS NULL OR s.status = ANY(CAST(:statuses AS text[]))) "
-    "AND (CAST(:source_types AS text[]) IS NULL "
-    "     OR s.source_type = ANY(CAST(:source_types AS text[])))"
-)
+_FILTERS = f"{in_window(PARAMETERS)} AND {session_accepted(PARAMETERS, started=False)}"
 
 BM25 = f"""
 WITH terms AS MATERIALIZED (

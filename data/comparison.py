@@ -28,25 +28,13 @@ from data.comparison_sql import (
     first_statement,
     search_statement,
 )
-from data.engine import ComparisonSettings, is_out_of_resources, json_statement
+from data.engine import is_out_of_resources, json_statement
 from data.errors import ComparisonTimedOut, StatementTimedOut
-from data.lookups import (
-    Ask,
-    Counted,
-    Hit,
-    Inventory,
-    Limits,
-    Lookup,
-    LookupAnswer,
-    LookupPath,
-    ModelPath,
-    Probe,
-    ScanWindow,
-    TextAnswer,
-)
+from data.lookups import Ask, Counted, Inventory, Lookup, LookupAnswer, ModelPath, Probe, TextAnswer
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow
 from data.vector_slots import VectorSlot
+from values.lookups import ComparisonSettings, Hit, Limits, LookupPath, ScanWindow
 
 # Batches of more asks or comparisons than this are read and assembled in a worker thread
 # (resolvers/comparison/answer.py too): hundreds (the failure modes' pass) take a few hundred

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.comparison import session_of
 from data.engine import json_statement
+from data.exact_lookup import Asked, in_window, session_accepted
 from data.lookups import Ask
 from data.sessions import SessionRow
 
@@ -68,7 +69,11 @@ class PageDetails:
     comparable: tuple[bool, ...] = ()
 
 
-SHOW = """
+# What a lonely comparison asked, as its row carries it: its window, statuses and source types
+# (its row has no start, so the check reads none).
+_LONELY = Asked.of_row("l")
+SHOW = (
+    """
 WITH lonely AS (
   SELECT * FROM jsonb_to_recordset(CAST(:lonely AS jsonb)) AS l(key int, session_id uuid,
     model text, cutoff timestamptz, statuses text[], source_types text[]))
@@ -95,10 +100,11 @@ FROM lonely l CROSS JOIN LATERAL (
   WHERE c.account_id = :account_id AND c.embedding_model = l.model
     AND c.redaction_state = 'clear' AND c.embedding_state = 'embedded'
     AND c.runtime_session_id <> l.session_id
-    AND (l.cutoff IS NULL OR c.occurred_at >= l.cutoff)
-    AND (l.statuses IS NULL OR s.status = ANY(l.statuses))
-    AND (l.source_types IS NULL OR s.source_type = ANY(l.source_types))
+    AND """
+    + f"{in_window(_LONELY)} AND {session_accepted(_LONELY, started=False)}"
+    + """
   ORDER BY c.runtime_session_id LIMIT 1) AS one"""
+)
 
 
 def _matched_words(preview: str) -> str:

@@ -16,7 +16,7 @@ from typing import Literal
 from uuid import UUID
 
 from data.account_indexes import IndexShape, account_predicate, tail_predicate, valid_registered
-from data.lookups import LookupPath
+from data.exact_lookup import finite, finite_and_close
 from data.model_identity import ModelIdentity
 from data.model_indexes import shared_predicate
 from data.probe_lookups_sql import (
@@ -25,11 +25,11 @@ from data.probe_lookups_sql import (
     exact_in_pool,
     exact_pool,
     exact_scan,
-    finite_and_close,
     path_literal,
     probe_vectors,
 )
 from data.vector_slots import VectorSlot
+from values.lookups import LookupPath
 
 # The kinds of row an answer holds: the account's setting, one row per found ask (its session,
 # inventory and probes, or its timeline counts), one per model (its path), one per lookup
@@ -128,8 +128,8 @@ FROM (SELECT key, probe, array_agg(chunk_id) AS chunk_ids, array_agg(session_id)
              array_agg(1 - distance) AS similarities
       FROM hits GROUP BY key, probe) h
 FULL JOIN (SELECT key, probe, jsonb_build_array(
-  max(scanned), max(farthest), min(distance) FILTER (WHERE distance <> 'NaN'::float8),
-  max(distance) FILTER (WHERE distance <> 'NaN'::float8), max(tied),
+  max(scanned), max(farthest), min(distance) FILTER (WHERE {finite("distance")}),
+  max(distance) FILTER (WHERE {finite("distance")}), max(tied),
   count(*) FILTER (WHERE {finite_and_close("distance")})) AS window
   FROM nearest GROUP BY key, probe) w ON w.key = h.key AND w.probe = h.probe"""
 

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data.engine import lift_statement_budget
+from data.exact_lookup import exact_order, other_session
 from data.model_identity import ModelIdentity
 from data.model_indexes import IndexKind, vector_expression
 
@@ -99,14 +100,13 @@ def _sample_sql(predicate: str) -> str:
 def _nearest_sql(predicate: str, identity: ModelIdentity, exact: bool, kind: IndexKind) -> str:
     """Per sampled chunk (:ids), its FIT_NEIGHBOURS nearest chunks of other sessions: from
     the account's own index (of the kind) as a comparison's lookup reads it (over-fetched,
-    re-ranked), or by an exact scan (`+ 0` keeps the index out). `predicate` is the index's,
-    on alias `c`."""
+    re-ranked), or by an exact scan. `predicate` is the index's, on alias `c`."""
     distance = f"({vector_expression(identity, 'c')} <=> s.v)"
     near = (
         f"SELECT c.id, {distance} AS d FROM session_chunks c WHERE {predicate} "
-        "AND c.runtime_session_id IS DISTINCT FROM s.session_id "
+        f"AND {other_session('c.runtime_session_id', 's.session_id')} "
         + (
-            f"ORDER BY {distance} + 0, c.id LIMIT {FIT_NEIGHBOURS}"
+            exact_order(distance, str(FIT_NEIGHBOURS))
             if exact
             else f"ORDER BY {kind.distance(identity, 'c', 's.v')} LIMIT {FIT_OVERFETCH}"
         )

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -25,29 +24,10 @@ from sqlalchemy.sql.selectable import TextualSelect
 from data.errors import StatementTimedOut, Unavailable
 from data.times import exchange_times_exactly
 from observability.metrics import POOL_WAIT, STATEMENT_TIMEOUTS
+from values.lookups import ComparisonSettings
 
 QUERY_CANCELED = "57014"  # SQLSTATE of a statement cancelled by its statement_timeout
 STATEMENTS_KEPT = 1024  # built statements kept (the comparison's first is per account)
-
-
-@dataclass(frozen=True, slots=True)
-class ComparisonSettings:
-    """What a comparison's connection is opened with, so a comparison sends no SET: its time
-    budget, iterative HNSW scans of this width, and generic plans. The comparison's
-    statements inline every literal their partial indexes' predicates need, so a generic
-    plan uses those indexes (tested); planning the first statement anew for each execution
-    cost more than a small account's whole lookup."""
-
-    timeout_ms: int
-    ef_search: int
-
-    def server_settings(self) -> dict[str, str]:
-        return {
-            "statement_timeout": str(self.timeout_ms),
-            "hnsw.iterative_scan": "relaxed_order",
-            "hnsw.ef_search": str(self.ef_search),
-            "plan_cache_mode": "force_generic_plan",
-        }
 
 
 @lru_cache(maxsize=STATEMENTS_KEPT)

@@ -7,10 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from data.lookups import LookupPath
+from data.exact_lookup import (
+    exact_order,
+    finite,
+    finite_and_close,
+    in_window,
+    other_session,
+    session_accepted,
+)
 from data.model_identity import ModelIdentity
 from data.model_indexes import BUILT_KIND, IndexKind, comparable_predicate, vector_expression
 from data.vector_slots import VectorSlot
+from values.lookups import LookupPath
 
 
 def path_literal(path: LookupPath) -> str:
@@ -39,21 +47,19 @@ def probe_vectors(n: int, identity: ModelIdentity) -> str:
 
 
 # Whether chunk `c` was written within probe `p`'s window (`window_days`).
-IN_WINDOW = "(p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
+IN_WINDOW = in_window()
 
 
 def candidates(scope: str, filtered: bool, in_window: str = IN_WINDOW) -> str:
     """The candidate chunks `c` of probe `p` within scope and `in_window`; with filters,
     joined to their session `s` for its status, source type and start."""
-    where = f"WHERE {scope} AND c.runtime_session_id IS DISTINCT FROM p.session_id AND {in_window}"
+    where = f"WHERE {scope} AND {other_session('c.runtime_session_id')} AND {in_window}"
     if not filtered:
         return f"session_chunks c {where}"
     return (
         "session_chunks c JOIN runtime_sessions s "
         f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id {where} "
-        "AND (p.statuses IS NULL OR s.status = ANY(p.statuses)) "
-        "AND (p.source_types IS NULL OR s.source_type = ANY(p.source_types)) "
-        "AND (p.started_before IS NULL OR s.started_at < p.started_before)"
+        f"AND {session_accepted()}"
     )
 
 
@@ -78,16 +84,9 @@ def exact_in_pool(n: int, filtered: bool) -> str:
     """Per probe on the exact path, its nearest chunks among the pool read once: a top-N
     pass over rows in memory, where a scan of the table per probe would read every chunk as
     many times as there are probes."""
-    where = (
-        "c.session_id IS DISTINCT FROM p.session_id "
-        "AND (p.cutoff IS NULL OR c.occurred_at >= p.cutoff)"
-    )
+    where = f"{other_session('c.session_id')} AND {IN_WINDOW}"
     if filtered:
-        where += (
-            " AND (p.statuses IS NULL OR c.status = ANY(p.statuses)) "
-            "AND (p.source_types IS NULL OR c.source_type = ANY(p.source_types)) "
-            "AND (p.started_before IS NULL OR c.started_at < p.started_before)"
-        )
+        where += f" AND {session_accepted(session='c')}"  # the pool's rows carry them
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
@@ -130,16 +129,14 @@ def exact_scan(
     whole account into a pool first would write it all to temporary files. With `scope` (on
     alias `c`), of those rows only: an own index's tail (data/account_indexes.py), scanned
     beside the index for probes on the account_index path and merged with its answer by
-    `hits`. `+ 0` keeps the HNSW index from serving the ORDER BY: this pass must not be
-    approximate."""
+    `hits`."""
     scope = scope or f"c.account_id = :account_id AND {comparable_predicate(identity, 'c', slot)}"
     distance = _distance(identity, slot)
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, "
         f"c.runtime_session_id AS session_id, {distance} AS distance "
-        f"FROM {candidates(scope, filtered)} ORDER BY {distance} + 0, c.id "
-        "LIMIT :per_probe) AS a "
+        f"FROM {candidates(scope, filtered)} {exact_order(distance, ':per_probe')}) AS a "
         f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup "
         f"AND {finite_and_close('a.distance', floor_of(n))}"
     )
@@ -149,14 +146,14 @@ def exact_scan(
 # scan returned, the farthest, how many at the candidate's distance, and its place by it.
 _WINDOW = (
     "count(*) OVER () AS scanned, "
-    "max(distance) FILTER (WHERE distance <> 'NaN'::float8) OVER () AS farthest, "
+    f"max(distance) FILTER (WHERE {finite('distance')}) OVER () AS farthest, "
     "count(*) OVER (PARTITION BY distance) AS tied, rank() OVER (ORDER BY distance) AS place"
 )
 
 
 # IN_WINDOW, or a repeat of `c` is: a representative stands for its repeats in the graph, and
 # the latest of them occurred at its repeats_until (data/repeats.py).
-_OR_REPEATED_WITHIN = "(p.cutoff IS NULL OR greatest(c.occurred_at, c.repeats_until) >= p.cutoff)"
+_OR_REPEATED_WITHIN = in_window(occurred="greatest(c.occurred_at, c.repeats_until)")
 
 
 def approximate_lookup(
@@ -202,9 +199,3 @@ def approximate_lookup(
         "WHERE k.place <= :per_probe ORDER BY k.distance, e.chunk_id LIMIT :per_probe) AS a "
         f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup"
     )
-
-
-def finite_and_close(distance: str, floor: str = "floor") -> str:
-    """A zero vector's cosine distance is NaN, and NaN compares above every number in
-    PostgreSQL (`1 - NaN >= 0.35` is true): such a distance is never a hit."""
-    return f"{distance} <> 'NaN'::float8 AND 1 - {distance} >= {floor}"

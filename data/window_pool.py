@@ -17,6 +17,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data.exact_lookup import PARAMETERS, in_window, session_accepted
 from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate, vector_expression
 
@@ -50,10 +51,7 @@ class Vectors:
 _ACCEPTED = (
     "JOIN runtime_sessions s ON s.account_id = c.account_id AND s.id = c.runtime_session_id "
     "WHERE c.account_id = :account_id AND {comparable} "
-    "AND (CAST(:cutoff AS timestamptz) IS NULL OR c.occurred_at >= :cutoff) "
-    "AND (CAST(:statuses AS text[]) IS NULL OR s.status = ANY(:statuses)) "
-    "AND (CAST(:source_types AS text[]) IS NULL OR s.source_type = ANY(:source_types)) "
-    "AND (CAST(:started_before AS timestamptz) IS NULL OR s.started_at < :started_before)"
+    f"AND {in_window(PARAMETERS)} AND {session_accepted(PARAMETERS)}"
 )
 
 

@@ -14,12 +14,12 @@ from data import fits
 from data import indexing as sql
 from data.accounts import EmbeddingSetting
 from data.model_identity import ModelIdentity
-from data.reasons import Reason
 from indexer import billing, lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.lexical import Fit
 from indexer.providers import EmbeddingFailed
 from indexer.vectors import as_text
+from values.reasons import Reason
 
 TEXT_NOT_EMBEDDED = Reason.SEARCH_TEXT_NOT_EMBEDDED
 CAP_REACHED = Reason.SEMANTIC_DAILY_CAP_REACHED

@@ -1,5 +1,8 @@
 """Failure modes, live: which failures of a window recur, which are new, and why they match.
 
+A question runs as its phases: read the window, compare, group, mark recurring (once per
+pin: `grouping`), then page and show (every page: `failure_modes`).
+
 The account's sessions of the asked statuses that started in the window (the newest
 `SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS`) are compared with each other in one exact pass
 (resolvers/comparison/window_pass.py: the same probes, filters, window and best-passage
@@ -24,7 +27,6 @@ from uuid import UUID
 
 from data.comparison import reading
 from data.failures import InWindow, Pin, account_watermark, sessions_in_window
-from data.reasons import Reason
 from data.window_pool import PoolFilter, pool_size
 from resolvers.arguments import FailureArgs, SimilarArgs
 from resolvers.comparison.answer import elapsed_ms
@@ -37,6 +39,7 @@ from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.groupings import Grouping
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.degraded import Degraded, degraded
+from values.reasons import Reason
 
 TIMED_OUT = Reason.SIMILAR_COMPARISON_TIMED_OUT
 REGROUPED = Reason.FAILURE_MODES_REGROUPED
@@ -75,6 +78,35 @@ def lookups(args: FailureArgs, window_start: datetime) -> tuple[Lookup, Lookup]:
     return Lookup(links, Narrowing(offer_nearest=False)), Lookup(earlier, before)
 
 
+async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
+    """One page of the question's groups, shown; with `terms` (and texts shown), each group's
+    shared terms are chosen too."""
+    started = time.perf_counter()
+    g, regrouped = await grouping(context, args)
+    found, reasons = g.found, set(g.reasons) | ({REGROUPED} if regrouped else set())
+    groups, page, more = _page(g.groups, args)
+    shown, model = await _shown(context, args, page, g, terms)
+    account_id = context.principal.account_id
+    return FailureModesResult(
+        args=args,
+        window_start=g.window_start,
+        sessions=found.total,
+        compared=len(found.sessions),
+        left_out=found.total - len(found.sessions),
+        compared_since=found.sessions[-1].started_at if found.sessions else None,
+        not_embedded=g.not_embedded,
+        bound=g.bound,
+        group_count=len(groups),
+        degraded=_block(reasons, found, g.bound, g.not_embedded, g.semantic),
+        elapsed_ms=elapsed_ms(started),
+        groups=shown,
+        next_after=page[-1].position if more and page else None,
+        end_cursor=_sealed(context, args, page[-1].position, g.pin) if more and page else None,
+        shared_terms_model=model,
+        as_of=context.cursors.failure_pin(g.pin, args.members_binding(account_id)),
+    )
+
+
 async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]:
     """The question's grouping, and whether it was grouped again because the account's data
     changed since the pin the request named (a request naming none asks a new question)."""
@@ -100,23 +132,21 @@ async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]
 
 
 async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
-    """The window's sessions as of the pin, compared with each other, and all their groups in
-    order (none when a comparison ran past its budget)."""
+    """The question's phases up to its groups: read the window as of the pin, compare its
+    sessions with each other, group them, and mark each group recurring or new (no group
+    when a comparison ran past its budget)."""
     window_start = pin.window_end - timedelta(days=args.window_days)
     bound = context.services.tuning.failure_modes_sessions
     found = await _window(context, args, window_start, bound)
     links, earlier = lookups(args, window_start)
     near = await compare_window(context, [row.id for row in found.sessions], links, pin.window_end)
     embedded = {i: r for i, r in near.items() if r.model_identity is not None}
-    timed_out = _timed_out(near.values())
     before: dict[UUID, SimilarResult] = {}
     groups: list[rules.Group] = []
-    if not timed_out:
+    if not _timed_out(near.values()):
         groups = await asyncio.to_thread(_groups_of, found, embedded)
-        before = await _earlier(context, groups, earlier, pin)
-        recurring = frozenset(i for i, r in before.items() if _recurs(r))
-        timed_out = _timed_out(before.values())
-        groups = [] if timed_out else rules.marked(groups, recurring)
+        groups, before = await _marked(context, groups, earlier, pin)
+    timed_out = _timed_out([*near.values(), *before.values()])
     not_embedded = 0 if timed_out else len(near) - len(embedded)
     return Grouping(
         pin=pin,
@@ -134,6 +164,21 @@ async def _grouped(context: Context, args: FailureArgs, pin: Pin) -> Grouping:
         semantic=bool(embedded) and not timed_out,
         reasons=frozenset(_reasons(found, bound, [*near.values(), *before.values()], not_embedded)),
     )
+
+
+async def _window(
+    context: Context, args: FailureArgs, window_start: datetime, bound: int
+) -> InWindow:
+    """The window's sessions (the newest `bound`)."""
+    async with context.services.read() as conn:
+        return await sessions_in_window(
+            conn,
+            context.principal.account_id,
+            window_start,
+            args.statuses,
+            args.source_types,
+            bound,
+        )
 
 
 async def compare_window(
@@ -177,6 +222,42 @@ async def _compared(
     return out
 
 
+def _timed_out(results: Iterable[SimilarResult]) -> bool:
+    return any(TIMED_OUT in r.degraded.reasons for r in results)
+
+
+def _groups_of(found: InWindow, embedded: dict[UUID, SimilarResult]) -> list[rules.Group]:
+    """The embedded sessions' groups by the rule over their neighbours (unmarked: all new);
+    tens of thousands of links for a window of 500, so it runs in a worker thread."""
+    starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
+    member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
+    related = {i: r.bands.related for i, r in embedded.items()}
+    return rules.groups_of(starts, member_links, frozenset(), related)
+
+
+def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:
+    """The member's neighbours (every one above its model's floor) as similarSessions ranks
+    them, each tied by its best match (this member's probe passage and the neighbour's)."""
+    return [
+        rules.Link(member, n.session_id, n.similarity, result.probes[m.probe], m.chunk_id, n.score)
+        for n in result.ranked
+        for m in n.matches[:1]
+    ]
+
+
+async def _marked(
+    context: Context, groups: list[rules.Group], earlier: Lookup, pin: Pin
+) -> tuple[list[rules.Group], dict[UUID, SimilarResult]]:
+    """The groups told recurring (a member has an earlier session "related" or closer) or new,
+    and the earlier sessions' comparisons that told them; no group when one of those ran past
+    its budget."""
+    before = await _earlier(context, groups, earlier, pin)
+    if _timed_out(before.values()):
+        return [], before
+    recurring = frozenset(i for i, r in before.items() if _recurs(r))
+    return rules.marked(groups, recurring), before
+
+
 async def _earlier(
     context: Context, groups: Sequence[rules.Group], earlier: Lookup, pin: Pin
 ) -> dict[UUID, SimilarResult]:
@@ -205,45 +286,37 @@ async def _earlier(
     return before | await compared(rest)
 
 
-def _timed_out(results: Iterable[SimilarResult]) -> bool:
-    return any(TIMED_OUT in r.degraded.reasons for r in results)
+def _recurs(result: SimilarResult) -> bool:
+    """Whether a session that started before the window is a neighbour at "related" or
+    closer (its lookup had only those as candidates)."""
+    return any(n.similarity >= result.bands.related for n in result.ranked)
 
 
-async def failure_modes(context: Context, args: FailureArgs, terms: bool) -> FailureModesResult:
-    """One page of the question's groups; with `terms` (and texts shown), each group's shared
-    terms are chosen too."""
-    started = time.perf_counter()
-    g, regrouped = await grouping(context, args)
-    found, reasons = g.found, set(g.reasons) | ({REGROUPED} if regrouped else set())
-    groups = g.groups
+def _earliest_like(group: rules.Group, before: dict[UUID, SimilarResult]) -> UUID | None:
+    """For a recurring group, the earlier session most like one of its members asked (the
+    representative alone when it has one; highest similarity, ties by id); None if new."""
+    best: tuple[float, UUID] | None = None
+    for m in group.members:
+        result = before.get(m.session_id)
+        if result is None:
+            continue
+        for n in result.ranked:
+            if n.similarity >= result.bands.related and (
+                best is None or (-n.similarity, n.session_id) < (-best[0], best[1])
+            ):
+                best = (n.similarity, n.session_id)
+    return None if best is None else best[1]
+
+
+def _page(
+    groups: tuple[rules.Group, ...], args: FailureArgs
+) -> tuple[tuple[rules.Group, ...], list[rules.Group], bool]:
+    """The groups asked (those holding `containing`, when it is asked), the page of them after
+    the cursor, and whether more follow."""
     if args.containing is not None:
         groups = tuple(x for x in groups if any(m.session_id == args.containing for m in x.members))
     page, more = rules.groups_after(groups, args.after, args.limit)
-    chosen: list[tuple[str, ...] | None] = [None] * len(page)
-    model = None
-    if terms and args.include_match_text:
-        picked, model = await group_terms(context, page)
-        chosen = list(picked)
-    shown = await _shown(context, args, page, g, chosen)
-    account_id = context.principal.account_id
-    return FailureModesResult(
-        args=args,
-        window_start=g.window_start,
-        sessions=found.total,
-        compared=len(found.sessions),
-        left_out=found.total - len(found.sessions),
-        compared_since=found.sessions[-1].started_at if found.sessions else None,
-        not_embedded=g.not_embedded,
-        bound=g.bound,
-        group_count=len(groups),
-        degraded=_block(reasons, found, g.bound, g.not_embedded, g.semantic),
-        elapsed_ms=elapsed_ms(started),
-        groups=shown,
-        next_after=page[-1].position if more and page else None,
-        end_cursor=_sealed(context, args, page[-1].position, g.pin) if more and page else None,
-        shared_terms_model=model,
-        as_of=context.cursors.failure_pin(g.pin, args.members_binding(account_id)),
-    )
+    return groups, page, more
 
 
 def _sealed(context: Context, args: FailureArgs, after: rules.GroupPosition, pin: Pin) -> str:
@@ -252,44 +325,32 @@ def _sealed(context: Context, args: FailureArgs, after: rules.GroupPosition, pin
     return context.cursors.failure_groups(after, pin, binding)
 
 
-async def _window(
-    context: Context, args: FailureArgs, window_start: datetime, bound: int
-) -> InWindow:
-    """The window's sessions (the newest `bound`)."""
-    async with context.services.read() as conn:
-        return await sessions_in_window(
-            conn,
-            context.principal.account_id,
-            window_start,
-            args.statuses,
-            args.source_types,
-            bound,
+async def _shown(
+    context: Context,
+    args: FailureArgs,
+    page: Sequence[rules.Group],
+    g: Grouping,
+    terms: bool,
+) -> tuple[tuple[FailureGroupResult, ...], str | None]:
+    """The page's groups with their sessions and earlier sessions, and with `terms` (and texts
+    shown) their shared terms, and the fit those were chosen with."""
+    chosen: list[tuple[str, ...] | None] = [None] * len(page)
+    model = None
+    if terms and args.include_match_text:
+        picked, model = await group_terms(context, page)
+        chosen = list(picked)
+    sessions = {row.id: row for row in g.found.sessions}
+    earlier = [g.seen_before.get(group.representative) for group in page]
+    rows = await context.loaders.sessions.load_many([e for e in earlier if e is not None])
+    seen = {row.id: row for row in rows if row is not None}
+    account_id = context.principal.account_id
+    shown = tuple(
+        FailureGroupResult(
+            group, sessions, seen.get(like) if like else None, shared, g.cuts, args, account_id
         )
-
-
-def _groups_of(found: InWindow, embedded: dict[UUID, SimilarResult]) -> list[rules.Group]:
-    """The embedded sessions' groups by the rule over their neighbours (unmarked: all new);
-    tens of thousands of links for a window of 500, so it runs in a worker thread."""
-    starts = {row.id: row.started_at for row in found.sessions if row.id in embedded}
-    member_links = [link for i, r in embedded.items() for link in links_of(i, r)]
-    related = {i: r.bands.related for i, r in embedded.items()}
-    return rules.groups_of(starts, member_links, frozenset(), related)
-
-
-def links_of(member: UUID, result: SimilarResult) -> list[rules.Link]:
-    """The member's neighbours (every one above its model's floor) as similarSessions ranks
-    them, each tied by its best match (this member's probe passage and the neighbour's)."""
-    return [
-        rules.Link(member, n.session_id, n.similarity, result.probes[m.probe], m.chunk_id, n.score)
-        for n in result.ranked
-        for m in n.matches[:1]
-    ]
-
-
-def _recurs(result: SimilarResult) -> bool:
-    """Whether a session that started before the window is a neighbour at "related" or
-    closer (its lookup had only those as candidates)."""
-    return any(n.similarity >= result.bands.related for n in result.ranked)
+        for group, like, shared in zip(page, earlier, chosen, strict=True)
+    )
+    return shown, model
 
 
 def _reasons(
@@ -319,40 +380,3 @@ def _block(
         "not_embedded": f"{unembedded:,}",
     }
     return degraded(semantic and TIMED_OUT not in reasons, reasons, None, tuple(values.items()))
-
-
-async def _shown(
-    context: Context,
-    args: FailureArgs,
-    page: Sequence[rules.Group],
-    g: Grouping,
-    chosen: Sequence[tuple[str, ...] | None],
-) -> tuple[FailureGroupResult, ...]:
-    """The page's groups with their sessions, earlier sessions and shared terms."""
-    sessions = {row.id: row for row in g.found.sessions}
-    earlier = [g.seen_before.get(group.representative) for group in page]
-    rows = await context.loaders.sessions.load_many([e for e in earlier if e is not None])
-    seen = {row.id: row for row in rows if row is not None}
-    account_id = context.principal.account_id
-    return tuple(
-        FailureGroupResult(
-            group, sessions, seen.get(like) if like else None, terms, g.cuts, args, account_id
-        )
-        for group, like, terms in zip(page, earlier, chosen, strict=True)
-    )
-
-
-def _earliest_like(group: rules.Group, before: dict[UUID, SimilarResult]) -> UUID | None:
-    """For a recurring group, the earlier session most like one of its members asked (the
-    representative alone when it has one; highest similarity, ties by id); None if new."""
-    best: tuple[float, UUID] | None = None
-    for m in group.members:
-        result = before.get(m.session_id)
-        if result is None:
-            continue
-        for n in result.ranked:
-            if n.similarity >= result.bands.related and (
-                best is None or (-n.similarity, n.session_id) < (-best[0], best[1])
-            ):
-                best = (n.similarity, n.session_id)
-    return None if best is None else best[1]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from config.settings import Settings, default_of
-from data.engine import ComparisonSettings
+from values.lookups import ComparisonSettings
 
 
 @dataclass(frozen=True, slots=True)

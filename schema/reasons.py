@@ -1,12 +1,12 @@
 """DegradedReason: the degraded block's reason codes as a GraphQL enum, the one enum every
-layer names them by (data/reasons.py), so a code added there joins the schema. Each member's
+layer names them by (values/reasons.py), so a code added there joins the schema. Each member's
 value is its snake_case code: what REST, which serialises enums by value, answers."""
 
 from __future__ import annotations
 
 import strawberry
 
-from data.reasons import Reason
+from values.reasons import Reason
 
 DegradedReason = strawberry.enum(
     Reason,

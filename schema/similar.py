@@ -15,7 +15,6 @@ from uuid import UUID
 
 import strawberry
 
-from data.lookups import LookupPath
 from resolvers.comparison.legs import Leg, LegAnswer
 from resolvers.comparison.results import (
     LookupResult,
@@ -29,6 +28,7 @@ from resolvers.rules import degraded as resolved
 from resolvers.rules import ranking
 from schema.mapping import from_result
 from schema.reasons import DegradedReason
+from values.lookups import LookupPath
 
 SimilarityBand = strawberry.enum(ranking.Band, description="A similarity as a word.")
 TERMS_MODEL = (

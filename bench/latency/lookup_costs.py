@@ -20,11 +20,12 @@ from bench.latency.phase_times import doubt
 from bench.latency.real_vectors import comparable_sessions
 from bench.latency.report import Report
 from data import comparison
-from data.engine import ComparisonSettings, make_engine
-from data.lookups import Ask, Hit, Limits
+from data.engine import make_engine
+from data.lookups import Ask
 from data.model_identity import ModelIdentity
 from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.tuning import Tuning
+from values.lookups import ComparisonSettings, Hit, Limits
 
 # (ef_search, over-fetch): the defaults first, then less of each
 SETTINGS = ((400, 100), (400, 25), (200, 100), (100, 100), (40, 40))

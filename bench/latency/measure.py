@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench.latency.corpus import IDENTITY
 from data import comparison
-from data.lookups import Ask, Hit
+from data.lookups import Ask
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate
@@ -24,6 +24,7 @@ from resolvers.rules import ranking
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.tuning import Tuning
+from values.lookups import Hit
 
 PER_PROBE = ranking.SIMILAR_NEIGHBOURS_PER_PROBE
 FLOOR = ranking.MIN_SIMILAR_SIMILARITY

@@ -27,10 +27,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from data.lookups import Limits, ScanWindow
 from resolvers.comparison.check_costs import EXACT_CHECK
 from resolvers.comparison.verify import APPROXIMATE, DOUBTS
 from resolvers.rules.lookup_path import Doubt, why_not_vouched
+from values.lookups import Limits, ScanWindow
 
 # The phases a comparison's time is split into (ms), in the order the tables print them: each
 # but `other` is the product's span `similar_sessions.<phase>`.

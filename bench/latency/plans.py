@@ -25,10 +25,11 @@ from bench.latency.measure import (
 from bench.latency.report import Report
 from data.comparison_sql import first_statement
 from data.engine import make_engine
-from data.lookups import Ask, Hit
+from data.lookups import Ask
 from resolvers.rules import ranking
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.tuning import Tuning
+from values.lookups import Hit
 
 
 async def stability(report: Report, url: str, account: Account, sessions: list[uuid.UUID]) -> None:

@@ -13,13 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import bm25
 from data import comparison as sql
-from data.lookups import Ask, Limits, LookupPath, TextAnswer
-from data.reasons import Reason
+from data.lookups import Ask, TextAnswer
 from data.vector_slots import Space
 from resolvers.comparison.check_costs import CheckCosts, exact_check
 from resolvers.rules.degraded import in_contract_order
 from resolvers.rules.lookup_path import vouches_for
 from resolvers.rules.lookup_plan import LookupPlan
+from values.lookups import Limits, LookupPath
+from values.reasons import Reason
 
 # Passages a search's lexical leg answers, and the candidates it scores at most (rarest terms
 # first); a dense leg answers the contract's 25 nearest.

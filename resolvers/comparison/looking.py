@@ -12,13 +12,14 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
-from data.lookups import Inventory, LookupPath, ModelPath
+from data.lookups import Inventory, ModelPath
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules.calibration import NO_FLOOR, passage_floors
 from resolvers.rules.lookup_plan import LookupPlan
+from values.lookups import LookupPath
 
 # The probes of a comparison to look up again (none: the comparison is not asked again).
 Pick = Callable[[Comparison], frozenset[int]]
@@ -48,10 +49,12 @@ async def first_look(
     batch: Batch,
     models: Sequence[ModelIdentity],
     plan: LookupPlan,
+    look: bool = True,
 ) -> Batch:
     """Every comparison of the batch in one statement, as the plan says: its session,
-    inventory, probes and their lookups, the account's setting and each model's path."""
-    asks = [c.ask for c in batch.comparisons]
+    inventory, probes and their lookups, the account's setting and each model's path. Not to
+    `look`, the plan alone: no probe is looked up (every ask names none `again`)."""
+    asks = [c.ask if look else replace(c.ask, again=()) for c in batch.comparisons]
     limits = plan.limits(floors=passage_floors(models))
     looked = await sql.look_up(conn, batch.account_id, asks, models, limits, plan.exact)
     found = zip(batch.comparisons, looked.inventories, strict=True)

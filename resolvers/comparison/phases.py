@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Ask, LookupPath
+from data.lookups import Ask
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
@@ -42,6 +42,7 @@ from resolvers.rules.lookup_path import reached_floor
 from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
 from resolvers.telemetry import phase
 from resolvers.tuning import Tuning
+from values.lookups import LookupPath
 
 log = structlog.get_logger(__name__)
 # A session to compare, with the API's arguments and what the failure modes ask beyond them.

@@ -10,7 +10,6 @@ from datetime import datetime
 from uuid import UUID
 
 from data.comparison_details import ChunkDetail
-from data.lookups import LookupPath
 from data.sessions import SessionRow
 from indexer import credentials
 from resolvers.arguments import SimilarArgs
@@ -20,6 +19,7 @@ from resolvers.rules import ranking
 from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts
 from resolvers.rules.degraded import Degraded
 from resolvers.rules.ranking import MIN_SIMILAR_SIMILARITY
+from values.lookups import LookupPath
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="
 

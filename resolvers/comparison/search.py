@@ -21,7 +21,6 @@ from data.errors import ComparisonTimedOut
 from data.indexing import pending_count
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
-from data.reasons import ASKED, Reason
 from data.vector_slots import Space, VectorSlot
 from indexer import credentials, lexical
 from indexer.query import QueryNotEmbedded, embed_query
@@ -35,6 +34,7 @@ from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.degraded import degraded
 from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.services import Services
+from values.reasons import ASKED, Reason
 
 MAX_SEARCH_CHARS = 2000
 NO_SESSION = UUID(int=0)  # a search text belongs to no session: every session is a candidate

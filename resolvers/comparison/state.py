@@ -10,10 +10,11 @@ from datetime import datetime
 from uuid import UUID
 
 from data.accounts import EmbeddingSetting
-from data.lookups import Ask, Hit, Inventory, Lookup, LookupPath, ModelPath, Probe
+from data.lookups import Ask, Inventory, Lookup, ModelPath, Probe
 from resolvers.arguments import SimilarArgs
 from resolvers.rules import ranking
 from resolvers.rules.lookup_plan import LookupPlan
+from values.lookups import Hit, LookupPath
 
 
 @dataclass(frozen=True, slots=True)

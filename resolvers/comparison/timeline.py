@@ -22,7 +22,6 @@ from data.errors import ComparisonTimedOut
 from data.lookups import Ask, Counted
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
-from data.reasons import Reason
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
 from resolvers.comparison.looking import served
@@ -33,6 +32,7 @@ from resolvers.rules import ranking
 from resolvers.rules.degraded import Degraded, degraded
 from resolvers.rules.lookup_plan import Caller
 from resolvers.tuning import Tuning
+from values.reasons import Reason
 
 log = structlog.get_logger(__name__)
 TIMELINE_NEIGHBOURS_PER_PROBE = ranking.TIMELINE_NEIGHBOURS_PER_PROBE

@@ -5,9 +5,9 @@ The first statement plans every comparison as similarSessions plans it (inventor
 comparison model, the probes) and looks nothing up; the pool of chunks the arguments accept
 is read once; every (probe, chunk) pair is ranked in memory to find each probe's candidates
 (resolvers/rules/nearest.py); pgvector measures those exactly; each probe keeps its nearest
-`per_probe` at or above its model's floor, ties by chunk id, as the exact path's lookup keeps
-them. Then rank and assemble as every comparison does: the answers are similarSessions' own
-on the exact path, at a fraction of its cost for hundreds of sessions."""
+`per_probe` at or above its model's floor, ties by chunk id, by the exact lookup's own terms
+(data/exact_lookup.py). Then rank and assemble as every comparison does: the answers are
+similarSessions' own on the exact path, at a fraction of its cost for hundreds of sessions."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from threadpoolctl import threadpool_limits
 
 from data import comparison as sql
 from data.errors import ComparisonTimedOut
-from data.lookups import Hit, Lookup, Probe
+from data.exact_lookup import kept
+from data.lookups import Lookup, Probe
 from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.window_pool import (
@@ -73,10 +74,10 @@ async def compare_exactly(
         with sql.within_budget():
             models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)
             await sql.ensure_configured(conn, settings)
-            planned = await _planned(conn, batch, models, exactly)
+            planned = await first_look(conn, batch, models, exactly, look=False)
 
             async def unserved(models: Sequence[ModelIdentity]) -> Batch:
-                return await _planned(conn, batch, models, exactly)
+                return await first_look(conn, batch, models, exactly, look=False)
 
             batch, newer = await served(
                 conn, catalog, account_id, planned, planned.paths.values(), unserved
@@ -98,19 +99,6 @@ async def compare_exactly(
         elapsed_ms=elapsed_ms(started),
     )
     return results
-
-
-async def _planned(
-    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], exactly: LookupPlan
-) -> Batch:
-    """The first statement with no probe looked up (every ask's `again` empty): each
-    comparison's inventory and probes, the setting and the models' paths (exact)."""
-    bare = batch.with_comparisons(
-        replace(c, ask=replace(c.ask, again=())) for c in batch.comparisons
-    )
-    looked = await first_look(conn, bare, models, exactly)
-    pairs = zip(looked.comparisons, batch.comparisons, strict=True)
-    return looked.with_comparisons(replace(c, ask=asked.ask) for c, asked in pairs)
 
 
 # (probe's place in the pass, pool row): a candidate pair.
@@ -198,13 +186,10 @@ def _pair_starts(found: _Found) -> np.ndarray:
 
 
 def _lookup(found: _Found, k: int, starts: np.ndarray) -> Lookup:
-    """Probe k's nearest per_probe at or above the floor (ties by chunk id), as its hits."""
-    pool, floor, number = found.pool, found.floor, found.probes[k][1].number
-    kept = []
+    """Probe k's hits among its measured candidates, kept as the exact lookup keeps them."""
+    pool, number = found.pool, found.probes[k][1].number
+    measured = []
     for place in range(int(starts[k]), int(starts[k + 1])):
-        distance, row = found.distances[place], found.pairs[place][1]
-        # NaN (a zero vector's) is never a hit; None: the chunk was removed since
-        if distance is not None and distance == distance and 1 - distance >= floor:
-            kept.append((distance, pool.ids[row], pool.sessions[row]))
-    kept.sort()
-    return Lookup(tuple(Hit(number, c, s, 1 - d) for d, c, s in kept[: found.per_probe]))
+        row = found.pairs[place][1]
+        measured.append((found.distances[place], pool.ids[row], pool.sessions[row]))
+    return Lookup(kept(number, measured, found.floor, found.per_probe))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from data.reasons import Reason
 from resolvers.rules.ranking import TIMELINE_NEIGHBOURS_PER_PROBE
+from values.reasons import Reason
 
 # In the contract's order; codes the product adds come after the contract's own.
 SENTENCES: dict[Reason, str] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from data.lookups import LookupPath, ScanWindow
+from values.lookups import LookupPath, ScanWindow
 
 __all__ = ["Doubt", "LookupPath", "choose_path", "reached_floor", "vouches_for", "why_not_vouched"]
 

@@ -22,11 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from data.engine import ComparisonSettings
-from data.lookups import Limits, LookupPath
 from resolvers.rules import ranking
 from resolvers.rules.lookup_path import choose_path
 from resolvers.tuning import Tuning
+from values.lookups import ComparisonSettings, Limits, LookupPath
 
 # An account routed to the exact path (resolvers/comparison/check_costs.py) is looked up as if
 # the exact scan's size were this: every account the routing can choose is within it (the

@@ -13,7 +13,7 @@ from enum import Enum
 from operator import attrgetter
 from uuid import UUID
 
-from data.lookups import Hit as Hit  # the rows ranking reads, re-exported for its callers
+from values.lookups import Hit as Hit  # the rows ranking reads, re-exported for its callers
 
 SIMILAR_PROBE_CHUNKS = 8
 SIMILAR_NEIGHBOURS_PER_PROBE = 25

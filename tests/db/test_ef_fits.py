@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison, ef_fits
 from data.account_indexes import ensure_account_index
-from data.engine import ComparisonSettings, make_engine
+from data.engine import make_engine
 from data.model_indexes import BUILT_KIND
 from data.own_index_rebuilds import fit_all
 from tests.support.comparisons import transaction_queries
@@ -27,6 +27,7 @@ from tests.support.loop_world import APPROXIMATE, EXACT, compared, listed
 from tests.support.loops import ordinary_sessions
 from tests.support.tails import into_tail
 from tests.support.world import World
+from values.lookups import ComparisonSettings
 
 
 async def fitted_world(engine: AsyncEngine) -> tuple[str, list[str]]:

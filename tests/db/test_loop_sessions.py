@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import comparison
 from data.engine import make_engine
-from data.lookups import Ask, Limits
+from data.lookups import Ask
 from resolvers.comparison import phases
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from tests.support.comparisons import transaction_queries
@@ -28,6 +28,7 @@ from tests.support.loop_world import (
     loop_world,
     shared_lookups,
 )
+from values.lookups import Limits
 
 
 async def test_a_loop_near_other_sessions_leaves_their_lists_exact(engine: AsyncEngine) -> None:

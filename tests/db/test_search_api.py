@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data.account_indexes import ensure_account_index
-from data.reasons import Reason
 from indexer.embedders import Registry
 from indexer.lexical import LexicalEmbedder
 from resolvers.comparison.legs import Leg
@@ -36,6 +35,7 @@ from tests.support.search_world import (
     topic_sessions,
 )
 from tests.support.world import World
+from values.reasons import Reason
 
 
 async def test_graphql_and_rest_search_within_the_account(

@@ -10,13 +10,13 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data.comparison import configure_comparison, look_up
-from data.engine import ComparisonSettings
-from data.lookups import Ask, Limits
+from data.lookups import Ask
 from data.model_identity import ModelIdentity
 from resolvers.rules.lookup_path import LookupPath
 from resolvers.rules.ranking import probe_positions
 from resolvers.tuning import Tuning
 from tests.support.world import World, blend, direction
+from values.lookups import ComparisonSettings, Limits
 
 IDENTITY = ModelIdentity.parse("local:hash-384@384")
 EXACT = Tuning(exact_scan_max_chunks=1_000_000)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from data.lookups import ScanWindow
 from resolvers.rules.lookup_path import Doubt, vouches_for, why_not_vouched
+from values.lookups import ScanWindow
 
 
 def window(

@@ -1,4 +1,4 @@
-"""The reason codes are one enum (data/reasons.py): the schema's DegradedReason is it, every
+"""The reason codes are one enum (values/reasons.py): the schema's DegradedReason is it, every
 member has its sentence in the contract's order, and no module of the product writes a code
 as a bare string."""
 
@@ -8,11 +8,11 @@ import ast
 from pathlib import Path
 
 import schema.reasons
-from data.reasons import Reason
 from resolvers.rules import degraded
+from values.reasons import Reason
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("data", "indexer", "resolvers", "schema", "similar_sessions", "transfer")
+PRODUCT = ("data", "indexer", "resolvers", "schema", "similar_sessions", "transfer", "values")
 
 
 def test_the_enum_holds_every_code_in_order_with_the_code_as_its_value() -> None:

@@ -1,7 +1,8 @@
 """The house rules, checked on the source: SQL only in data/, every product function under
 fifty lines, no import cycle between the top-level packages nor between the modules of one,
-no contract constant written into SQL as a literal, and nothing importing the entry points
-(similar_sessions/) but themselves."""
+no contract constant written into SQL as a literal, nothing importing the entry points
+(similar_sessions/) but themselves, the pure rules importing no rows, the ground floor
+(values/) importing no package of ours, and the candidate filter written in one module."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ PACKAGES = (
     "indexer",
     "observability",
     "similar_sessions",
+    "values",
 )
 MAX_FUNCTION_LINES = 50
 # SQL keywords as this code base writes them (upper case), not English words in docstrings.
@@ -163,3 +165,41 @@ def test_the_cycle_check_sees_a_cycle() -> None:
 def test_only_the_entry_points_import_the_entry_points() -> None:
     importers = [p for p, needs in package_graph().items() if "similar_sessions" in needs]
     assert importers == []
+
+
+def test_the_pure_rules_import_nothing_from_data() -> None:
+    rules = ROOT / "resolvers" / "rules"
+    found = [
+        str(path.relative_to(ROOT))
+        for _, path, tree in modules()
+        if path.is_relative_to(rules) and "data" in imported_packages(tree)
+    ]
+    assert found == [], f"rules importing data/: {found}"
+
+
+def test_the_ground_floor_imports_no_package_of_ours() -> None:
+    assert package_graph()["values"] == set()
+
+
+# The candidate filter's conditions as SQL writes them, stated in data/exact_lookup.py alone.
+CANDIDATE_FILTER = re.compile(r"\bstatus = ANY\(|\bsource_type = ANY\(|'NaN'::float8|started_at < ")
+
+
+def test_the_candidate_filter_is_written_in_one_module() -> None:
+    home = ROOT / "data" / "exact_lookup.py"
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for _, path, tree in modules()
+        if path != home
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and CANDIDATE_FILTER.search(node.value)
+    ]
+    assert found == [], f"the candidate filter written outside data/exact_lookup.py: {found}"
+
+
+def test_the_filter_check_sees_a_condition() -> None:
+    assert CANDIDATE_FILTER.search("AND (p.statuses IS NULL OR s.status = ANY(p.statuses))")
+    assert CANDIDATE_FILTER.search("WHERE distance <> 'NaN'::float8")
+    assert not CANDIDATE_FILTER.search("the statuses a session may have")

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from data.lookups import LookupPath
 from resolvers.rules import ranking
 from resolvers.rules.lookup_plan import (
     APPLIES,
@@ -20,6 +19,7 @@ from resolvers.rules.lookup_plan import (
     plan,
 )
 from resolvers.tuning import Tuning
+from values.lookups import LookupPath
 
 ROOT = Path(__file__).resolve().parents[2]
 TUNING = Tuning(
