@@ -57,7 +57,10 @@ def output_schema(shape: type, left_out: frozenset[str]) -> dict[str, Any]:
 
 def _schema_of(annotation: Any, left_out: frozenset[str]) -> dict[str, Any]:
     if isinstance(annotation, StrawberryOptional):
-        return {"anyOf": [_schema_of(annotation.of_type, left_out), {"type": "null"}]}
+        inner = _schema_of(annotation.of_type, left_out)
+        if inner["type"] == "object" or "enum" in inner:
+            return {"anyOf": [inner, {"type": "null"}]}
+        return {**inner, "type": [inner["type"], "null"]}  # a client checks it in one step
     if isinstance(annotation, StrawberryList):
         return {"type": "array", "items": _schema_of(annotation.of_type, left_out)}
     if isinstance(annotation, StrawberryEnumDefinition):
