@@ -14,6 +14,7 @@ from importlib import metadata
 from typing import Any
 
 import mcp_types as types
+import structlog
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -41,6 +42,7 @@ from similar_sessions.mcp_text import TEXTS
 from similar_sessions.mcp_tools import LEFT_OUT, TOOLS, checked
 from similar_sessions.request_context import cursors
 
+log = structlog.get_logger(__name__)
 PATH = "/mcp"
 RESOURCE_PREFIX = "session://"
 INSTRUCTIONS = (
@@ -138,6 +140,13 @@ async def answer(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return body
 
 
+def unexpected(exc: Exception) -> MCPError:
+    """An error no mapping covers: logged by type, answered without its words (as GraphQL
+    masks it)."""
+    log.error("mcp_unexpected_error", error_type=type(exc).__name__)
+    return MCPError(types.INTERNAL_ERROR, "internal error")
+
+
 def refusal(exc: Exception) -> tuple[str, dict[str, Any]] | None:
     """An expected error's code and what it names (the argument, the limit); None else."""
     if isinstance(exc, NotFound):
@@ -157,7 +166,7 @@ async def call_tool(_: Any, params: types.CallToolRequestParams) -> types.CallTo
     except Exception as exc:
         refused = refusal(exc)
         if refused is None:
-            raise
+            raise unexpected(exc) from exc
         code, details = refused
         error = {"error": code, "detail": str(exc), **details}
         text = types.TextContent(text=f"{code}: {exc}")
@@ -189,7 +198,7 @@ async def read_resource(
     except Exception as exc:
         refused = refusal(exc)
         if refused is None:
-            raise
+            raise unexpected(exc) from exc
         raise MCPError(types.INVALID_PARAMS, f"{refused[0]}: {exc}", refused[1]) from None
     contents = types.TextResourceContents(
         uri=uri, mime_type="application/json", text=json.dumps(body)

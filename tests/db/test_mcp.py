@@ -8,6 +8,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from uuid import UUID
 
 import httpx
 import httpx2
@@ -28,6 +29,7 @@ from similar_sessions.app import create_app
 from similar_sessions.mcp_tools import TOOLS, twin
 from tests.support.comparisons import bearer
 from tests.support.world import World
+from transfer.formats.spans import session_id as conversation_session
 
 KEY = demo.DEMO_API_KEY
 SESSION = str(demo.session_id(0, 0))
@@ -157,8 +159,8 @@ async def test_each_tool_answers_what_its_graphql_twin_answers(
     async with served(demo_app), mcp_client(demo_app, KEY) as client:
         result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
-    structured = result.structured_content
-    assert structured == {**structured, **{}}  # a dict: validated by the client's schema
+    structured = result.structured_content  # checked by the client against the output schema
+    assert isinstance(structured, dict)
     assert timeless(structured) == await graphql_answer(demo_app, tool, arguments)
     text = result.content[0].text  # type: ignore[union-attr]
     if tool in ("find_similar_sessions", "search_sessions"):
@@ -272,3 +274,24 @@ async def test_a_call_past_the_keys_rate_is_refused_naming_the_rule(engine: Asyn
     assert refused.structured_content["error"] == "rate_limited"
     assert "SIMILAR_SESSIONS_RATE_LIMIT" in refused.structured_content["detail"]
     assert 1 <= refused.structured_content["retry_after_s"] <= 60
+
+
+async def test_a_session_is_found_by_the_conversation_id_it_was_ingested_under(
+    engine: AsyncEngine, demo_app: Starlette
+) -> None:
+    world = World()
+    account, key = world.account("agents")
+    ingested = world.session(account, "an ingested run", source_type="otlp", source_id="conv-7")
+    world.lines[-1]["id"] = ingested = str(conversation_session(UUID(account), "conv-7"))
+    await world.write(engine)
+    async with served(demo_app):
+        async with mcp_client(demo_app, key) as client:
+            mine = await client.call_tool("get_session", {"session_id": "conv-7"})
+            similar = await client.call_tool("find_similar_sessions", {"session_id": "conv-7"})
+        async with mcp_client(demo_app, KEY) as client:  # another account's conversation
+            theirs = await client.call_tool("get_session", {"session_id": "conv-7"})
+    assert mine.structured_content is not None and similar.structured_content is not None
+    assert mine.structured_content["id"] == ingested
+    assert similar.structured_content["runtime_session_id"] == ingested
+    assert theirs.is_error and theirs.structured_content is not None
+    assert theirs.structured_content["error"] == "not_found"
