@@ -159,7 +159,7 @@ def refusal(exc: Exception) -> tuple[str, dict[str, Any]] | None:
 
 async def call_tool(_: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     """A tool's answer: structured content and its text; an expected error as a tool error
-    (its code, what it names and why), anything else raised."""
+    (its code, what it names and why); anything else masked."""
     try:
         arguments = checked(params.name, params.arguments)
         body = await answer(params.name, arguments)
