@@ -13,11 +13,18 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 from uuid import UUID
 
-from graphql import FieldNode, FragmentDefinitionNode, GraphQLField, GraphQLSchema, parse
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    GraphQLField,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    parse,
+)
 from graphql.execution.values import get_variable_values
 from graphql.utilities import get_operation_ast
 
@@ -56,15 +63,25 @@ def _graphql_schema() -> GraphQLSchema:
     return make_schema()._schema
 
 
+@lru_cache(maxsize=16)  # the twins are a handful of texts; parsing one took 1.5 ms a call
+def _operation(document: str) -> OperationDefinitionNode:
+    operation = get_operation_ast(parse(document))
+    assert operation is not None, "a twin is one operation"
+    return operation
+
+
 def price_call(tool: str, arguments: Mapping[str, Any]) -> Price:
     """The price of a tool call: its GraphQL twin's, by the functions /graphql is priced by."""
     if "session_id" in arguments:  # an id does not change a price; a conversation id is no UUID
         arguments = {**arguments, "session_id": str(UUID(int=0))}
-    document, variables = twin(tool, arguments)
+    return _priced(tool, json.dumps(arguments, sort_keys=True))
+
+
+@lru_cache(maxsize=256)  # an agent asks the same few calls again and again
+def _priced(tool: str, given: str) -> Price:
+    document, variables = twin(tool, json.loads(given))
     body = json.dumps({"query": document, "variables": variables}).encode()
-    schema, parsed = _graphql_schema(), parse(document)
-    operation = get_operation_ast(parsed)
-    assert operation is not None, "a twin is one operation"
+    schema, operation = _graphql_schema(), _operation(document)
     values = get_variable_values(schema, operation.variable_definitions or (), variables)
     coerced = {} if isinstance(values, list) else values.coerced  # bad values: the tool says
     fragments: dict[str, FragmentDefinitionNode] = {}
