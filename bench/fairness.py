@@ -2,7 +2,8 @@
 ever held back (issues #30, #37).
 
     python -m bench.fairness [--seconds 20]
-        [--cases tokens,fragments,failure-modes,heaviest,adversarial-replay,plain-replay,lone]
+        [--cases tokens,fragments,failure-modes,mcp-failure-modes,heaviest,adversarial-replay,
+                 plain-replay,lone] [--out FILE]
         [--env VAR=value]
 
 Serves this checkout's app (`similar-sessions serve` in a process of its own: uvicorn, the
@@ -18,6 +19,9 @@ Each case measures the light client idle, then beside the load, then after a set
   (651 characters, ten million fields once spread; a varying run of spaces each time), from
   each of the six keys at 10 a second;
 - failure-modes: each of the six keys asking `failureModes(windowDays: 150)` two at a time;
+- mcp-failure-modes: the same load from agents: each of the six keys calling the MCP tool
+  `failure_modes` (window_days 150) in a loop, two at a time, through the SDK's client over
+  streamable HTTP at /mcp (issue 57; each call also answers its groups' first members);
 - heaviest: one key sending the heaviest query the bounds allow (the replay turns on a page
   of 100 sessions and 29 more aliases of 100 sessions) at 20 a second;
 - adversarial-replay: each of the six keys at 10 a second asking the replay of another of
@@ -49,6 +53,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from bench.common.paths import result
 from bench.common.serving import serve
@@ -289,6 +296,35 @@ async def failure_modes(
         answered.update(counts)
 
 
+async def mcp_looping(loud: httpx.AsyncClient, seconds: float) -> Counter[str]:
+    """An agent of the loud account calling failure_modes over MCP, again and again."""
+    answered: Counter[str] = Counter()
+    http = httpx2.AsyncClient(
+        base_url=str(loud.base_url),
+        headers={"authorization": loud.headers["authorization"]},
+        timeout=120,
+    )
+    async with Client(streamable_http_client(f"{loud.base_url}/mcp", http_client=http)) as agent:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                result = await agent.call_tool("failure_modes", {"window_days": 150, "limit": 10})
+            except Exception as exc:  # counted, as a refusal is: the load goes on
+                answered[f"mcp {type(exc).__name__}"] += 1
+                continue
+            error = (result.structured_content or {}).get("error")
+            answered[f"mcp tool error {error}" if result.is_error else "mcp answered"] += 1
+    return answered
+
+
+async def mcp_failure_modes(
+    loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]
+) -> None:
+    two_each = [mcp_looping(c, seconds) for c in loud for _ in range(2)]
+    for counts in await asyncio.gather(*two_each):
+        answered.update(counts)
+
+
 def heaviest(turns: int) -> Load:
     async def load(loud: list[httpx.AsyncClient], seconds: float, answered: Counter[str]) -> None:
         answered.update(await at_rate(loud[0], lambda _: heaviest_allowed(turns), 20, seconds))
@@ -417,6 +453,7 @@ async def measure(base: str, memory: Memory, args: argparse.Namespace, world: An
         "adversarial-replay": replayed(loud_account, "adversarial"),
         "plain-replay": replayed(loud_account, "plain"),
         "failure-modes": failure_modes,
+        "mcp-failure-modes": mcp_failure_modes,
         "heaviest": heaviest(settings.replay_turns),
         "lone": lone(ids),
     }
@@ -447,10 +484,25 @@ def main() -> int:
     parser.add_argument(
         "--cases",
         type=lambda s: s.split(","),
-        default=["tokens", "fragments", "failure-modes", "heaviest", "adversarial-replay", "lone"],
+        default=[
+            "tokens",
+            "fragments",
+            "failure-modes",
+            "mcp-failure-modes",
+            "heaviest",
+            "adversarial-replay",
+            "lone",
+        ],
     )
     parser.add_argument(
         "--env", action="append", default=[], help="VAR=value for the server (repeatable)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=OUT,
+        help="where the report goes (not written with --env); a run of some cases only "
+        "should not replace the kept run of all",
     )
     args = parser.parse_args()
     args.envs = dict(item.split("=", 1) for item in args.env)
@@ -464,7 +516,7 @@ def main() -> int:
     text = report(rows, args)
     print(text)
     if not args.env:
-        OUT.write_text(text, encoding="utf-8")
+        args.out.write_text(text, encoding="utf-8")
     return 0
 
 

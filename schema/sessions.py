@@ -110,6 +110,10 @@ class RankedSession:
     session_source_id: str
     session_reference: str
     title: str
+    session_status: str = strawberry.field(
+        description="How the other session ended, or where it is: its status (failed, "
+        "completed, running)."
+    )
     started_at: datetime
     last_activity_at: datetime
     session: RuntimeSession

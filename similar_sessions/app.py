@@ -35,7 +35,7 @@ from resolvers.tuning import Tuning
 from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema
 from schema.replay_budget import ReplayTurnsLimit
-from similar_sessions import otlp
+from similar_sessions import mcp_server, otlp
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
@@ -110,9 +110,10 @@ def schema_extensions(
     return extensions
 
 
-def routes(settings: Settings, graphql: GraphQLApp) -> list[BaseRoute]:
+def routes(settings: Settings, graphql: GraphQLApp, mcp: mcp_server.Endpoint) -> list[BaseRoute]:
     return [
         Route("/healthz", healthz),
+        Route(mcp_server.PATH, mcp, methods=["GET", "POST", "DELETE"]),
         *([Route("/metrics", metrics)] if settings.metrics else []),
         Route("/graphql", graphql, methods=["GET", "POST"]),
         Route("/api/v1/runtime-sessions/search", search_route),
@@ -172,9 +173,8 @@ def create_app(
     tracing = configure_tracing(settings)
     schema = make_schema(extra_extensions=schema_extensions(settings, tracing))
     graphql = GraphQLApp(schema, graphql_ide=None)
-
     app = Starlette(
-        routes=routes(settings, graphql),
+        routes=routes(settings, graphql, mcp_server.Endpoint()),
         middleware=[
             Middleware(HttpMetrics),
             Middleware(BodySizeLimit, paths={otlp.PATH: settings.ingest_body_bytes}),

@@ -23,6 +23,9 @@ REQUIRED_SCOPE = "view_runtime_sessions"
 INGEST_SCOPE = "ingest_runtime_sessions"  # POST /v1/traces; neither scope implies the other
 INGEST_PATH = "/v1/traces"
 INGEST_BYTES_PER_SEAT = 4 * 1024**2  # an ingest request holds one seat more per 4 MiB it sends
+MCP_PATH = (
+    "/mcp"  # authenticated here; each tool call is admitted by similar_sessions/mcp_admission
+)
 
 
 class Unauthorized(Exception):
@@ -62,7 +65,7 @@ async def authenticate(engine: AsyncEngine, connection: HTTPConnection) -> Princ
 class AuthMiddleware:
     """Authenticates every API request; GraphiQL's page itself needs no key."""
 
-    PROTECTED = ("/graphql", "/api/", INGEST_PATH)
+    PROTECTED = ("/graphql", "/api/", INGEST_PATH, MCP_PATH)
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -89,7 +92,10 @@ class AuthMiddleware:
             response = unavailable(exc)
         else:
             scope.setdefault("state", {})["principal"] = principal
-            await self.admitted(connection, receive, send)
+            if scope["path"] == MCP_PATH:
+                await self.app(scope, receive, send)
+            else:
+                await self.admitted(connection, receive, send)
             return
         await response(scope, receive, send)
 

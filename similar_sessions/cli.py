@@ -25,6 +25,8 @@ from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from resolvers import heap
+from similar_sessions import mcp_stdio
+from similar_sessions.mcp_stdio import KeyRefused
 from similar_sessions.serve import PortTaken, serve
 from transfer.errors import ImportRefused
 from transfer.exporting import export
@@ -194,6 +196,10 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     return asyncio.run(with_engine(settings, work))
 
 
+def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
+    return asyncio.run(mcp_stdio.run(settings))
+
+
 def cmd_fit_indexes(settings: Settings, args: argparse.Namespace) -> int:
     def say(fitted: Fitted) -> None:
         account_id, identity, made = fitted
@@ -269,6 +275,12 @@ MOVE_HELP = (
 )
 
 
+MCP_HELP = (
+    "serve the MCP tools over stdio, as the account of the key in SIMILAR_SESSIONS_API_KEY "
+    "(docs/mcp.md)"
+)
+
+
 def _merge_arguments(merges: argparse.ArgumentParser) -> None:
     merges.add_argument(
         "--all",
@@ -318,6 +330,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     _fit_arguments(sub.add_parser("fit-indexes", help=FIT_HELP))
     _merge_arguments(sub.add_parser("merge-indexes", help=MERGE_HELP))
     sub.add_parser("move-indexes", help=MOVE_HELP)
+    sub.add_parser("mcp", help=MCP_HELP)
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
@@ -329,6 +342,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "fit-indexes": cmd_fit_indexes,
         "merge-indexes": cmd_merge_indexes,
         "move-indexes": cmd_move_indexes,
+        "mcp": cmd_mcp,
     }
     return top, commands
 
@@ -351,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         FileNotFoundError,
         EmbedderUnavailable,
         PortTaken,
+        KeyRefused,
     ) as exc:
         first, *rest = str(exc).splitlines() or [type(exc).__name__]
         print(f"similar-sessions {args.command}: {first}", file=sys.stderr)

@@ -7,8 +7,6 @@ fields its GraphQL type declares, read from the result by their snake_case names
 
 from __future__ import annotations
 
-from datetime import datetime
-from enum import Enum
 from typing import Any
 from uuid import UUID
 
@@ -29,18 +27,15 @@ from resolvers.failure_members import first_pages
 from resolvers.failure_modes import failure_modes
 from resolvers.sessions import search_list, search_sessions, similar_list, similar_sessions
 from schema.failure_modes import FailureMember, FailureModes
-from schema.mapping import declared
 from schema.search import SessionSearch
 from schema.sessions import SimilarSessions
+from similar_sessions.answers import payload, to_json
 from similar_sessions.errors import not_found
 from similar_sessions.request_context import request_context
 
 # Each field named by its REST spelling.
 _REST_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS}
 _FAILURE_NAMES = {a.field: a.rest_name for a in FAILURE_ARGUMENTS}
-# What only GraphQL has: a neighbour's session object and console link, Relay-style paging
-# (REST pages with next_cursor, present only when more results exist).
-GRAPHQL_ONLY = frozenset({"session", "console_link", "end_cursor", "has_next_page"})
 
 
 def _int(raw: str, name: str) -> int:
@@ -146,37 +141,3 @@ async def failure_modes_route(request: Request) -> JSONResponse:
         group["members"] = to_json(page.nodes, FailureMember)
         group["more_members"] = page.has_next_page
     return JSONResponse(body)
-
-
-def payload(result: Any, shape: type, next_cursor: str | None) -> dict[str, Any]:
-    """A result as the REST body, by its GraphQL type `shape`: next_cursor only when more
-    results exist."""
-    body: dict[str, Any] = to_json(result, shape)
-    if next_cursor is not None:
-        body["next_cursor"] = next_cursor
-    return body
-
-
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-
-
-def to_json(value: Any, shape: type | None = None) -> Any:
-    """A result as JSON: an object by the fields its GraphQL type (`shape`) declares, read by
-    their snake_case names; a sequence item by item; a scalar as JSON writes it."""
-    if type(value) in _PLAIN:  # most of a body: tested first
-        return value
-    if isinstance(value, list | tuple) and not (shape and hasattr(value, "_fields")):
-        return [to_json(v, shape) for v in value]
-    if shape is not None:
-        return {
-            n: to_json(getattr(value, n), inner)
-            for n, inner in declared(shape)
-            if n not in GRAPHQL_ONLY
-        }
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, UUID):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value

@@ -102,6 +102,10 @@ class NeighbourResult:
         return credentials.shown(self.session.title)
 
     @property
+    def session_status(self) -> str:
+        return self.session.status
+
+    @property
     def started_at(self) -> datetime:
         return self.session.started_at
 

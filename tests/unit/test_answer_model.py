@@ -41,7 +41,7 @@ from schema.similar import (
     SearchMatch,
     TimelineCount,
 )
-from similar_sessions.rest import GRAPHQL_ONLY
+from similar_sessions.answers import GRAPHQL_ONLY
 
 READ_FROM = [
     (SimilarSessions, SimilarResult),
