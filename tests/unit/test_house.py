@@ -19,6 +19,7 @@ PACKAGES = (
     "transfer",
     "indexer",
     "observability",
+    "alerts",
     "similar_sessions",
 )
 MAX_FUNCTION_LINES = 50
