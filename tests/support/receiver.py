@@ -23,6 +23,9 @@ class Receiver:
     status: int = 200
     answer: bytes = b"ok"
     received: list[Received] = field(default_factory=list)
+    # set: each request is recorded, then answered only once this is set (a receiver that
+    # holds the deliverer mid-delivery)
+    hold: threading.Event | None = None
 
     @property
     def url(self) -> str:
@@ -39,6 +42,8 @@ def receiving() -> Iterator[Receiver]:
             body = self.rfile.read(length)
             headers = {k.lower(): v for k, v in self.headers.items()}
             receiver.received.append(Received(self.path, headers, body))
+            if receiver.hold is not None:
+                receiver.hold.wait(60)
             self.send_response(receiver.status)
             self.send_header("content-length", str(len(receiver.answer)))
             self.end_headers()
@@ -54,5 +59,7 @@ def receiving() -> Iterator[Receiver]:
     try:
         yield receiver
     finally:
+        if receiver.hold is not None:
+            receiver.hold.set()
         server.shutdown()
         server.server_close()
