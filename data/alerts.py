@@ -142,20 +142,15 @@ async def keep_group(
     return group_id
 
 
-async def alerted_members(
-    conn: AsyncConnection, account_id: UUID, sessions: Sequence[UUID]
-) -> dict[UUID, datetime]:
-    """Of these sessions, those in a group some rule alerted, with its last alert's time."""
+async def alerted_groups(
+    conn: AsyncConnection, account_id: UUID
+) -> list[tuple[frozenset[UUID], datetime]]:
+    """The account's groups some rule alerted: their members as last seen, and the last alert."""
     g = t.alert_groups
-    member = sa.func.unnest(g.c.members).column_valued("member")
-    query = (
-        sa.select(member, sa.func.max(g.c.alerted_at))
-        .select_from(g)
-        .where(g.c.account_id == account_id, g.c.alerts > 0)
-        .group_by(member)
+    query = sa.select(g.c.members, g.c.alerted_at).where(
+        g.c.account_id == account_id, g.c.alerts > 0, g.c.alerted_at.is_not(None)
     )
-    wanted = set(sessions)
-    return {r[0]: r[1] for r in await conn.execute(query) if r[0] in wanted}
+    return [(frozenset(r.members), r.alerted_at) for r in await conn.execute(query)]
 
 
 async def lock_rule(conn: AsyncConnection, account_id: UUID, rule_id: UUID) -> bool:
