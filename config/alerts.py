@@ -3,6 +3,9 @@ hosts a webhook may point inward to, and how deliveries are timed, retried and g
 
 from __future__ import annotations
 
+import ipaddress
+
+from pydantic import field_validator
 from pydantic_settings import BaseSettings
 
 from config.fields import setting
@@ -49,3 +52,15 @@ class AlertSettings(BaseSettings):
         "where the console is reached from the receivers: the base of an alert's links",
         "alerts",
     )
+
+    @field_validator("alert_allow_hosts")
+    @classmethod
+    def _allow_hosts(cls, value: str) -> str:
+        """Every item a host name or an address; one with a `/` an address range."""
+        for item in (part.strip() for part in value.split(",")):
+            if "/" in item:
+                try:
+                    ipaddress.ip_network(item, strict=False)
+                except ValueError:
+                    raise ValueError(f"{item!r} is not an address range") from None
+        return value

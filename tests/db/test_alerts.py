@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -205,3 +206,18 @@ async def test_one_accounts_rules_never_see_another_accounts_sessions(
     assert not await manage.remove_rule(engine, their_rule, uuid.UUID(mine))
     assert [r.id for r in await manage.list_rules(engine, uuid.UUID(mine))] != [their_rule]
     assert await manage.remove_rule(engine, their_rule, uuid.UUID(theirs))
+
+
+async def test_an_account_is_evaluated_at_most_once_per_interval(engine: AsyncEngine) -> None:
+    account_id = uuid.UUID(await account(engine))
+    alerts = worker(engine)
+    alerts = AlertWorker(alerts.services, replace(alerts.config, interval_s=3600.0))
+    await alerts.after_pass({account_id})  # evaluated: its first
+    await alerts.after_pass({account_id})  # within the interval: it waits
+    assert alerts.cost.accounts == 1
+    assert alerts.pending == {account_id}
+    due = alerts.due_in()
+    assert due is not None and 3000 < due <= 3600
+    alerts.last[account_id] -= 3600  # the interval has passed
+    await alerts.after_pass(set())  # the pass after: evaluated though it embedded nothing
+    assert alerts.cost.accounts == 2 and alerts.pending == set() and alerts.due_in() is None

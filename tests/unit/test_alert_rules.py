@@ -117,3 +117,12 @@ def test_retries_double_from_the_base_and_stop_after_24_hours() -> None:
     assert retry_at(due[4], late, 10.0) is None  # 160 s more would pass 24 h: given up
     assert retry_at(due[0], late, 10.0) is not None
     assert retry_at(due[14], NOW, 10.0) is None  # 10 x 2^14 s is past a day
+
+
+def test_a_malformed_allow_list_is_refused_when_settings_are_read() -> None:
+    from config.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="SIMILAR_SESSIONS_ALERT_ALLOW_HOSTS"):
+        Settings.from_env({"SIMILAR_SESSIONS_ALERT_ALLOW_HOSTS": "10.0.0.0/99"})
+    given = {"SIMILAR_SESSIONS_ALERT_ALLOW_HOSTS": "hooks.internal, 10.0.0.0/8"}
+    assert Settings.from_env(given).alert_allow_hosts == "hooks.internal, 10.0.0.0/8"
