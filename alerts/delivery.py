@@ -59,9 +59,12 @@ async def attempt(due: Due, config: DeliveryConfig) -> Answered | Failure:
     now = datetime.now(UTC)
     try:
         target = checked_url(due.url, config.allowed)
-        address = await resolved(target, config.allowed)
+        async with asyncio.timeout(config.timeout_s):  # the resolver too is bounded
+            address = await resolved(target, config.allowed)
     except RefusedUrl as exc:
         return Failure(None, f"refused: {exc}", None)
+    except TimeoutError:
+        return Failure(None, f"{due.url}: its host did not resolve in time", None)
     host = f"[{address}]" if address.version == 6 else str(address)
     url = f"{target.scheme}://{host}:{target.port}{target.target}"
     default_port = 443 if target.scheme == "https" else 80

@@ -26,6 +26,9 @@ from resolvers.tuning import Tuning
 
 log = structlog.get_logger(__name__)
 DELIVERIES_AT_ONCE = 16
+# A taken alert is due again after this many timeouts: an attempt takes at most three (the
+# resolution, then the POST bounded by twice it), and its outcome is recorded after.
+LEASE_TIMEOUTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,7 @@ class AlertWorker:
     async def deliver_due(self) -> int:
         """The due alerts attempted, at most DELIVERIES_AT_ONCE at once; how many."""
         now = datetime.now(UTC)
-        lease = timedelta(seconds=self.config.delivery.timeout_s * 3)
+        lease = timedelta(seconds=self.config.delivery.timeout_s * LEASE_TIMEOUTS)
         async with self.engine.begin() as conn:
             due = await outbox.take_due(conn, now, lease, DELIVERIES_AT_ONCE)
         await asyncio.gather(*(self._deliver(item) for item in due))

@@ -21,7 +21,7 @@ from alerts import manage
 from alerts.delivery import DeliveryConfig
 from alerts.rules import RuleSpec
 from alerts.urls import AllowedHosts
-from alerts.worker import AlertConfig, AlertWorker
+from alerts.worker import LEASE_TIMEOUTS, AlertConfig, AlertWorker
 from data import alert_deliveries as outbox
 from resolvers.services import Services
 from resolvers.tuning import Tuning
@@ -161,7 +161,7 @@ async def test_a_deliverer_killed_mid_delivery_leaves_it_to_the_next_with_the_sa
         (webhook_id,) = await worker(engine).evaluate(uuid.UUID(account_id))  # decided, then gone
         dying = worker(engine, timeout_s=0.2)
         async with engine.begin() as conn:  # it takes the alert, and dies before its POST
-            lease = dying.config.delivery.timeout_s * 3
+            lease = dying.config.delivery.timeout_s * LEASE_TIMEOUTS
             taken = await outbox.take_due(conn, datetime.now(UTC), timedelta(seconds=lease), 16)
         assert [t.webhook_id for t in taken] == [webhook_id]
         restarted = worker(engine)
