@@ -62,10 +62,12 @@ async def test_the_alerts_page_lists_rules_and_deliveries_and_cards_say_alerted(
     await expect(tab.page.locator(".alert-delivery")).to_have_count(2)
     states = await tab.page.locator(".alert-delivery .state").all_inner_texts()
     assert states == ["delivered", "delivered"]
+    assert await tab.axe_violations() == []  # no serious or critical violation
     await tab.page.goto(f"{base_url}{CONSOLE}?failureModes=7")
     await expect(tab.page.locator(".failure-card")).to_have_count(3)
     alerted = await tab.page.locator(".failure-card .alerted").count()
     assert alerted == 2  # the two new groups told; the recurring one not
+    assert await tab.axe_violations() == []
     assert tab.problems == []
     other = await new_tab(browser, base_url)  # a key without the scope is told so
     await other.sign_in(viewer_key, f"{CONSOLE}?alerts")
