@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -221,3 +222,29 @@ async def test_an_account_is_evaluated_at_most_once_per_interval(engine: AsyncEn
     alerts.last[account_id] -= 3600  # the interval has passed
     await alerts.after_pass(set())  # the pass after: evaluated though it embedded nothing
     assert alerts.cost.accounts == 2 and alerts.pending == set() and alerts.due_in() is None
+
+
+async def test_a_redirect_is_not_followed_and_a_silent_receiver_times_out(
+    engine: AsyncEngine,
+) -> None:
+    account_id = await account(engine)
+    alerts = worker(engine, timeout_s=0.3)
+    with receiving() as elsewhere, receiving() as receiver:
+        receiver.status, receiver.location = 307, elsewhere.url
+        await rule(engine, account_id, receiver.url)
+        await three_failures(engine, account_id)
+        (webhook_id,) = await alerts.evaluate(uuid.UUID(account_id))
+        assert await alerts.deliver_due() == 1
+        (row,) = await deliveries(engine)
+        assert (row.state, row.last_status) == ("pending", 307)
+        assert row.last_error == "HTTP 307: a redirect (not followed)"
+        assert elsewhere.received == []  # the redirect's target never heard of it
+        receiver.hold = threading.Event()  # now it takes the POST and never answers
+        async with engine.begin() as conn:
+            await conn.execute(sa.text("UPDATE alert_deliveries SET next_attempt_at = now()"))
+        assert await alerts.deliver_due() == 1
+        receiver.hold.set()
+    (row,) = await deliveries(engine)
+    assert row.attempts == 2 and row.last_status is None
+    assert row.last_error.startswith(("ReadTimeout", "TimeoutError"))
+    assert [r.headers["webhook-id"] for r in receiver.received] == [webhook_id] * 2

@@ -22,6 +22,7 @@ class Receiver:
     port: int = 0
     status: int = 200
     answer: bytes = b"ok"
+    location: str | None = None  # sent as `Location` (with a 3xx status)
     received: list[Received] = field(default_factory=list)
     # set: each request is recorded, then answered only once this is set (a receiver that
     # holds the deliverer mid-delivery)
@@ -45,6 +46,8 @@ def receiving() -> Iterator[Receiver]:
             if receiver.hold is not None:
                 receiver.hold.wait(60)
             self.send_response(receiver.status)
+            if receiver.location is not None:
+                self.send_header("location", receiver.location)
             self.send_header("content-length", str(len(receiver.answer)))
             self.end_headers()
             self.wfile.write(receiver.answer)
