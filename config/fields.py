@@ -12,8 +12,15 @@ from pydantic import Field
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENV_PREFIX = "SIMILAR_SESSIONS_"
-Group = Literal["server", "ingest", "indexer", "providers", "observability"]
-GROUPS: tuple[Group, ...] = ("server", "ingest", "indexer", "providers", "observability")
+Group = Literal["server", "ingest", "indexer", "providers", "observability", "alerts"]
+GROUPS: tuple[Group, ...] = (
+    "server",
+    "ingest",
+    "indexer",
+    "providers",
+    "observability",
+    "alerts",
+)
 
 
 def rate_or_none(value: str | None) -> str | None:

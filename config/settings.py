@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from config.alerts import AlertSettings
 from config.fields import ENV_PREFIX, GROUPS, REPO_ROOT, Group, setting
 from config.indexer import IndexerSettings
 from config.ingest import IngestSettings
@@ -26,7 +27,12 @@ class SettingsError(ValueError):
 
 
 class Settings(
-    ObservabilitySettings, ProviderSettings, IndexerSettings, IngestSettings, ServerSettings
+    AlertSettings,
+    ObservabilitySettings,
+    ProviderSettings,
+    IndexerSettings,
+    IngestSettings,
+    ServerSettings,
 ):
     """Everything configurable, the groups in docs/configuration.md's order (server first); its
     configuration tables are generated from it."""

@@ -18,7 +18,7 @@ from data.sessions import sessions_by_id
 from indexer import demo
 from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
-from indexer.passes import IndexerConfig, PassReport
+from indexer.passes import IndexerConfig, PassHook, PassReport
 from indexer.providers import providers_for
 from indexer.worker import index_once, watch
 from observability.tracing import configure_tracing, trace_engine
@@ -75,8 +75,13 @@ def describe(report: PassReport) -> str:
 
 
 async def run_index(
-    engine: AsyncEngine, settings: Settings, keep_watching: bool, retry_failed: bool = False
+    engine: AsyncEngine,
+    settings: Settings,
+    keep_watching: bool,
+    retry_failed: bool = False,
+    hook: PassHook | None = None,
 ) -> int:
+    """`index` (`--watch`: with the hook beside the passes: the alerts, given by the CLI)."""
     registry, config = registry_for(settings), config_from(settings)
     tracing = configure_tracing(settings)
     if tracing is not None:
@@ -108,7 +113,7 @@ async def run_index(
         f"indexing every {settings.index_interval_s}s, and as sessions are ingested; Ctrl-C stops",
         file=sys.stderr,
     )
-    await watch(engine, registry, config, settings.index_interval_s, stop)
+    await watch(engine, registry, config, settings.index_interval_s, stop, hook)
     return 0
 
 

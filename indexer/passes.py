@@ -3,8 +3,11 @@ over accounts, and the degraded mark an account carries from one pass to the nex
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -57,6 +60,19 @@ class PassReport:
     chunks_failed: int = 0
     tails_merged: int = 0
     degraded: dict[UUID, str] = field(default_factory=dict)
+    embedded: set[UUID] = field(default_factory=set)  # the accounts it embedded chunks of
+
+
+class PassHook(Protocol):
+    """What runs beside the passes (the alerts, given by the entry point that starts them):
+    told after each pass which accounts it embedded, asked when it is next due, and run
+    beside them until stopped."""
+
+    async def after_pass(self, embedded: Iterable[UUID]) -> object: ...
+
+    def due_in(self) -> float | None: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
 
 
 async def mark_degraded(

@@ -24,7 +24,7 @@ from indexer import lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.embedding_pass import embed_account, embed_dense
 from indexer.fitting import ensure_fit
-from indexer.passes import IndexerConfig, PassReport, mark_degraded
+from indexer.passes import IndexerConfig, PassHook, PassReport, mark_degraded
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.whole_passages import WholePassages
 from observability import metrics
@@ -92,6 +92,7 @@ async def index_account(
         return
     if work.degraded_reason is not None:
         await mark_degraded(engine, work, None, None)
+    embedded = report.chunks_embedded
     try:
         await embed_account(engine, config, work, embedder, report, now)
         if dense is not None and work.dense is not None:
@@ -99,6 +100,9 @@ async def index_account(
     except EmbedderUnavailable as exc:  # the provider refused the account's key or model
         await _unavailable(engine, work, report, exc)
         return
+    finally:
+        if report.chunks_embedded > embedded:
+            report.embedded.add(work.account_id)
     if config.account_index_min_chunks is not None:
         await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
 
@@ -186,26 +190,56 @@ async def watch(
     config: IndexerConfig,
     interval_s: float,
     stop: asyncio.Event | None = None,
+    hook: PassHook | None = None,
 ) -> None:
     """Run passes until stopped: a full pass over every account every interval_s (which also
     completes the live sessions gone idle), and between them, as soon as the live receiver
-    notifies an account's change (data/changes.py), a pass over the accounts notified. A
-    failed pass is logged and the next one retries."""
+    notifies an account's change (data/changes.py), a pass over the accounts notified; the
+    hook told after each which accounts it embedded, and woken when it is due. A failed pass
+    is logged and the next one retries."""
     stop = stop or asyncio.Event()
-    async with listening(engine, Wakeups()) as wakeups:
-        due = 0.0
-        while not stop.is_set():
-            try:
-                if time.monotonic() >= due:
-                    wakeups.take()  # the full pass covers them
-                    await complete_idle(engine, config.session_idle_s)
-                    await index_once(engine, registry, config)
+    beside = None if hook is None else asyncio.ensure_future(hook.run(stop))
+    try:
+        async with listening(engine, Wakeups()) as wakeups:
+            due = 0.0
+            while not stop.is_set():
+                embedded = await _pass(engine, registry, config, wakeups, due <= time.monotonic())
+                if embedded is not None and due <= time.monotonic():
                     due = time.monotonic() + interval_s
-                elif accounts := wakeups.take():
-                    await index_once(engine, registry, config, account_ids=accounts)
-            except Exception:
-                log.exception("index_pass_failed")
-            await _until(stop, wakeups, due - time.monotonic())
+                wait = due - time.monotonic()
+                if hook is not None:
+                    await _told(hook, embedded or set())
+                    hook_due = hook.due_in()
+                    wait = wait if hook_due is None else min(wait, hook_due)
+                await _until(stop, wakeups, wait)
+    finally:
+        if beside is not None:
+            stop.set()
+            await asyncio.gather(beside, return_exceptions=True)
+
+
+async def _pass(
+    engine: AsyncEngine, registry: Registry, config: IndexerConfig, wakeups: Wakeups, full: bool
+) -> set[UUID] | None:
+    """A full pass (and the idle sessions completed), or one over the accounts notified, or
+    none; the accounts it embedded (None: no pass ran, or it failed)."""
+    try:
+        if full:
+            wakeups.take()  # the full pass covers them
+            await complete_idle(engine, config.session_idle_s)
+            return (await index_once(engine, registry, config)).embedded
+        if accounts := wakeups.take():
+            return (await index_once(engine, registry, config, account_ids=accounts)).embedded
+    except Exception:
+        log.exception("index_pass_failed")
+    return None
+
+
+async def _told(hook: PassHook, embedded: set[UUID]) -> None:
+    try:
+        await hook.after_pass(embedded)
+    except Exception:
+        log.exception("pass_hook_failed")
 
 
 async def _until(stop: asyncio.Event, wakeups: Wakeups, timeout_s: float) -> None:

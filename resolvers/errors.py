@@ -18,3 +18,11 @@ class LimitExceeded(Exception):
     def __init__(self, refused: str, why: str, limit: int, setting: str) -> None:
         super().__init__(f"{refused}: {why}; at most {limit} per request ({setting})")
         self.limit = limit
+
+
+class MissingScope(PermissionError):
+    """The caller's key lacks the scope a field needs; names it."""
+
+    def __init__(self, scope: str) -> None:
+        super().__init__(f"this API key lacks the scope {scope}")
+        self.scope = scope

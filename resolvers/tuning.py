@@ -21,6 +21,7 @@ class Tuning:
     failure_modes_sessions: int = default_of("failure_modes_sessions")
     failure_modes_timeout_ms: int = default_of("failure_modes_timeout_ms")
     page_connections: int = default_of("page_connections")
+    alert_allow_hosts: str = default_of("alert_allow_hosts")  # alerts/urls.py reads it
 
     @property
     def comparison_settings(self) -> ComparisonSettings:
@@ -47,4 +48,5 @@ class Tuning:
             failure_modes_sessions=settings.failure_modes_sessions,
             failure_modes_timeout_ms=settings.failure_modes_timeout_ms,
             page_connections=min(settings.page_connections, settings.comparison_pool_size),
+            alert_allow_hosts=settings.alert_allow_hosts,
         )

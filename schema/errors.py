@@ -14,7 +14,7 @@ from strawberry.extensions import MaskErrors
 
 from data.errors import Unavailable
 from observability.metrics import UNAVAILABLE
-from resolvers.errors import BadArgument, LimitExceeded
+from resolvers.errors import BadArgument, LimitExceeded, MissingScope
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,7 @@ DOMAIN_ERRORS: dict[type[Exception], ErrorAnswer] = {
         400, "limit_exceeded", "LIMIT_EXCEEDED", lambda e: {"limit": e.limit}
     ),
     Unavailable: ErrorAnswer(503, "unavailable", "UNAVAILABLE"),
+    MissingScope: ErrorAnswer(403, "forbidden", "FORBIDDEN", lambda e: {"scope": e.scope}),
 }
 
 

@@ -13,6 +13,8 @@ from uuid import UUID
 
 import strawberry
 
+from alerts.rules import matched
+from data.alerts import alerted_groups
 from resolvers.arguments import FAILURE_ARGUMENTS, FailureArgs
 from resolvers.context import Context
 from resolvers.failure_members import members_page
@@ -101,6 +103,19 @@ class FailureGroup:
         "(at most 5); null when no text or term is asked."
     )
     found: strawberry.Private[FailureGroupResult]
+
+    @strawberry.field(
+        description="When an alert rule of the account last told this group (the group it "
+        "alerted shares most of its members: docs/alerts.md); null when none has."
+    )
+    async def alerted_at(self, info: strawberry.Info[Context, None]) -> datetime | None:
+        async with info.context.services.read() as conn:
+            told = await alerted_groups(conn, self.found.account_id)
+        if not told:
+            return None
+        members = frozenset(m.session_id for m in self.found.group.members)
+        found = matched([members], [kept for kept, _ in told])
+        return told[found[0]][1] if 0 in found else None
 
     @classmethod
     def of(cls, g: FailureGroupResult) -> FailureGroup:

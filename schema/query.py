@@ -16,6 +16,7 @@ from strawberry.types import ExecutionContext
 from resolvers.context import Context
 from resolvers.sessions import session_page
 from resolvers.turns import TakesTurn
+from schema.alerts import AlertQuery, Mutation
 from schema.documents import BoundedValidation, CachedParse, Documents
 from schema.errors import MapErrors, is_unexpected
 from schema.failure_modes import FailureQuery
@@ -60,7 +61,7 @@ class RuntimeSessionConnection:
 
 
 @strawberry.type
-class Query(FailureQuery, SearchQuery):
+class Query(FailureQuery, SearchQuery, AlertQuery):
     @strawberry.field(description="Who is asking.")
     def viewer(self, info: strawberry.Info[Context, None]) -> Viewer:
         p = info.context.principal
@@ -150,6 +151,7 @@ def make_schema(
     documents = Documents()
     return Schema(
         query=Query,
+        mutation=Mutation,
         extensions=[
             lambda: MaxTokensLimiter(max_token_count=MAX_QUERY_TOKENS),
             lambda: CachedParse(documents),

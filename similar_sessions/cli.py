@@ -13,6 +13,8 @@ from uuid import UUID
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from alerts.manage import UnknownAccount
+from alerts.worker import AlertWorker
 from config.logs import configure_logging
 from config.settings import Settings, SettingsError
 from data.account_indexes import BuiltIndex
@@ -25,7 +27,9 @@ from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from resolvers import heap
+from resolvers.errors import BadArgument
 from similar_sessions import mcp_stdio
+from similar_sessions.alerts_cli import alerts_arguments, alerts_work
 from similar_sessions.mcp_stdio import KeyRefused
 from similar_sessions.serve import PortTaken, serve
 from transfer.errors import ImportRefused
@@ -179,9 +183,14 @@ def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_index
 
     def work(engine: AsyncEngine) -> Awaitable[int]:
-        return run_index(engine, settings, args.watch, args.retry_failed)
+        hook = AlertWorker.of(engine, settings) if args.watch else None
+        return run_index(engine, settings, args.watch, args.retry_failed, hook)
 
     return asyncio.run(with_engine(settings, work))
+
+
+def cmd_alerts(settings: Settings, args: argparse.Namespace) -> int:
+    return asyncio.run(with_engine(settings, alerts_work(settings, args)))
 
 
 def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
@@ -331,6 +340,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     _merge_arguments(sub.add_parser("merge-indexes", help=MERGE_HELP))
     sub.add_parser("move-indexes", help=MOVE_HELP)
     sub.add_parser("mcp", help=MCP_HELP)
+    alerts_arguments(sub.add_parser("alerts", help="an account's alert rules: add, list, remove"))
     commands: dict[str, Command] = {
         "serve": cmd_serve,
         "migrate": cmd_migrate,
@@ -343,6 +353,7 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         "merge-indexes": cmd_merge_indexes,
         "move-indexes": cmd_move_indexes,
         "mcp": cmd_mcp,
+        "alerts": cmd_alerts,
     }
     return top, commands
 
@@ -366,6 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         EmbedderUnavailable,
         PortTaken,
         KeyRefused,
+        BadArgument,
+        UnknownAccount,
     ) as exc:
         first, *rest = str(exc).splitlines() or [type(exc).__name__]
         print(f"similar-sessions {args.command}: {first}", file=sys.stderr)

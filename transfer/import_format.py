@@ -30,7 +30,7 @@ SourceKind = Literal[SOURCE_KINDS]  # type: ignore[valid-type]
 RedactionState = Literal[REDACTION_STATES]  # type: ignore[valid-type]
 EmbeddingState = Literal[EMBEDDING_STATES]  # type: ignore[valid-type]
 KNOWN_FEATURES = frozenset({"similarSessions", SECRETS_SHOWN})
-KNOWN_SCOPES = frozenset({"view_runtime_sessions", "ingest_runtime_sessions"})
+KNOWN_SCOPES = frozenset({"view_runtime_sessions", "ingest_runtime_sessions", "manage_alerts"})
 
 
 MAX_DAILY_CAP_USD = 99_999_999  # embedding_settings.daily_cap_usd is numeric(12, 4)

@@ -17,6 +17,7 @@ STATIC_FILES = [
     "degraded.js",
     "dom.js",
     "failures.js",
+    "alerts.js",
     "filter.js",
     "highlight.js",
     "legs.js",

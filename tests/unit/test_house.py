@@ -20,6 +20,7 @@ PACKAGES = (
     "transfer",
     "indexer",
     "observability",
+    "alerts",
     "similar_sessions",
     "values",
 )

@@ -1,5 +1,6 @@
 // The console's entry point: sign-in, then the sessions list (or a search) or one session.
 
+import { fetchAlerts, renderAlerts, wantsAlerts } from "./alerts.js";
 import { Forbidden, RequestFailed, Unauthorized, apiKey, graphql, graphqlPartial, refusal } from "./api.js";
 import { h, sessionHref } from "./dom.js";
 import { followRunning } from "./live.js";
@@ -53,6 +54,7 @@ const accountName = document.getElementById("account-name");
 const searchForm = document.getElementById("search");
 const searchInput = document.getElementById("search-input");
 const failureModesLink = document.getElementById("failure-modes-link");
+const alertsLink = document.getElementById("alerts-link");
 
 function showSignIn(message = "", { invalid = Boolean(message) } = {}) {
   apiKey.clear();
@@ -77,6 +79,10 @@ function showView(viewer, children) {
   accountName.textContent = viewer.name;
   knownFeatures.set(viewer.features);
   failureModesLink.hidden = !viewer.features.includes(FEATURE);
+  alertsLink.hidden = !viewer.features.includes(FEATURE);
+  if (wantsAlerts(new URLSearchParams(window.location.search))) {
+    alertsLink.setAttribute("aria-current", "page");
+  } else alertsLink.removeAttribute("aria-current");
   const onFailureModes = wantsFailureModes(new URLSearchParams(window.location.search));
   if (onFailureModes) failureModesLink.setAttribute("aria-current", "page");
   else failureModesLink.removeAttribute("aria-current");
@@ -110,6 +116,10 @@ async function load(key) {
       return [data.viewer, notFound("That is not a session id.")];
     }
     return loadSession(key, sessionId);
+  }
+  if (wantsAlerts(params)) {
+    const [viewer, answer] = await fetchAlerts(key);
+    return [viewer, renderAlerts(answer)];
   }
   const after = params.get("after");
   if (wantsFailureModes(params)) {

@@ -10,6 +10,7 @@ import { FAILURE_GROUP, FAILURE_MODES, FAILURE_WINDOWS } from "./queries.js";
 import { status as statusBadge } from "./sessions.js";
 
 const PAGE = "/console/runtime-sessions";
+const ALERTS_PAGE = `${PAGE}?alerts`;
 const WINDOW_PARAM = "failureModes";
 const STATUS_PARAM = "failureStatus";
 const AS_OF_PARAM = "failureAsOf"; // the grouping a card was shown from (its answer's asOf)
@@ -189,6 +190,9 @@ function card(group, choice, answer, largest) {
     sizeBar(group, largest),
     miniChart(group.daily, answer.windowStart),
     terms(group.sharedTerms, "Shared terms:"),
+    group.alertedAt
+      ? h("p", { class: "meta alerted" }, "Alerted ", time(group.alertedAt), " (", h("a", { href: ALERTS_PAGE }, "alerts"), ")")
+      : null,
     group.seenBefore
       ? h(
           "p",

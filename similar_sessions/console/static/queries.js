@@ -171,7 +171,7 @@ query ConsoleFailureModes($windowDays: Int!, $status: [String!], $after: String)
     windowDays windowStart sessions compared leftOut notEmbedded groupCount asOf
     degraded { reasons detail }
     groups {
-      size isNew since sharedTerms
+      size isNew since sharedTerms alertedAt
       daily { start sessions }
       representative { id title status startedAt }
       seenBefore { id title startedAt }
@@ -198,3 +198,15 @@ query ConsoleFailureGroup($windowDays: Int!, $status: [String!], $id: UUID!, $af
     }
   }
 }`;
+
+// The "Alerts" page: the account's rules and their latest deliveries (manage_alerts).
+export const ALERTS = `
+query ConsoleAlerts {
+  viewer { name features scopes }
+  alertRules { id kind url minSessions windowHours factor baselineDays statuses enabled disabledReason }
+  alertDeliveries(first: 20) {
+    webhookId ruleId state attempts createdAt nextAttemptAt lastAttemptAt lastStatus lastError
+  }
+}`;
+
+export const VIEWER = `query ConsoleViewer { viewer { name features scopes } }`;
