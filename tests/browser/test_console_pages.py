@@ -9,7 +9,7 @@ from limits import parse
 from playwright.async_api import Route, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from similar_sessions.auth import rate_limited
+from similar_sessions.admission import rate_limited
 from tests.support.console_browser import (
     CONSOLE,
     Tab,
