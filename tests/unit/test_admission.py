@@ -5,6 +5,7 @@ string decoded by their readers, not by patterns over the bytes), REST routes by
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from starlette.datastructures import State
 
@@ -48,3 +49,25 @@ def test_a_request_costs_the_seats_of_the_most_costly_thing_it_asks() -> None:
     assert seats_for("/api/v1/runtime-sessions/search", b"", b"q=refund") == 2
     assert seats_for(graphql, b"", b"query=%7B+failure%4Dodes+%7D", "GET") == 3  # read decoded
     assert seats_for(graphql, b'{"query": "{ \\u0066ailureModes }"}', b"") == 3
+
+
+def test_what_a_query_only_spells_costs_nothing() -> None:
+    """Read from the parsed operation: a search text, a fragment never spread or a field
+    `@skip` leaves out is not asked."""
+    search = asked('{ searchSessions(text: "failureModes") { results { score } } }')
+    assert seats_for("/graphql", search, b"") == 2
+    unused = asked("{ viewer { name } } fragment F on Query { failureModes { bound } }")
+    assert seats_for("/graphql", unused, b"") == 1
+    skipped = asked("{ viewer { name } failureModes @skip(if: true) { bound } }")
+    assert seats_for("/graphql", skipped, b"") == 1
+
+
+def test_no_module_reads_a_librarys_error_message() -> None:
+    """The query limits are our own: no product module matches graphql-core's or strawberry's
+    words for their refusals."""
+    root = Path(__file__).resolve().parents[2]
+    words = ("aliases found", "maximum operation depth", "Document contains more than")
+    for folder in ("schema", "resolvers", "similar_sessions", "data", "config"):
+        for module in (root / folder).rglob("*.py"):
+            text = module.read_text()
+            assert not [w for w in words if w in text], module
