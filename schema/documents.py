@@ -46,6 +46,14 @@ QUERY_CACHE_CHARS = 64 * 1024
 MAX_QUERY_TOKENS = 1000
 
 
+class TooLong(Exception):
+    """A text past MAX_QUERY_TOKENS: not parsed."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
 @dataclass(slots=True)
 class Kept:
     """A text's document, and its validation's errors once validated (None: not validated,
@@ -66,12 +74,12 @@ class Documents:
         self._kept: LRUCache[str, Kept] = LRUCache(chars, getsizeof=lambda kept: kept.chars)
 
     def parsed(self, text: str, options: ParseOptions) -> DocumentNode:
-        """The text's document; a GraphQLError when it does not parse, LIMIT_EXCEEDED past
+        """The text's document; a GraphQLError when it does not parse, TooLong past
         MAX_QUERY_TOKENS (counted before it is parsed)."""
         kept = self._kept.get(text)
         if kept is None:
             if (refusal := too_long(text)) is not None:
-                raise limit_error(refusal)
+                raise TooLong(refusal)
             kept = Kept(len(text), parse(text, **options))
             if kept.chars <= self.chars:
                 self._kept[text] = kept
@@ -98,7 +106,7 @@ class Documents:
         and nothing granted when the text does not parse (where it runs, the parse says why)."""
         try:
             document = self.parsed(text, {})
-        except GraphQLError:
+        except (GraphQLError, TooLong):
             return Cost()
         bounded = self.bounded(text, document)
         return price(schema, document, bounded, operation_name, variables, limit)
@@ -133,7 +141,12 @@ class CachedParse(SchemaExtension):
 
     def on_parse(self) -> Iterator[None]:
         context = self.execution_context
-        context.graphql_document = self.documents.parsed(context.query or "", context.parse_options)
+        try:
+            context.graphql_document = self.documents.parsed(
+                context.query or "", context.parse_options
+            )
+        except TooLong as too:  # answered as the parse's own errors are, before validation
+            raise limit_error(too.refusal) from None
         yield
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import schema.documents
@@ -84,3 +85,27 @@ async def test_another_edge_is_refused_past_the_keys_rate(engine: AsyncEngine) -
             raise AssertionError("admitted past the key's rate")
     assert refused.value.bound == "rate_limit" and refused.value.response.status_code == 429
     assert app.state.fair_queue.flows == {}
+
+
+def refused(bound: str) -> float:
+    value = REGISTRY.get_sample_value("similar_sessions_refused_requests_total", {"bound": bound})
+    return value or 0.0
+
+
+async def test_a_query_past_a_limit_is_refused_and_counted_once(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """Priced at the edge and refused where it runs, a query is counted once by its bound."""
+    _, key = await pair_world(engine)
+    deep = "{ runtimeSessions { nodes { " + "similarSessions { results { session { " * 4
+    deep += "id" + " } } }" * 4 + " } } }"
+    for query, bound in (
+        ("{ viewer { " + "name " * 1200 + "} }", "tokens"),
+        (deep, "depth"),
+        ("{" + " ".join(f"a{n}: viewer {{ name }}" for n in range(31)) + "}", "aliases"),
+        ("{" + " ".join(["viewer { name }"] * 11) + "}", "selections"),
+    ):
+        before = refused(bound)
+        body = await graphql(client, key, query)
+        assert body["errors"][0]["extensions"] == {"code": "LIMIT_EXCEEDED"}, body
+        assert refused(bound) == before + 1, bound
