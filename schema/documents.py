@@ -23,6 +23,7 @@ from cachetools import LRUCache
 from graphql import (
     DocumentNode,
     GraphQLError,
+    GraphQLSchema,
     GraphQLSyntaxError,
     Lexer,
     OperationDefinitionNode,
@@ -96,11 +97,11 @@ class Documents:
 
     def cost(
         self,
-        schema: Any,
+        schema: GraphQLSchema,
         text: str,
         operation_name: str | None,
         variables: dict[str, Any] | None,
-        limit: int,
+        limit: int = MAX_SIMILAR_PER_REQUEST,
     ) -> Cost:
         """The Cost of a request (schema/cost.py), parsed through the kept documents; one seat
         and nothing granted when the text does not parse (where it runs, the parse says why)."""

@@ -73,9 +73,7 @@ def graphql_cost(
     state: State, query: str, variables: dict[str, Any] | None, operation_name: str | None
 ) -> Cost:
     """The Cost of a GraphQL operation, parsed through the schema's kept documents."""
-    cost: Cost = state.documents.cost(
-        state.graphql_schema, query, operation_name, variables, state.comparison_limit
-    )
+    cost: Cost = state.documents.cost(state.graphql_schema, query, operation_name, variables)
     return cost
 
 

@@ -30,7 +30,6 @@ from data.server import resolve_url
 from indexer.embedders import Registry
 from indexer.providers import providers_for
 from observability.tracing import configure_tracing, trace_engine
-from resolvers.budgets import MAX_SIMILAR_PER_REQUEST
 from resolvers.cursors import Cursors
 from resolvers.services import Services
 from resolvers.tuning import Tuning
@@ -168,7 +167,6 @@ def admission_state(
     app.state.account_rates = RateLimits(settings.account_rate_limit)
     app.state.fair_queue = FairQueue(settings.seats, settings.account_queue)
     app.state.documents, app.state.graphql_schema = documents, schema._schema
-    app.state.comparison_limit = MAX_SIMILAR_PER_REQUEST
     app.state.ingest_rates = otlp.IngestRates(settings)
 
 

@@ -9,18 +9,11 @@ from pathlib import Path
 
 from starlette.datastructures import State
 
-from resolvers.budgets import MAX_SIMILAR_PER_REQUEST
 from schema import schema
 from schema.documents import Documents
 from similar_sessions.admission import cost_of
 
-STATE = State(
-    {
-        "documents": Documents(),
-        "graphql_schema": schema._schema,
-        "comparison_limit": MAX_SIMILAR_PER_REQUEST,
-    }
-)
+STATE = State({"documents": Documents(), "graphql_schema": schema._schema})
 
 
 def seats_for(path: str, body: bytes, query: bytes, method: str = "POST") -> int:
