@@ -62,7 +62,8 @@ async def admit_operation(
 ) -> AsyncIterator[Cost]:
     """Admit a GraphQL operation as /graphql admits it: the rates of `key` and its account,
     then its Cost (yielded) while it holds its seats; Refused when a bound refuses it. Run it
-    with that Cost in its context's RequestBudget, so that it is priced once."""
+    by `state.schema` with that Cost in its context's RequestBudget, so that it is priced and
+    parsed once."""
     await rated(state, principal, key)
     cost = graphql_cost(state, query, variables, operation_name)
     async with seated(state, principal, cost):
@@ -73,7 +74,7 @@ def graphql_cost(
     state: State, query: str, variables: dict[str, Any] | None, operation_name: str | None
 ) -> Cost:
     """The Cost of a GraphQL operation, parsed through the schema's kept documents."""
-    cost: Cost = state.documents.cost(state.graphql_schema, query, operation_name, variables)
+    cost: Cost = state.documents.cost(state.schema._schema, query, operation_name, variables)
     return cost
 
 

@@ -166,7 +166,7 @@ def admission_state(
     app.state.rate_limits = RateLimits(settings.rate_limit)
     app.state.account_rates = RateLimits(settings.account_rate_limit)
     app.state.fair_queue = FairQueue(settings.seats, settings.account_queue)
-    app.state.documents, app.state.graphql_schema = documents, schema._schema
+    app.state.documents, app.state.schema = documents, schema
     app.state.ingest_rates = otlp.IngestRates(settings)
 
 

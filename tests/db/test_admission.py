@@ -16,7 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 import schema.documents
 from config.settings import Settings
 from data.accounts import principal_for_key
-from resolvers.budgets import Cost
+from data.secrets import deployment_secret
+from resolvers.budgets import Cost, RequestBudget
+from resolvers.context import Context
+from resolvers.cursors import Cursors
 from similar_sessions.admission import Refused, admit_operation, cost_of
 from similar_sessions.app import create_app
 from tests.support.comparisons import graphql
@@ -109,3 +112,24 @@ async def test_a_query_past_a_limit_is_refused_and_counted_once(
         body = await graphql(client, key, query)
         assert body["errors"][0]["extensions"] == {"code": "LIMIT_EXCEEDED"}, body
         assert refused(bound) == before + 1, bound
+
+
+async def test_an_operation_admitted_by_another_edge_runs_on_its_one_price(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MCP edge's way: admitted, then run by the app's schema with the Cost in its context;
+    priced once, and its comparisons granted by that Cost."""
+    viewed, key = await pair_world(engine)
+    app = create_app(Settings.from_env({}), engine=engine, run_migrations=False)
+    principal = await principal_for_key(engine, key)
+    assert principal is not None
+    price = Counted(schema.documents.price)
+    monkeypatch.setattr(schema.documents, "price", price)
+    query = "query($id: UUID!) { a: runtimeSession(id: $id) { similarSessions { limit } } }"
+    async with admit_operation(app.state, principal, key, query, {"id": viewed}) as cost:
+        assert cost.granted == {("a", "similarSessions")} and cost.comparisons == 1
+        cursors = Cursors(await deployment_secret(engine, "cursor"))
+        context = Context.of(app.state.services, principal, cursors, budget=RequestBudget(cost))
+        result = await app.state.schema.execute(query, {"id": viewed}, context_value=context)
+    assert result.errors is None and result.data == {"a": {"similarSessions": {"limit": 5}}}
+    assert price.calls == 1

@@ -13,7 +13,7 @@ from schema import schema
 from schema.documents import Documents
 from similar_sessions.admission import cost_of
 
-STATE = State({"documents": Documents(), "graphql_schema": schema._schema})
+STATE = State({"documents": Documents(), "schema": schema})
 
 
 def seats_for(path: str, body: bytes, query: bytes, method: str = "POST") -> int:
