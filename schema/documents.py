@@ -15,6 +15,7 @@ the edge priced (similar_sessions/admission.py) is the one read here and by the 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -76,12 +77,10 @@ class Documents:
 
     def parsed(self, text: str, options: ParseOptions) -> DocumentNode:
         """The text's document; a GraphQLError when it does not parse, TooLong past
-        MAX_QUERY_TOKENS (counted before it is parsed)."""
+        MAX_QUERY_TOKENS (the parse stops there: the bound is ours, whatever `options` say)."""
         kept = self._kept.get(text)
         if kept is None:
-            if (refusal := too_long(text)) is not None:
-                raise TooLong(refusal)
-            kept = Kept(len(text), parse(text, **options))
+            kept = Kept(len(text), bounded_parse(text))
             if kept.chars <= self.chars:
                 self._kept[text] = kept
         return kept.document
@@ -151,22 +150,35 @@ class CachedParse(SchemaExtension):
         yield
 
 
-def too_long(text: str) -> Refusal | None:
-    """The refusal of a text of more than MAX_QUERY_TOKENS tokens, counted as graphql-core's
-    parser counts them (comments aside); a text that does not lex is left to the parser."""
-    lexer, count = Lexer(Source(text)), 0
+def bounded_parse(text: str) -> DocumentNode:
+    """The text parsed, stopping past MAX_QUERY_TOKENS tokens (TooLong), before validation,
+    whose cost grows faster than the query's."""
     try:
-        while lexer.advance().kind != TokenKind.EOF:
+        return parse(text, max_tokens=MAX_QUERY_TOKENS)
+    except GraphQLSyntaxError as error:
+        if not stopped_at_the_bound(text, error):
+            raise
+    raise TooLong(
+        Refusal(
+            f"the query: more than {MAX_QUERY_TOKENS} tokens; at most {MAX_QUERY_TOKENS} "
+            "(MAX_QUERY_TOKENS): split it",
+            "tokens",
+        )
+    )
+
+
+def stopped_at_the_bound(text: str, error: GraphQLSyntaxError) -> bool:
+    """Whether the parse stopped for the token bound rather than a syntax error: more than
+    MAX_QUERY_TOKENS tokens start where it stopped or before (read from the error's
+    position, not its words; counted only on a text that failed)."""
+    at = next(iter(error.positions or ()), len(text))
+    lexer, count = Lexer(Source(text)), 0
+    with contextlib.suppress(GraphQLSyntaxError):  # a token that does not lex ends the count
+        while (token := lexer.advance()).kind != TokenKind.EOF and token.start <= at:
             count += 1
             if count > MAX_QUERY_TOKENS:
-                return Refusal(
-                    f"the query: more than {MAX_QUERY_TOKENS} tokens; at most "
-                    f"{MAX_QUERY_TOKENS} (MAX_QUERY_TOKENS): split it",
-                    "tokens",
-                )
-    except GraphQLSyntaxError:
-        return None
-    return None
+                return True
+    return False
 
 
 class PricedValidation(SchemaExtension):
