@@ -1,31 +1,56 @@
-"""What one request may spend, decided before it runs or charged while it does: the
-comparisons its fields may run, and the replay content it may read and return."""
+"""What one request costs and may spend: its Cost, priced once before it runs (seats,
+comparisons, replay turns, selections; an ingest request's spans and bytes), which the queue,
+the budgets and the refusals all read; and the replay content it is charged while it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from config.settings import default_of
 from resolvers.errors import LimitExceeded
 
 MAX_SIMILAR_PER_REQUEST = 50
+Path = tuple[str, ...]  # response keys from the root, list indices left out
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request refused before it runs (LIMIT_EXCEEDED): what was wrong, the bound that
+    refused it (the refusals' metric label) and, when the answer names it, the limit."""
+
+    message: str
+    bound: str
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """What one request costs, priced once from what it asks (schema/cost.py for a GraphQL
+    operation; similar_sessions/admission.py for the REST routes and the OTLP receiver)."""
+
+    seats: int = 1  # held in the fair queue while it runs (similar_sessions/fair_queue.py)
+    granted: frozenset[Path] = field(default_factory=frozenset)  # comparing fields that may run
+    comparisons: int = 0  # the most comparisons the granted fields run
+    replay_turns: int = 0  # the most replay turns its replay fields read
+    selections: int = 0  # the operation's selections, fragments spread
+    spans: int = 0  # an ingest request's spans, once decoded
+    bytes: int = 0  # an ingest request's body as sent
+    refusal: Refusal | None = None  # a bound the query is past, before validation
 
 
 class RequestBudget:
-    """The comparisons one request may run, decided once, before any runs, by a plan that
-    grants whole fields (schema/comparison_budget.py) within the limit."""
+    """The comparisons one request may run, decided once, before any runs, by the request's
+    Cost, which grants whole fields within the limit (schema/cost.py)."""
 
-    def __init__(self, limit: int = MAX_SIMILAR_PER_REQUEST) -> None:
+    def __init__(self, cost: Cost | None = None, limit: int = MAX_SIMILAR_PER_REQUEST) -> None:
         self.limit = limit
-        self.granted: frozenset[tuple[str, ...]] | None = None
+        self.cost = cost
 
-    def require(
-        self, path: tuple[str, ...], plan: Callable[[int], frozenset[tuple[str, ...]]]
-    ) -> None:
-        """Raise LimitExceeded unless the field at `path` was granted by the plan."""
-        if self.granted is None:
-            self.granted = plan(self.limit)
-        if path not in self.granted:
+    def require(self, path: Path) -> None:
+        """Raise LimitExceeded unless the field at `path` was granted by the request's Cost
+        (priced before validation: schema/documents.py)."""
+        assert self.cost is not None, "a comparing field runs only in a priced request"
+        if path not in self.cost.granted:
             raise LimitExceeded(
                 ".".join(path),
                 "refused, as it could run more comparisons than the request has left "

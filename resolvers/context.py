@@ -30,8 +30,9 @@ class Context:
         principal: Principal,
         cursors: Cursors,
         content: ContentBudget | None = None,
+        budget: RequestBudget | None = None,
     ) -> Context:
         """A request's context with fresh DataLoaders for its caller's account."""
         content = content or ContentBudget()
         loaders = Loaders.of(services, principal.account_id, content)
-        return cls(services, principal, cursors, loaders, content=content)
+        return cls(services, principal, cursors, loaders, budget or RequestBudget(), content)

@@ -13,7 +13,8 @@ from graphql import GraphQLError
 from strawberry.extensions import MaskErrors
 
 from data.errors import Unavailable
-from observability.metrics import UNAVAILABLE
+from observability.metrics import REFUSED, UNAVAILABLE
+from resolvers.budgets import Refusal
 from resolvers.errors import BadArgument, LimitExceeded, MissingScope
 
 
@@ -80,3 +81,13 @@ class MapErrors(MaskErrors):
 
 def _raised_by_a_resolver(error: GraphQLError) -> bool:
     return error.original_error is not None and not isinstance(error.original_error, GraphQLError)
+
+
+def limit_error(refusal: Refusal) -> GraphQLError:
+    """A request refused before it runs, as LIMIT_EXCEEDED (with the limit, when the refusal
+    names one), counted by its bound."""
+    REFUSED.labels(refusal.bound).inc()
+    extensions: dict[str, Any] = {"code": "LIMIT_EXCEEDED"}
+    if refusal.limit is not None:
+        extensions["limit"] = refusal.limit
+    return GraphQLError(refusal.message, extensions=extensions)

@@ -27,7 +27,7 @@ from resolvers.failure_results import (
 )
 from resolvers.turns import TakesTurn
 from schema.arguments import FAILURE_NAMES, with_failure_arguments
-from schema.comparison_budget import require_granted
+from schema.cost import require_granted
 from schema.mapping import from_result
 from schema.selection import selects
 from schema.sessions import RuntimeSession

@@ -7,20 +7,22 @@ from uuid import UUID
 
 import strawberry
 import structlog
-from graphql import ASTValidationRule, GraphQLError
-from strawberry.extensions import AddValidationRules, MaxTokensLimiter, SchemaExtension
-from strawberry.extensions.max_aliases import create_validator as aliases_rule
-from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
+from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 
+from config.settings import default_of
 from resolvers.context import Context
 from resolvers.sessions import session_page
 from resolvers.turns import TakesTurn
 from schema.alerts import AlertQuery, Mutation
-from schema.documents import BoundedValidation, CachedParse, Documents
+from schema.documents import MAX_QUERY_TOKENS as MAX_QUERY_TOKENS
+from schema.documents import CachedParse, Documents, PricedValidation
 from schema.errors import MapErrors, is_unexpected
 from schema.failure_modes import FailureQuery
 from schema.search import SearchQuery
+from schema.selection_bound import MAX_ALIASES as MAX_ALIASES
+from schema.selection_bound import MAX_QUERY_DEPTH as MAX_QUERY_DEPTH
 from schema.sessions import RuntimeSession
 
 
@@ -115,17 +117,6 @@ class Query(FailureQuery, SearchQuery, AlertQuery):
 
 
 log = structlog.get_logger(__name__)
-MAX_QUERY_DEPTH = 12
-MAX_ALIASES = 30
-# Parsing stops past this many tokens, before validation, whose cost grows faster than the
-# query (3,700 repeated fields took 1.6 s). The console's largest query has 94 tokens.
-MAX_QUERY_TOKENS = 1000
-# The query depth and alias limits as validation rules, made once: the limiter extensions make
-# a rule class per request, and no validation could then be reused.
-LIMIT_RULES: list[type[ASTValidationRule]] = [
-    depth_rule(MAX_QUERY_DEPTH, None),
-    aliases_rule(MAX_ALIASES),
-]
 
 
 class Schema(strawberry.Schema):
@@ -145,19 +136,23 @@ class Schema(strawberry.Schema):
 
 def make_schema(
     extra_extensions: Sequence[type[SchemaExtension]] = (),
+    *,
+    documents: Documents | None = None,
+    replay_turns: int = default_of("replay_turns"),
 ) -> strawberry.Schema:
+    """The schema, its documents kept in `documents` (the edge prices requests through the same
+    ones, similar_sessions/admission.py): the query limits are our own, checked before
+    validation (MAX_QUERY_TOKENS, MAX_QUERY_DEPTH, MAX_ALIASES and the selection bounds)."""
     # The parse and validation of the texts clients send many times (parsing and validating the
     # console's query took 1.6 ms a request), bounded by the texts' length (schema/documents.py).
-    documents = Documents()
+    kept = Documents() if documents is None else documents
     return Schema(
         query=Query,
         mutation=Mutation,
         extensions=[
-            lambda: MaxTokensLimiter(max_token_count=MAX_QUERY_TOKENS),
-            lambda: CachedParse(documents),
-            lambda: AddValidationRules(LIMIT_RULES),
-            # The bound before validation: a text's spaces vary at will.
-            lambda: BoundedValidation(documents),
+            lambda: CachedParse(kept),
+            # The bound and the price before validation: a text's spaces vary at will.
+            lambda: PricedValidation(kept, replay_turns),
             *extra_extensions,
             MapErrors,
         ],

@@ -13,7 +13,7 @@ from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
 from resolvers.turns import TakesTurn
 from schema.arguments import ranked_args, with_ranked_arguments
-from schema.comparison_budget import require_granted
+from schema.cost import require_granted
 from schema.mapping import from_result
 from schema.selection import selects_passage_text, selects_shared_terms
 from schema.sessions import RankedSession, ranked

@@ -10,13 +10,16 @@ help. Refused here, such a query costs one step per selection, and validation ne
 
 A second pass counts the selections each operation and fragment expands to once its fragments
 are spread, each fragment counted once (a memo by name): `fragment F2 { ...F1 x10 }` up to
-`F8` is 651 characters that expand to ten million fields, which graphql-core's depth rule and
-the budgets' walks expanded one by one (56 s on the event loop)."""
+`F8` is 651 characters that expand to ten million fields, which a depth rule and the budgets'
+walks expanded one by one (56 s on the event loop). The same pass measures each operation's
+depth and the document's aliases (MAX_QUERY_DEPTH, MAX_ALIASES): our own bounds, refused
+with our own words, so no library's message is read."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from graphql import (
     DocumentNode,
@@ -37,6 +40,24 @@ MAX_SAME_NAME = 10
 # Selections of an operation or a fragment once its fragments are spread, as many as a query
 # of MAX_QUERY_TOKENS without fragments can hold: fragments never buy more work than tokens.
 MAX_EXPANDED_SELECTIONS = 1000
+# Levels of fields in one operation, through its fragments; introspection fields (`__schema`)
+# and what is under them are not counted, so GraphiQL's introspection query fits.
+MAX_QUERY_DEPTH = 12
+# Aliased fields of the document's operations, through their fragments.
+MAX_ALIASES = 30
+
+
+@dataclass(slots=True)
+class Reach:
+    """What a selection set expands to: its selections, the deepest level below its own (0:
+    none), and its aliased fields, fragments spread."""
+
+    selections: int = 0
+    depth: int = 0
+    aliases: int = 0
+
+
+_MEASURING = Reach()  # a fragment's reach while it is measured: met again, it spreads itself
 
 
 class Bounded:
@@ -45,14 +66,26 @@ class Bounded:
 
     def __init__(self, document: DocumentNode) -> None:
         self.steps = 0
-        self.refusal: str | None = None
+        self.operations: list[tuple[OperationDefinitionNode, Reach]] = []
+        self.refusal: str | None = None  # past a selection bound
+        self.over: tuple[str, str] | None = None  # past MAX_QUERY_DEPTH or MAX_ALIASES, and which
+        self.cyclic = False  # a fragment spreads itself (validation refuses it)
         for selections in _selection_sets(document):
             self.refusal = self._judge(selections)
             if self.refusal is not None:
                 return
         expanded = Expanded(document)
         self.steps += expanded.steps
-        self.refusal = expanded.refusal
+        self.refusal, self.over, self.cyclic = expanded.refusal, expanded.over, expanded.cyclic
+        self.operations = expanded.operations
+
+    def selections_of(self, operation: OperationDefinitionNode) -> int:
+        """The selections `operation` expands to, fragments spread (0 when not measured)."""
+        return next((r.selections for o, r in self.operations if o is operation), 0)
+
+    def first(self) -> tuple[str, str] | None:
+        """The refusal and the bound that refused (selections, depth, aliases), if any."""
+        return self.over if self.refusal is None else (self.refusal, "selections")
 
     def _judge(self, selections: SelectionSetNode) -> str | None:
         names: Counter[str] = Counter()
@@ -90,55 +123,91 @@ def _selection_sets(document: DocumentNode) -> Iterator[SelectionSetNode]:
 
 class Expanded:
     """The first fragment or operation past MAX_EXPANDED_SELECTIONS once fragments are spread,
-    found in one pass: each selection of the document is read once, and a spread adds its
-    fragment's count, counted the first time it is met (`steps` counts the selections read)."""
+    and (`over`) the first operation deeper than MAX_QUERY_DEPTH, else more than MAX_ALIASES
+    aliases, found in one pass: each selection of the document is read once, and a spread adds its
+    fragment's reach, measured the first time it is met (`steps` counts the selections read)."""
 
     def __init__(self, document: DocumentNode) -> None:
         self.steps = 0
         self.refusal: str | None = None
-        self.counts: dict[str, int] = {}
+        self.over: tuple[str, str] | None = None
+        self.cyclic = False
+        self.reaches: dict[str, Reach] = {}
+        self.operations: list[tuple[OperationDefinitionNode, Reach]] = []
         self._fragments = {
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
         for name in self._fragments:
-            if self._fragment(name) > MAX_EXPANDED_SELECTIONS:
+            if self._fragment(name).selections > MAX_EXPANDED_SELECTIONS:
                 return
-        for definition in document.definitions:
-            if isinstance(definition, OperationDefinitionNode):
-                count = self._count(definition.selection_set)
-                if count > MAX_EXPANDED_SELECTIONS:
-                    what = (
-                        f"operation '{definition.name.value}'" if definition.name else "the query"
-                    )
-                    self.refusal = _expanded_refusal(what, count)
-                    return
+        self.operations = [
+            (d, self._reach(d.selection_set))
+            for d in document.definitions
+            if isinstance(d, OperationDefinitionNode)
+        ]
+        self._judge(self.operations)
 
-    def _fragment(self, name: str) -> int:
-        """The selections fragment `name` expands to (0 for an unknown one, or one met again
+    def _judge(self, operations: list[tuple[OperationDefinitionNode, Reach]]) -> None:
+        for definition, reach in operations:
+            if reach.selections > MAX_EXPANDED_SELECTIONS:
+                what = f"operation '{definition.name.value}'" if definition.name else "the query"
+                self.refusal = _expanded_refusal(what, reach.selections)
+                return
+        for definition, reach in operations:
+            if reach.depth > MAX_QUERY_DEPTH:
+                name = definition.name.value if definition.name else "anonymous"
+                self.over = (
+                    f"operation '{name}': deeper than {MAX_QUERY_DEPTH} levels; at most "
+                    f"{MAX_QUERY_DEPTH} (MAX_QUERY_DEPTH)",
+                    "depth",
+                )
+                return
+        aliases = sum(reach.aliases for _, reach in operations)
+        if aliases > MAX_ALIASES:
+            self.over = (
+                f"the query: {aliases} aliases; at most {MAX_ALIASES} (MAX_ALIASES): split it",
+                "aliases",
+            )
+
+    def _fragment(self, name: str) -> Reach:
+        """What fragment `name` expands to (nothing for an unknown one, or one met again
         inside itself: validation refuses both)."""
-        if name not in self.counts:
-            self.counts[name] = 0
+        if name not in self.reaches:
+            self.reaches[name] = _MEASURING
             definition = self._fragments.get(name)
-            count = 0 if definition is None else self._count(definition.selection_set)
-            self.counts[name] = count
-            if count > MAX_EXPANDED_SELECTIONS and self.refusal is None:
-                self.refusal = _expanded_refusal(f"fragment `{name}`", count)
-        return self.counts[name]
+            reach = Reach() if definition is None else self._reach(definition.selection_set)
+            self.reaches[name] = reach
+            if reach.selections > MAX_EXPANDED_SELECTIONS and self.refusal is None:
+                self.refusal = _expanded_refusal(f"fragment `{name}`", reach.selections)
+        elif self.reaches[name] is _MEASURING:
+            self.cyclic = True
+        return self.reaches[name]
 
-    def _count(self, selection_set: SelectionSetNode) -> int:
-        total, stack = 0, [selection_set]
+    def _reach(self, selection_set: SelectionSetNode) -> Reach:
+        """The selection set's reach; a field's selections are one level below it, those of an
+        introspection field not counted in depth."""
+        reach, stack = Reach(), [(selection_set, 0, True)]
         while stack:
-            for selection in stack.pop().selections:
+            selections, level, counted = stack.pop()
+            for selection in selections.selections:
                 self.steps += 1
-                total += 1
+                reach.selections += 1
+                if counted:
+                    reach.depth = max(reach.depth, level)
                 if isinstance(selection, FragmentSpreadNode):
-                    total += self._fragment(selection.name.value)
-                elif (
-                    isinstance(selection, FieldNode | InlineFragmentNode)
-                    and selection.selection_set
-                ):
-                    stack.append(selection.selection_set)
-        return total
+                    inner = self._fragment(selection.name.value)
+                    reach.selections += inner.selections
+                    reach.aliases += inner.aliases
+                    if counted:
+                        reach.depth = max(reach.depth, level + inner.depth)
+                elif isinstance(selection, InlineFragmentNode):
+                    stack.append((selection.selection_set, level, counted))
+                elif isinstance(selection, FieldNode):
+                    reach.aliases += selection.alias is not None
+                    if selection.selection_set:
+                        deeper = counted and not selection.name.value.startswith("__")
+                        stack.append((selection.selection_set, level + 1, deeper))
+        return reach
 
 
 def _expanded_refusal(what: str, count: int) -> str:

@@ -19,7 +19,7 @@ from resolvers.replay import DEFAULT_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions, similar_timeline
 from resolvers.turns import TakesTurn
 from schema.arguments import ranked_args, with_ranked_arguments
-from schema.comparison_budget import require_granted
+from schema.cost import require_granted
 from schema.mapping import from_result
 from schema.replay import REPLAY_PAGING, ReplayEntry, ReplayPage
 from schema.selection import selects_passage_text, selects_shared_terms

@@ -8,6 +8,7 @@ import gc
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 
+import strawberry
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -32,10 +33,11 @@ from observability.tracing import configure_tracing, trace_engine
 from resolvers.cursors import Cursors
 from resolvers.services import Services
 from resolvers.tuning import Tuning
+from schema.documents import Documents
 from schema.operation_metrics import OperationMetrics
 from schema.query import make_schema
-from schema.replay_budget import ReplayTurnsLimit
 from similar_sessions import mcp_server, otlp
+from similar_sessions.admission import AdmissionMiddleware
 from similar_sessions.auth import AuthMiddleware
 from similar_sessions.body_limit import BodySizeLimit
 from similar_sessions.console.routes import routes as console_routes
@@ -99,10 +101,7 @@ def schema_extensions(
     settings: Settings, tracing: TracerProvider | None
 ) -> list[type[SchemaExtension]]:
     """The GraphQL extensions the settings ask for, beside the schema's own limits."""
-    extensions: list[type[SchemaExtension]] = [
-        OperationMetrics,
-        partial(ReplayTurnsLimit, limit=settings.replay_turns),  # type: ignore[list-item]
-    ]
+    extensions: list[type[SchemaExtension]] = [OperationMetrics]
     if not settings.introspection:
         extensions.append(DisableIntrospection)
     if tracing is not None:
@@ -159,6 +158,19 @@ def _lifespan(
     return lifespan
 
 
+def admission_state(
+    app: Starlette, settings: Settings, documents: Documents, schema: strawberry.Schema
+) -> None:
+    """What admission reads (similar_sessions/admission.py): the settings, the rates, the fair
+    queue, and the schema with its kept documents, through which a query is priced."""
+    app.state.settings = settings
+    app.state.rate_limits = RateLimits(settings.rate_limit)
+    app.state.account_rates = RateLimits(settings.account_rate_limit)
+    app.state.fair_queue = FairQueue(settings.seats, settings.account_queue)
+    app.state.documents, app.state.schema = documents, schema
+    app.state.ingest_rates = otlp.IngestRates(settings)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -171,7 +183,12 @@ def create_app(
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
     tracing = configure_tracing(settings)
-    schema = make_schema(extra_extensions=schema_extensions(settings, tracing))
+    documents = Documents()  # kept parses, read by admission and by the schema alike
+    schema = make_schema(
+        extra_extensions=schema_extensions(settings, tracing),
+        documents=documents,
+        replay_turns=settings.replay_turns,
+    )
     graphql = GraphQLApp(schema, graphql_ide=None)
     app = Starlette(
         routes=routes(settings, graphql, mcp_server.Endpoint()),
@@ -179,6 +196,7 @@ def create_app(
             Middleware(HttpMetrics),
             Middleware(BodySizeLimit, paths={otlp.PATH: settings.ingest_body_bytes}),
             Middleware(AuthMiddleware),
+            Middleware(AdmissionMiddleware),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=_lifespan(
@@ -190,11 +208,7 @@ def create_app(
 
         StarletteInstrumentor.instrument_app(app, tracer_provider=tracing)
     app.add_middleware(RequestId)  # outermost: its id is bound before any span starts
-    app.state.settings = settings
-    app.state.rate_limits = RateLimits(settings.rate_limit)
-    app.state.account_rates = RateLimits(settings.account_rate_limit)
-    app.state.fair_queue = FairQueue(settings.seats, settings.account_queue)
-    app.state.ingest_rates = otlp.IngestRates(settings)
+    admission_state(app, settings, documents, schema)
     if engine is not None:
         app.state.services = services_of(settings, engine, comparison_engine)
         if tracing is not None:

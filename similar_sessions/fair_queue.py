@@ -2,8 +2,9 @@
 does for an API server, for one priority level.
 
 Every request of an account is one flow, whatever key it came with. The process has
-`SIMILAR_SESSIONS_SEATS` seats, and a request holds as many as it costs while it runs
-(`seats_for`: the failure modes 3, a search or a page of sessions 2, anything else 1). A
+`SIMILAR_SESSIONS_SEATS` seats, and a request holds as many as it costs while it runs (its
+Cost's seats, schema/cost.py: the failure modes 3, a search or a page of sessions 2, anything
+else 1). A
 request wider than one seat leaves one seat free, so a quick question never waits for slow
 ones to end. A request starts at once when its seats fit and nobody waits: a lone account
 may use the whole process. Else it waits in its account's queue, and whenever seats free the
@@ -25,37 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from urllib.parse import unquote_to_bytes
 
-# What a request costs, in seats, read from what it asks (GraphQL fields, REST routes): the
-# failure modes compare a window's sessions in one pass (a connection and a core for
-# seconds); a search embeds a text and looks it up on both legs; a page of sessions, or
-# several comparisons in one query, reads and compares many sessions at once.
-WHOLE_PASS, MANY, ONE = 3, 2, 1
+ONE = 1  # the seats of a request that asks nothing wide
 RETRY_AFTER_S = 1  # what a refusal's Retry-After says: a turn comes as a request ends
 KEPT_FOR_ONE = 1  # seats a wider request leaves free: a quick question never waits for a slow one
-_ASKS = (
-    (re.compile(rb"failureModes|/failure-modes"), WHOLE_PASS),
-    (re.compile(rb"searchSessions|/runtime-sessions/search"), MANY),
-    (re.compile(rb"runtimeSessions\b|similarSessions.*similarSessions", re.DOTALL), MANY),
-)
-
-
-def seats_for(path: str, body: bytes, query: bytes) -> int:
-    """The seats a request costs, from its path, body and query string: the most any part of
-    it costs. The query string is read decoded, and a body with JSON escapes is read as the
-    text they spell, so that no spelling of a field costs less than the field."""
-    text = b" ".join((path.encode(), body, unquote_to_bytes(query.replace(b"+", b" "))))
-    if b"\\u" in body:
-        with contextlib.suppress(ValueError, RecursionError):
-            text += json.dumps(json.loads(body), ensure_ascii=False).encode()
-    return max([ONE] + [seats for pattern, seats in _ASKS if pattern.search(text)])
 
 
 class QueueFull(Exception):

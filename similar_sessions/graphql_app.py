@@ -11,12 +11,10 @@ from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.http import GraphQLRequestData
 from strawberry.http.parse_content_type import parse_content_type
-from strawberry.types import ExecutionResult
 
 from resolvers.context import Context
-from schema.limit_messages import named
 from similar_sessions.console.routes import graphiql_page
 from similar_sessions.request_context import request_context
 
@@ -74,13 +72,6 @@ class GraphQLApp(GraphQL[Context, None]):
             if not isinstance(body, dict | list):
                 raise HTTPException(400, NOT_AN_OBJECT)
         return await super().parse_http_body(request)
-
-    async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
-        """The answer, the query limits' refusals named (LIMIT_EXCEEDED, the limit and its
-        constant) in place of graphql-core's and strawberry's words."""
-        if result.errors:
-            result.errors = [named(error) for error in result.errors]
-        return await super().process_result(request, result)
 
     async def get_context(self, request: Any, response: Any) -> Context:
         return await request_context(request)

@@ -34,8 +34,9 @@ from schema.failure_modes import FailureMemberPage, FailureModes
 from schema.replay import ReplayEntry
 from schema.search import SessionSearch
 from schema.sessions import RuntimeSession, SimilarSessions
+from similar_sessions.admission import Doors, Refused
 from similar_sessions.auth import bearer_key
-from similar_sessions.mcp_admission import Doors, Refused, admitted
+from similar_sessions.mcp_admission import admitted
 from similar_sessions.mcp_calls import RUNS, NotFound
 from similar_sessions.mcp_shapes import output_schema
 from similar_sessions.mcp_text import TEXTS
@@ -59,6 +60,7 @@ class Edge:
     services: Services
     cursors: Cursors
     doors: Doors
+    replay_turns: int
     content_chars: int
 
 
@@ -133,7 +135,10 @@ async def list_tools(_: Any, __: Any) -> types.ListToolsResult:
 async def answer(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The tool's structured answer for the caller, within the API's doors."""
     caller = CALLER.get()
-    async with admitted(caller.edge.doors, caller.principal, caller.key_id, tool, arguments):
+    edge = caller.edge
+    async with admitted(
+        edge.doors, edge.replay_turns, caller.principal, caller.key_id, tool, arguments
+    ):
         context = caller.context()
         body = await RUNS[tool](context, dict(arguments))
         await context.services.turns.take(str(caller.principal.account_id))
@@ -231,11 +236,13 @@ class Endpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         connection = HTTPConnection(scope)
         state = connection.app.state
-        doors = Doors(
-            state.rate_limits, state.account_rates, state.fair_queue, state.settings.replay_turns
-        )
+        settings = state.settings
         edge = Edge(
-            state.services, await cursors(connection), doors, state.settings.replay_content_chars
+            state.services,
+            await cursors(connection),
+            Doors.of(state),
+            settings.replay_turns,
+            settings.replay_content_chars,
         )
         key_id = hash_key(bearer_key(connection) or "").hex()
         token = CALLER.set(Caller(edge, scope["state"]["principal"], key_id))

@@ -10,10 +10,10 @@ from config.settings import Settings
 from data.accounts import Principal, principal_for_key
 from data.secrets import deployment_secret
 from resolvers.cursors import Cursors
+from similar_sessions.admission import Doors
 from similar_sessions.app import open_engines, services_of
 from similar_sessions.auth import REQUIRED_SCOPE
 from similar_sessions.fair_queue import FairQueue
-from similar_sessions.mcp_admission import Doors
 from similar_sessions.mcp_server import Edge, serve_stdio
 from similar_sessions.rate_limit import RateLimits
 
@@ -43,10 +43,11 @@ async def run(settings: Settings) -> int:
             RateLimits(settings.rate_limit),
             RateLimits(settings.account_rate_limit),
             FairQueue(settings.seats, settings.account_queue),
-            settings.replay_turns,
         )
         secret = await deployment_secret(services.engine, "cursor")
-        edge = Edge(services, Cursors(secret), doors, settings.replay_content_chars)
+        edge = Edge(
+            services, Cursors(secret), doors, settings.replay_turns, settings.replay_content_chars
+        )
         key = os.environ.get(KEY_VARIABLE)
         principal = await principal_of(settings, key, edge)
         await serve_stdio(edge, principal, key or "")

@@ -15,6 +15,7 @@ An error's body is a google.rpc.Status in the request's encoding."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import zlib
 
 import structlog
@@ -26,6 +27,7 @@ from starlette.responses import Response
 from config.settings import Settings
 from data.accounts import Principal
 from observability.metrics import REFUSED
+from resolvers.budgets import Cost
 from similar_sessions.rate_limit import RateLimits, describe
 from transfer.formats.otlp_wire import JSON, PROTOBUF, Decoded, Undecodable, decode, response
 from transfer.live import accept
@@ -53,13 +55,14 @@ class IngestRates:
         self.spans = RateLimits(settings.ingest_span_rate, weighted=True)
         self.bytes = RateLimits(settings.ingest_byte_rate, weighted=True)
 
-    async def admit(self, account: str, spans: int, size: int) -> None:
-        """Count the request's spans and bytes; Refused (429) when either rate would pass."""
-        for rates, cost, what, name in (
-            (self.spans, spans, "spans", "SIMILAR_SESSIONS_INGEST_SPAN_RATE"),
-            (self.bytes, size, "bytes", "SIMILAR_SESSIONS_INGEST_BYTE_RATE"),
+    async def admit(self, account: str, cost: Cost) -> None:
+        """Count the request's spans and bytes (its Cost); Refused (429) when either rate
+        would pass."""
+        for rates, spent, what, name in (
+            (self.spans, cost.spans, "spans", "SIMILAR_SESSIONS_INGEST_SPAN_RATE"),
+            (self.bytes, cost.bytes, "bytes", "SIMILAR_SESSIONS_INGEST_BYTE_RATE"),
         ):
-            if (refused := await rates.admit(account, cost)) is not None:
+            if (refused := await rates.admit(account, spent)) is not None:
                 rate, retry_after_s = refused
                 raise Refused(
                     429,
@@ -80,9 +83,10 @@ async def traces(request: Request) -> Response:
             raw, request.headers.get("content-encoding", ""), encoding, settings
         )
         principal: Principal = request.state.principal
-        await request.app.state.ingest_rates.admit(
-            str(principal.account_id), len(decoded.spans), len(raw)
-        )
+        # The Cost admission priced from the body's bytes, its spans counted once decoded.
+        priced: Cost = getattr(request.state, "cost", Cost(bytes=len(raw)))
+        cost = dataclasses.replace(priced, spans=len(decoded.spans))
+        await request.app.state.ingest_rates.admit(str(principal.account_id), cost)
     except Undecodable as exc:
         return refusal(Refused(400, str(exc)), encoding or JSON)
     except Refused as exc:

@@ -6,7 +6,7 @@ from starlette.requests import HTTPConnection
 
 from data.secrets import deployment_secret
 from indexer import credentials
-from resolvers.budgets import ContentBudget
+from resolvers.budgets import ContentBudget, RequestBudget
 from resolvers.context import Context
 from resolvers.cursors import Cursors
 from resolvers.services import share_reads
@@ -23,8 +23,9 @@ async def cursors(connection: HTTPConnection) -> Cursors:
 
 
 async def request_context(connection: HTTPConnection) -> Context:
-    """The request's context; its reads share the request's few connections, and its texts
-    are shown as its account shows credentials, from here on."""
+    """The request's context, its comparisons granted by the Cost admission priced; its reads
+    share the request's few connections, and its texts are shown as its account shows
+    credentials, from here on."""
     state = connection.app.state
     share_reads()
     credentials.show_for(connection.state.principal.features)
@@ -33,4 +34,5 @@ async def request_context(connection: HTTPConnection) -> Context:
         connection.state.principal,
         await cursors(connection),
         ContentBudget(state.settings.replay_content_chars),
+        RequestBudget(getattr(connection.state, "cost", None)),
     )

@@ -9,7 +9,7 @@ from limits import parse
 from playwright.async_api import Route, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from similar_sessions.auth import rate_limited
+from similar_sessions.admission import rate_limited
 from tests.support.console_browser import (
     CONSOLE,
     Tab,
@@ -97,7 +97,7 @@ async def test_a_key_past_its_rate_is_told_when_to_retry(engine: AsyncEngine, ta
     c = await corpus(engine)
     await tab.sign_in(c.key)
     # The app's own 429 (past 20/second, retry in 3 s), answered to the next request only.
-    refused = rate_limited("key", parse("20/second"), 3)
+    refused = rate_limited("key", parse("20/second"), 3).response
     failed: list[str] = []
 
     async def past_the_rate_once(route: Route) -> None:

@@ -1,37 +1,23 @@
-"""The comparison budget's plan, read from the query alone: fragments, variables, defaults,
-nesting; and every list that can lead to a session is bounded by an argument."""
+"""The comparison budget's plan (the Cost's granted fields), read from the query alone:
+fragments, variables, defaults, nesting; and every list that can lead to a session is bounded
+by an argument."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
-from graphql import (
-    FragmentDefinitionNode,
-    GraphQLList,
-    GraphQLNonNull,
-    GraphQLObjectType,
-    OperationDefinitionNode,
-    get_named_type,
-    parse,
-)
+from graphql import GraphQLList, GraphQLNonNull, GraphQLObjectType, get_named_type, parse
 
 from schema import schema
-from schema.comparison_budget import BOUNDED_LISTS, granted
+from schema.cost import BOUNDED_LISTS, price
+from schema.selection_bound import Bounded
 
 GRAPHQL = schema._schema
 
 
 def plan(query: str, limit: int = 50, **variables: Any) -> set[tuple[str, ...]]:
     document = parse(query)
-    [operation] = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
-    raw = SimpleNamespace(
-        schema=GRAPHQL, operation=operation, fragments=fragments, variable_values=variables
-    )
-    return set(granted(raw, limit))  # type: ignore[arg-type]
+    return set(price(GRAPHQL, document, Bounded(document), None, variables, limit).granted)
 
 
 def test_fields_are_granted_in_query_order_while_the_budget_lasts() -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-from graphql import GraphQLError
+import pytest
+from graphql import GraphQLError, GraphQLSyntaxError
 
 from schema import schema
-from schema.documents import Documents
+from schema.documents import MAX_QUERY_TOKENS, Documents, TooLong
 
 QUERY = "{ viewer { name } }"
 
@@ -71,3 +72,23 @@ def test_two_operations_without_an_operation_name_are_an_error_naming_it() -> No
     assert named_first.errors is None
     one = asyncio.run(schema.execute("query A { __typename }"))
     assert one.errors is None
+
+
+def test_the_token_bound_is_told_from_a_syntax_error_by_where_the_parse_stopped() -> None:
+    """Past MAX_QUERY_TOKENS the parse stops (TooLong, our refusal); a syntax error within the
+    bound stays the parser's own error, however long the text."""
+    documents = Documents()
+
+    def query(names: int, end: str = "} }") -> str:  # `{ viewer {`, the names, then `end`
+        return "{ viewer { " + "name " * names + end
+
+    assert documents.parsed(query(MAX_QUERY_TOKENS - 5), {}).definitions  # the bound exactly
+    with pytest.raises(TooLong) as too:
+        documents.parsed(query(MAX_QUERY_TOKENS - 4), {})  # one token more
+    assert too.value.refusal.bound == "tokens" and "MAX_QUERY_TOKENS" in too.value.refusal.message
+    with pytest.raises(GraphQLSyntaxError):  # the token after the bound's last does not lex
+        documents.parsed(query(MAX_QUERY_TOKENS - 3, "? }"), {})
+    with pytest.raises(GraphQLSyntaxError):  # an early error in a text past the bound
+        documents.parsed("{ viewer { ) " + "name " * 2 * MAX_QUERY_TOKENS + "} }", {})
+    with pytest.raises(TooLong):  # a late one, past the bound: the parse stopped first
+        documents.parsed(query(2 * MAX_QUERY_TOKENS, "? }"), {})

@@ -1,16 +1,21 @@
-"""A tool call costs what its GraphQL twin costs: its seats by the function /graphql is priced
-by, its comparisons and replay turns by the budgets' own walks."""
+"""A tool call costs what its GraphQL twin costs: priced as the HTTP edge prices the twin's
+POST /graphql (similar_sessions/admission.cost_of): its seats, comparisons and replay turns."""
 
 from __future__ import annotations
 
 import json
+from uuid import UUID
 
 import pytest
+from starlette.datastructures import State
 
-from resolvers.budgets import MAX_SIMILAR_PER_REQUEST
+from resolvers.budgets import MAX_SIMILAR_PER_REQUEST, Cost
 from resolvers.errors import LimitExceeded
-from similar_sessions.fair_queue import MANY, ONE, WHOLE_PASS, seats_for
-from similar_sessions.mcp_admission import Price, price_call, within_budgets
+from schema.cost import MANY, ONE, WHOLE_PASS
+from schema.documents import Documents
+from schema.query import make_schema
+from similar_sessions.admission import cost_of
+from similar_sessions.mcp_admission import price_call, within_budgets
 from similar_sessions.mcp_tools import twin
 
 CALLS = [
@@ -26,15 +31,21 @@ CALLS = [
 def test_a_call_is_priced_as_its_graphql_twin(
     tool: str, arguments: dict[str, object], seats: int, comparisons: int, turns: int
 ) -> None:
+    price = price_call(tool, arguments)
+    assert (price.seats, price.comparisons, price.replay_turns) == (seats, comparisons, turns)
+    if "session_id" in arguments:  # an id does not change a price (price_call's twin has none)
+        arguments = {**arguments, "session_id": str(UUID(int=0))}
     document, variables = twin(tool, arguments)
     body = json.dumps({"query": document, "variables": variables}).encode()
-    assert price_call(tool, arguments) == Price(seats, comparisons, turns)
-    assert seats_for("/graphql", body, b"") == seats
+    state = State({"documents": Documents(), "schema": make_schema()})
+    assert cost_of(state, {"path": "/graphql", "method": "POST"}, body) == price
 
 
 def test_a_call_past_a_budget_is_refused_naming_its_rule() -> None:
-    within_budgets("get_session", Price(ONE, 0, 500), replay_turns=500)
+    within_budgets("get_session", Cost(ONE, replay_turns=500), replay_turns=500)
     with pytest.raises(LimitExceeded, match="SIMILAR_SESSIONS_REPLAY_TURNS"):
-        within_budgets("get_session", Price(ONE, 0, 501), replay_turns=500)
+        within_budgets("get_session", Cost(ONE, replay_turns=501), replay_turns=500)
     with pytest.raises(LimitExceeded, match="MAX_SIMILAR_PER_REQUEST"):
-        within_budgets("failure_modes", Price(WHOLE_PASS, MAX_SIMILAR_PER_REQUEST + 1, 0), 500)
+        within_budgets(
+            "failure_modes", Cost(WHOLE_PASS, comparisons=MAX_SIMILAR_PER_REQUEST + 1), 500
+        )

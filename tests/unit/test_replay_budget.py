@@ -1,4 +1,4 @@
-"""The replay turns a query may read, planned from the query alone: each replay field's
+"""The replay turns a query may read (the Cost's), planned from the query alone: each replay field's
 `first` times the sessions it can run for, through aliases, fragments, variables and
 defaults."""
 
@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
+from graphql import parse
 
 from resolvers.replay import DEFAULT_REPLAY_PAGE
 from schema import schema
-from schema.replay_budget import planned_turns
+from schema.cost import price
+from schema.selection_bound import Bounded
 
 GRAPHQL = schema._schema
 SESSION = '"00000000-0000-0000-0000-000000000000"'
@@ -18,11 +19,7 @@ SESSION = '"00000000-0000-0000-0000-000000000000"'
 
 def planned(query: str, **variables: Any) -> int:
     document = parse(query)
-    [operation] = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
-    return planned_turns(GRAPHQL, operation, fragments, variables)
+    return price(GRAPHQL, document, Bounded(document), None, variables).replay_turns
 
 
 def test_each_replay_field_costs_its_first_times_its_sessions() -> None:

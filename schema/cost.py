@@ -1,24 +1,33 @@
-"""The comparison budget of a GraphQL request, decided from the query before any comparison
-runs: each comparing field (`similarSessions`, its `timeline`, `searchSessions`) costs the
-most times it can run (1 under `runtimeSession`, `first` under `runtimeSessions`, times
-`limit` under a comparison's or a search's results; `failureModes` the whole budget), and
-fields are granted in the order the query names them while the budget lasts. A field that
-does not fit is refused whole; the fields granted keep their data."""
+"""The Cost of a GraphQL request, priced once from its parsed query before anything runs, in
+one walk of the operation's fields (through fragments, less what `@skip`/`@include` leave out
+with its variables), after the bound on its selections (schema/selection_bound.py):
+
+- seats: the most any field it asks costs in the fair queue (`failureModes` 3;
+  `searchSessions`, `runtimeSessions`, or `similarSessions` asked more than once, 2; else 1);
+- comparisons: each comparing field (`similarSessions`, its `timeline`, `searchSessions`)
+  costs the most times it can run (1 under `runtimeSession`, `first` under `runtimeSessions`,
+  times `limit` under a comparison's or a search's results; `failureModes` the whole
+  budget), and fields are granted in the order the query names them while the budget lasts.
+  A field that does not fit is refused whole; the fields granted keep their data;
+- replay turns: each replay field's `first` times the most sessions it can run for;
+- selections: the operation's selections, fragments spread."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import strawberry
 from graphql import (
     BooleanValueNode,
+    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLField,
     GraphQLObjectType,
-    GraphQLResolveInfo,
     GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
@@ -28,14 +37,14 @@ from graphql import (
     VariableNode,
     get_named_type,
 )
+from graphql.execution.values import get_variable_values
+from graphql.utilities import get_operation_ast
 
+from resolvers.budgets import MAX_SIMILAR_PER_REQUEST, Cost, Path, Refusal
 from resolvers.context import Context
+from schema.selection_bound import Bounded
 
-Path = tuple[str, ...]  # response keys from the root, list indices left out
 Site = tuple[str, str]  # (parent type, field name)
-# Called for each field with where it is, the most times it can run and its node and
-# definition; answers whether the fields under it are walked too.
-Visit = Callable[[Site, Path, int, FieldNode, GraphQLField], bool]
 BUDGETED = {
     ("RuntimeSession", "similarSessions"),
     ("SimilarSessions", "timeline"),
@@ -66,36 +75,84 @@ BOUNDED_LISTS = {
     ("FailureModes", "groups"),
     ("FailureMemberPage", "nodes"),
 }
+REPLAY_FIELDS = {("RuntimeSession", "replay"), ("RuntimeSession", "replayPage")}
+# What a request holds in the fair queue, by what it asks: the failure modes compare a
+# window's sessions in one pass (a connection and a core for seconds); a search embeds a text
+# and looks it up on both legs; a page of sessions, or several comparisons in one query, reads
+# and compares many sessions at once.
+WHOLE_PASS, MANY, ONE = 3, 2, 1
+SEATS = {"failureModes": WHOLE_PASS, "searchSessions": MANY, "runtimeSessions": MANY}
 
 
 def require_granted(info: strawberry.Info[Context, None]) -> None:
-    """Raise LimitExceeded unless this comparing field was granted by the request's plan."""
-    raw: GraphQLResolveInfo[Context] = info._raw_info  # the operation's fragments and schema types
+    """Raise LimitExceeded unless this comparing field was granted by the request's Cost."""
     path = tuple(key for key in info.path.as_list() if isinstance(key, str))
-    info.context.budget.require(path, lambda limit: granted(raw, limit))
+    info.context.budget.require(path)
 
 
-def granted(raw: GraphQLResolveInfo[Context], limit: int) -> frozenset[Path]:
-    """The paths of the comparing fields the request may run, within `limit`."""
-    # graphql-core passes its VariableValues, strawberry's executor the coerced dict itself.
-    values: Any = raw.variable_values
-    variables: dict[str, Any] = getattr(values, "coerced", values)
-    grants: set[Path] = set()
-    spent = 0
+def price(
+    schema: GraphQLSchema,
+    document: DocumentNode,
+    bounded: Bounded,
+    operation_name: str | None = None,
+    variables: dict[str, Any] | None = None,
+    limit: int = MAX_SIMILAR_PER_REQUEST,
+) -> Cost:
+    """The Cost of running `operation_name` of the document with these variables (as sent):
+    a refusal when the document is past a bound; one seat and nothing granted when no
+    operation can run (validation then says why); at most `limit` comparisons granted."""
+    if (first := bounded.first()) is not None:
+        return Cost(refusal=Refusal(*first))
+    operation = get_operation_ast(document, operation_name)
+    if operation is None or bounded.cyclic:
+        return Cost()
+    coerced = get_variable_values(schema, operation.variable_definitions or (), variables or {})
+    planned = not isinstance(coerced, list)  # else execution answers what is wrong with them
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    values = coerced.coerced if not isinstance(coerced, list) else {}
+    tally = Tally(limit)
+    walk(schema, operation, fragments, values, tally)
+    cost = tally.cost(bounded.selections_of(operation))
+    return cost if planned else Cost(seats=cost.seats, selections=cost.selections)
 
-    def visit(site: Site, path: Path, runs: int, *_: Any) -> bool:
-        nonlocal spent
-        if site not in BUDGETED:
-            return True
-        cost = limit if site in WHOLE_BUDGET else runs
-        if spent + cost > limit:
-            return False  # refused: nothing under it runs either
-        spent += cost
-        grants.add(path)
+
+@dataclass(slots=True)
+class Tally:
+    """What the walk met: the comparing fields granted within `limit`, the replay turns, and
+    the fields by name (the seats)."""
+
+    limit: int
+    spent: int = 0
+    turns: int = 0
+    granted: set[Path] = field(default_factory=set)
+    names: Counter[str] = field(default_factory=Counter)
+
+    def visit(self, site: Site, path: Path, runs: int, refused_above: bool) -> bool:
+        """Count a field met `runs` times at most; False when it is a comparing field refused
+        (nothing under it is granted then)."""
+        if site not in BUDGETED or refused_above:
+            return not refused_above
+        cost = self.limit if site in WHOLE_BUDGET else runs
+        if self.spent + cost > self.limit:
+            return False
+        self.spent += cost
+        self.granted.add(path)
         return True
 
-    walk(raw.schema, raw.operation, raw.fragments, variables, visit)
-    return frozenset(grants)
+    def seats(self) -> int:
+        asked = [SEATS.get(name, ONE) for name in self.names]
+        return max([ONE, *asked, MANY if self.names["similarSessions"] > 1 else ONE])
+
+    def cost(self, selections: int) -> Cost:
+        return Cost(
+            seats=self.seats(),
+            granted=frozenset(self.granted),
+            comparisons=self.spent,
+            replay_turns=self.turns,
+            selections=selections,
+        )
 
 
 def walk(
@@ -103,38 +160,42 @@ def walk(
     operation: OperationDefinitionNode,
     fragments: dict[str, FragmentDefinitionNode],
     variables: dict[str, Any],
-    visit: Visit,
+    tally: Tally,
 ) -> None:
-    """Visit the operation's fields in the order the query names them, each with the most
-    times it can run (its parent's runs, times the items of a bounded list)."""
+    """Walk the operation's fields in the order the query names them, each with the most
+    times it can run (its parent's runs, times the items of a bounded list), into `tally`."""
 
     def fields(
         parent: GraphQLObjectType,
         selections: list[SelectionSetNode],
         path: Path,
-        n: int,
-        per_item: int,
+        runs_of: tuple[int, int],
+        refused_above: bool,
     ) -> None:
         """Fields under `parent`, which runs `n` times; its bounded lists hold `per_item`."""
+        n, per_item = runs_of
         for key, nodes in _fields(selections, fragments, variables).items():
-            definition = parent.fields.get(nodes[0].name.value)
+            name = nodes[0].name.value
+            tally.names[name] += len(nodes)
+            definition = parent.fields.get(name)
             if definition is None:  # __typename, or a field of a fragment on another type
                 continue
-            here, site = (*path, key), (parent.name, nodes[0].name.value)
+            here, site = (*path, key), (parent.name, name)
             runs = n * per_item if site in BOUNDED_LISTS else n
-            if not visit(site, here, runs, nodes[0], definition):
-                continue
+            refused = not tally.visit(site, here, runs, refused_above)
+            if site in REPLAY_FIELDS:
+                tally.turns += runs * int_argument(definition, nodes[0], "first", variables)
             items = 1
             if site in FAN_OUT:
                 items = int_argument(definition, nodes[0], FAN_OUT[site], variables)
             child = get_named_type(definition.type)
             subsets = [node.selection_set for node in nodes if node.selection_set]
             if isinstance(child, GraphQLObjectType) and subsets:
-                fields(child, subsets, here, runs, items)
+                fields(child, subsets, here, (runs, items), refused)
 
     root = schema.query_type
     assert root is not None
-    fields(root, [operation.selection_set], (), 1, 1)
+    fields(root, [operation.selection_set], (), (1, 1), False)
 
 
 def _fields(
