@@ -40,6 +40,8 @@ async def test_text_finds_titles_and_source_ids_and_the_tab_key_reaches_the_box(
     await tab.page.keyboard.press("Tab")
     await expect(tab.page.get_by_role("link", name="Failure modes")).to_be_focused()
     await tab.page.keyboard.press("Tab")
+    await expect(tab.page.get_by_role("link", name="Alerts")).to_be_focused()
+    await tab.page.keyboard.press("Tab")
     await expect(search).to_be_focused()
     await tab.page.keyboard.type("REFUND")
     await tab.page.keyboard.press("Enter")

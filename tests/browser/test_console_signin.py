@@ -64,6 +64,8 @@ async def test_sign_in_keeps_the_key_for_the_tab_and_sign_out_clears_it(
     await page.get_by_role("button", name="Sign out").click()
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     await expect(page.locator("#sign-in-error")).to_have_text("You are signed out.")
+    for link in ("Failure modes", "Alerts"):  # the account's pages go with its key
+        await expect(page.locator(".topnav-link", has_text=link)).to_be_hidden()
     assert await tab.stored_key() is None
     await page.reload()
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()

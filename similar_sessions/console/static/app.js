@@ -65,6 +65,7 @@ function showSignIn(message = "", { invalid = Boolean(message) } = {}) {
   account.hidden = true;
   searchForm.hidden = true;
   failureModesLink.hidden = true;
+  alertsLink.hidden = true;
   signIn.hidden = false;
   signInError.textContent = message;
   keyInput.setAttribute("aria-invalid", String(invalid));
