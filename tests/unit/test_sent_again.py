@@ -63,6 +63,15 @@ def test_a_call_that_extends_the_last_is_read_from_where_it_ended() -> None:
     assert reads.chars == [len(first), len(second) - len(first) + 1]
 
 
+def test_the_same_call_read_again_is_not_parsed_again() -> None:
+    """The receiver reads a request when it answers and again when it makes its sessions."""
+    memo, reads = SentAgain(), _Reads()
+    text = _messages(10)
+    first = memo.turns("c1", text, reads)
+    assert memo.turns("c1", text, reads) == first == genai._read_messages(text)
+    assert reads.chars == [len(text)]
+
+
 @pytest.mark.parametrize(
     "then",
     [_messages(11, edited=3), _messages(4), _messages(10).replace("]", " ]"), "[1,2]"],
