@@ -1,7 +1,8 @@
-"""The export requests the live receiver acknowledged, kept as sent until they are made into
-sessions (transfer/live.py): stored in the receiver's transaction; taken, oldest first, by
-one maker at a time each (others skip what one holds); deleted in the transaction that made
-their sessions. Every statement is scoped to one account."""
+"""The export requests the live receiver acknowledged, kept as sent until the indexer makes
+them into sessions (transfer/live.py): stored and the indexers woken in the receiver's
+transaction; taken, oldest first, by one indexer at a time each (others skip what one holds);
+deleted in the transaction that made their sessions. Every statement is scoped to one
+account."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
+from data.ingest import notify
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +30,13 @@ class Batch:
 async def accept(
     conn: AsyncConnection, account_id: UUID, encoding: str, gzipped: bool, body: bytes
 ) -> None:
-    """The request stored as sent."""
+    """The request stored as sent, and the indexers woken when this transaction commits."""
     await conn.execute(
         sa.insert(t.otlp_batches).values(
             account_id=account_id, encoding=encoding, gzipped=gzipped, body=body
         )
     )
+    await notify(conn, account_id)
 
 
 async def take(conn: AsyncConnection, account_id: UUID, limit: int) -> list[Batch]:

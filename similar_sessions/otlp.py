@@ -4,9 +4,9 @@ only `OTEL_EXPORTER_OTLP_ENDPOINT=http://host:8000` and
 `ingest_runtime_sessions` scope (similar_sessions/auth.py checks it).
 
 The answers follow the OTLP/HTTP specification: 200 with an ExportTraceServiceResponse in the
-request's encoding, only once the request is stored (transfer/live.py: its spans are made
-into sessions right after the answer, in the account's turn; a partial success names the
-spans rejected and the first reason); 400 for a body that does not decode; 413 past
+request's encoding, only once the request is stored (transfer/live.py: the indexer makes its
+spans into sessions moments later; a partial success names the spans rejected and the first
+reason); 400 for a body that does not decode; 413 past
 SIMILAR_SESSIONS_INGEST_BODY_BYTES, inflated or not (a gzip body is refused as it inflates);
 415 for another content type or encoding; 429 with Retry-After past the account's ingest
 rates (nothing of the request stored); 503 with Retry-After when the database cannot answer.
@@ -17,14 +17,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import zlib
-from datetime import timedelta
-from uuid import UUID
 
 import structlog
 from google.protobuf.json_format import MessageToJson
 from google.rpc.status_pb2 import Status
-from sqlalchemy.ext.asyncio import AsyncEngine
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -34,7 +30,7 @@ from observability.metrics import REFUSED
 from resolvers.budgets import Cost
 from similar_sessions.rate_limit import RateLimits, describe
 from transfer.formats.otlp_wire import JSON, PROTOBUF, Decoded, Undecodable, decode, response
-from transfer.live import accept, make_sessions
+from transfer.live import accept
 
 log = structlog.get_logger(__name__)
 PATH = "/v1/traces"
@@ -97,23 +93,11 @@ async def traces(request: Request) -> Response:
         return refusal(exc, encoding or JSON)
     if decoded.spans:  # stored as sent; the indexer makes the sessions (transfer/live.py)
         gzipped = request.headers.get("content-encoding", "").strip().lower() == "gzip"
-        engine = request.app.state.services.engine
-        await accept(engine, principal.account_id, encoding, gzipped, raw)
+        await accept(
+            request.app.state.services.engine, principal.account_id, encoding, gzipped, raw
+        )
         log.info("accepted", spans=len(decoded.spans), rejected=decoded.rejected, bytes=len(raw))
-        # made into sessions once the answer is sent, in the account's turn (its seats held)
-        idle = timedelta(seconds=settings.session_idle_s)
-        made = BackgroundTask(_make, engine, idle, principal.account_id)
-        return Response(response(decoded, encoding), media_type=encoding, background=made)
     return Response(response(decoded, encoding), media_type=encoding)
-
-
-async def _make(engine: AsyncEngine, idle: timedelta, account_id: UUID) -> None:
-    """The account's waiting requests made into sessions; one that cannot be made now (the
-    database went away) waits for the indexer's next pass, as a request is never lost."""
-    try:
-        await make_sessions(engine, idle, [account_id])
-    except Exception as exc:  # the answer is sent: nothing to tell the exporter
-        log.warning("sessions_left_to_indexer", error_type=type(exc).__name__)
 
 
 async def _decoded(raw: bytes, coding: str, encoding: str, settings: Settings) -> Decoded:

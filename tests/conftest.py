@@ -20,6 +20,7 @@ from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
 from similar_sessions.app import create_app
+from tests.support.otlp import making_sessions
 
 _counter = itertools.count()
 configure_logging("WARNING")
@@ -132,10 +133,13 @@ def settings() -> Settings:
 async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, engine=engine, run_migrations=False)
     transport = httpx.ASGITransport(app=app)
+    hooks = making_sessions(engine, settings)  # spans it acknowledges become sessions at once
     # The start-up a server runs (ASGITransport runs none): it reads the cursor secret.
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://testserver") as http,
+        httpx.AsyncClient(
+            transport=transport, base_url="http://testserver", event_hooks=hooks
+        ) as http,
     ):
         yield http
 

@@ -1,12 +1,11 @@
 """Live ingest: spans an agent exports (POST /v1/traces) become sessions, by the mapping the
 file import uses (transfer/formats/spans.py), in two steps.
 
-1. `accept`: the receiver stores the export request as it was sent, in one transaction; it
-   answers 200 once that has committed, so an acknowledged span is durable, and the answer
-   costs one insert whatever the sessions it touches hold.
-2. `make_sessions`: right after answering, the receiver's process (similar_sessions/otlp.py)
-   takes the account's requests, oldest first, a few at a time, and in one transaction with
-   their deletion:
+1. `accept`: the receiver stores the export request as it was sent and wakes the indexers, in
+   one transaction; it answers 200 once that has committed, so an acknowledged span is
+   durable, and the answer costs one insert whatever the sessions it touches hold.
+2. `make_sessions`: the indexer (`index --watch`, woken at that commit) takes the account's
+   requests, oldest first, a few at a time, and in one transaction with their deletion:
    a. puts each span in its conversation (a trace's spans without one follow the one a span
       of the trace names, in these requests or stored before; a trace that names one late
       takes its earlier spans from the session they were put in);
@@ -15,13 +14,10 @@ file import uses (transfer/formats/spans.py), in two steps.
       exporter's retry) is dropped, and requests of nothing new change nothing;
    d. makes each session with new spans again from all its spans: its turns in time order, a
       re-sent conversation replayed once, its status and times. Only the turns that changed
-      are written, and the first of them is marked for the chunking that follows;
-   e. notifies the indexers, which chunk and embed them as it commits.
-   The indexer makes whatever waits before each pass too (a server killed between its answer
-   and step 2 leaves its requests to the next pass). Two makers take different requests (the
-   taken are locked, the others skip them) and meet only on a session's lock. A request that
-   cannot be made into sessions is kept with the reason (`otlp_batches.failure`), never
-   dropped."""
+      are written, and the first of them is marked for the chunking that follows.
+   Two indexers take different requests (the taken are locked, the others skip them) and
+   meet only on a session's lock. A request that cannot be made into sessions is kept with
+   the reason (`otlp_batches.failure`), never dropped."""
 
 from __future__ import annotations
 
@@ -276,8 +272,6 @@ class _Writes:
         await sql.mark_changed(conn, account_id, self.changed)
         for sid in self.emptied:
             await sql.delete_session(conn, account_id, sid)
-        if self.sessions:
-            await sql.notify(conn, account_id)  # the indexers chunk them once this commits
 
 
 def _row(account_id: UUID, span: SpanFacts, keys: dict[str, str]) -> dict[str, Any]:

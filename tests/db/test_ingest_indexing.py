@@ -23,11 +23,10 @@ from resolvers.services import Services
 from resolvers.tuning import Tuning
 from tests.db.test_ingest import BOTH, replay
 from tests.support.indexing import CONFIG, WORDS, WORDS_ONLY, Words, rows
-from tests.support.otlp import PROTOBUF, Agent, body_of, post, served
+from tests.support.otlp import Agent, post, served
 from tests.support.world import World
 from transfer.formats.spans import session_id
 from transfer.importing import import_lines
-from transfer.live import accept
 
 
 async def an_account(engine: AsyncEngine) -> tuple[uuid.UUID, str]:
@@ -104,15 +103,15 @@ async def test_a_change_before_the_last_passage_chunks_the_session_whole(
 async def test_two_indexers_share_a_stream_with_nothing_twice_and_nothing_missed(
     engine: AsyncEngine, database_url: str
 ) -> None:
-    """Requests acknowledged by a server that died before making them: the indexers make them
-    into sessions (each request once), then chunk and embed them (each chunk once)."""
-    account, _ = await an_account(engine)
+    """The indexers make the acknowledged requests into sessions, then chunk and embed them."""
+    account, key = await an_account(engine)
     agents = [Agent(f"conv-{n}") for n in range(12)]
-    for agent in agents:
-        agent.user(words(f"{agent.conversation}q"))
-        agent.chat(words(f"{agent.conversation}a"))
-        await accept(engine, account, PROTOBUF, False, body_of(agent.spans))
-        await accept(engine, account, PROTOBUF, False, body_of(agent.spans[:1]))  # a retry
+    async with served(engine, indexer=False) as client:  # nothing made into sessions yet
+        for agent in agents:
+            agent.user(words(f"{agent.conversation}q"))
+            agent.chat(words(f"{agent.conversation}a"))
+            await post(client, key, agent.spans)
+            await post(client, key, agent.spans[:1])  # an exporter's retry of part of it
     other = make_engine(database_url, pool_size=5)
     embedded: list[int] = []
     try:
@@ -151,7 +150,7 @@ async def test_the_ingest_wakes_a_watching_indexer_at_commit(engine: AsyncEngine
         agent.user(words("wake"))
         agent.chat(words("woken"))
         started = time.monotonic()
-        async with served(engine) as client:
+        async with served(engine, indexer=False) as client:
             await post(client, key, agent.spans)
         sid = session_id(account, "conv-wake")
         while not [c for c in (await chunks(engine, sid)).values() if c.vector is not None]:

@@ -1,7 +1,6 @@
-"""An acknowledged export request is stored as sent and becomes sessions right after the
-answer, or at the indexer's next pass when the server did not get to it (transfer/live.py):
-oldest first, each request once, and a request that cannot be made is kept with its reason
-while the others go on."""
+"""An acknowledged export request is stored as sent and becomes sessions when the indexer
+makes it (transfer/live.py): oldest first, each request once, and a request that cannot be
+made is kept with its reason while the others go on."""
 
 from __future__ import annotations
 
@@ -28,40 +27,25 @@ def counted(name: str, **labels: str) -> float:
 WAITING = "SELECT count(*) AS n FROM otlp_batches WHERE account_id = :a AND failure IS NULL"
 
 
-async def test_the_answer_stores_the_request_and_the_server_makes_the_session_after_it(
+async def test_the_answer_stores_the_request_and_the_indexer_makes_the_session(
     engine: AsyncEngine,
 ) -> None:
     [(account, key)] = await accounts(engine, BOTH)
     agent = billing_agent()
-    stored = counted("similar_sessions_ingest_spans_total", outcome="stored")
-    repeated = counted("similar_sessions_ingest_spans_total", outcome="repeated")
-    lags = counted("similar_sessions_ingest_lag_seconds_count")
-    async with served(engine) as client:  # its request returns once the answer's task is done
+    async with served(engine, indexer=False) as client:
         await post(client, key, agent.spans)
         await post(client, key, agent.spans[1:2])  # an exporter's retry of one span
     sid = session_id(account, "conv-billing-1")
+    assert (await rows(engine, WAITING, a=account))[0].n == 2
+    assert await session(engine, sid) is None  # acknowledged, not yet made
+    stored = counted("similar_sessions_ingest_spans_total", outcome="stored")
+    lags = counted("similar_sessions_ingest_lag_seconds_count")
+    made = await make_sessions(engine, IDLE)
+    assert (made.stored, made.repeated, made.sessions) == (len(agent.spans), 1, [sid])
+    assert counted("similar_sessions_ingest_spans_total", outcome="stored") - stored == made.stored
+    assert counted("similar_sessions_ingest_lag_seconds_count") - lags == 1  # one transaction
     assert (await rows(engine, WAITING, a=account))[0].n == 0
     assert len(await replay(engine, sid)) == 5  # user, answer, tool call and result, answer
-    stored_now = counted("similar_sessions_ingest_spans_total", outcome="stored")
-    assert stored_now - stored == len(agent.spans)
-    assert counted("similar_sessions_ingest_spans_total", outcome="repeated") - repeated == 1
-    assert counted("similar_sessions_ingest_lag_seconds_count") - lags == 2  # one a request
-
-
-async def test_a_request_the_server_did_not_make_is_made_by_the_indexer(
-    engine: AsyncEngine,
-) -> None:
-    """A server killed between its answer and making the sessions leaves the stored request
-    to the indexer's pass."""
-    [(account, _)] = await accounts(engine, BOTH)
-    agent = billing_agent()
-    await accept(engine, account, PROTOBUF, False, body_of(agent.spans))
-    sid = session_id(account, "conv-billing-1")
-    assert await session(engine, sid) is None  # acknowledged, not yet made
-    made = await make_sessions(engine, IDLE)
-    assert (made.stored, made.repeated, made.sessions) == (len(agent.spans), 0, [sid])
-    assert (await rows(engine, WAITING, a=account))[0].n == 0
-    assert len(await replay(engine, sid)) == 5
     assert (await make_sessions(engine, IDLE)).sessions == []  # nothing waits: nothing done
 
 

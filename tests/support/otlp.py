@@ -4,7 +4,6 @@ integers: not protobuf's own JSON mapping), gzipped or not, and posted to /v1/tr
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import gzip
 import json
@@ -13,10 +12,10 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 import httpx
-import sqlalchemy as sa
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -28,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from similar_sessions.app import create_app
+from transfer.live import make_sessions
 
 # the spans' clock: a minute ago, so that a session of them is running (not idle yet)
 T0 = (time.time_ns() // 10**9 - 60) * 10**9
@@ -209,38 +209,32 @@ class Agent:
         return span
 
 
-def sessions_made(engine: AsyncEngine) -> dict[str, list[Any]]:
-    """httpx event hooks that, once an export is acknowledged, wait until no stored request
-    waits to be made into sessions: a served app makes them right after its answer (an ASGI
-    client's request returns after that already; a real server's answer comes first)."""
+def making_sessions(engine: AsyncEngine, settings: Settings | None = None) -> dict[str, list[Any]]:
+    """httpx event hooks doing what the `index --watch` beside `serve` does when the receiver
+    wakes it: once an export is acknowledged, every request waiting made into sessions, so
+    that a test reads them as its POST returns (the indexer's own tests wake it apart)."""
+
+    idle = timedelta(seconds=(settings or Settings.from_env({})).session_idle_s)
 
     async def made(response: httpx.Response) -> None:
         if response.request.url.path == "/v1/traces" and response.status_code == 200:
-            await nothing_waits(engine)
+            await make_sessions(engine, idle)
 
     return {"response": [made]}
 
 
-async def nothing_waits(engine: AsyncEngine, timeout_s: float = 20.0) -> None:
-    """Return once every acknowledged request is made into sessions (or kept as failed)."""
-    waiting = sa.text("SELECT count(*) FROM otlp_batches WHERE failure IS NULL")
-    deadline = time.monotonic() + timeout_s
-    while True:
-        async with engine.connect() as conn:
-            if (await conn.execute(waiting)).scalar_one() == 0:
-                return
-        assert time.monotonic() < deadline, "acknowledged requests were not made into sessions"
-        await asyncio.sleep(0.02)
-
-
 @asynccontextmanager
-async def served(engine: AsyncEngine, **env: str) -> AsyncIterator[httpx.AsyncClient]:
-    """A client of the app with these settings (SIMILAR_SESSIONS_<NAME>), started up."""
+async def served(
+    engine: AsyncEngine, *, indexer: bool = True, **env: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app with these settings (SIMILAR_SESSIONS_<NAME>), started up; with
+    `indexer`, acknowledged exports are made into sessions at once (making_sessions)."""
     settings = Settings.from_env({f"SIMILAR_SESSIONS_{k.upper()}": v for k, v in env.items()})
     app = create_app(settings, engine=engine, run_migrations=False)
+    hooks = making_sessions(engine, settings) if indexer else {}
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://t") as client,
+        httpx.AsyncClient(transport=transport, base_url="http://t", event_hooks=hooks) as client,
     ):
         yield client
