@@ -45,17 +45,25 @@ async def index_once(
     export requests the live receiver acknowledged are made into sessions; then the own
     indexes' tails due for a merge, once every account's chunks are embedded (a merge builds
     a whole index again, which no other account's embedding waits on)."""
-    report = PassReport()
+    report, began = PassReport(), time.perf_counter()
     await make_sessions(engine, timedelta(seconds=config.session_idle_s), account_ids)
+    report.making_s = time.perf_counter() - began
     async with engine.connect() as conn:
         accounts = await sql.enabled_accounts(conn, account_ids)
     for work in accounts:
         report.accounts += 1
         await index_account(engine, registry, config, work, report, now or datetime.now(UTC))
     if config.account_index_min_chunks is not None and accounts:
-        merged = [work.account_id for work in accounts]
+        merged, started = [work.account_id for work in accounts], time.perf_counter()
         report.tails_merged += await _merge_tails(engine, config.account_index_min_chunks, merged)
-    log.info("index_pass", **{k: v for k, v in vars(report).items() if k != "degraded"})
+        report.indexes_s += time.perf_counter() - started
+    report.seconds = time.perf_counter() - began
+    shown = {
+        k: round(v, 3) if isinstance(v, float) else v
+        for k, v in vars(report).items()
+        if k not in ("degraded", "embedded")
+    }
+    log.info("index_pass", full=account_ids is None, **shown)
     return report
 
 
@@ -76,7 +84,10 @@ async def index_account(
         await _unavailable(engine, work, report, exc)
         return
     dense = _dense_embedder(registry, work, report)
+    started = time.perf_counter()
     await chunk_account(engine, config, work, embedder, report)
+    report.chunking_s += time.perf_counter() - started
+    started = time.perf_counter()
     if fitted:
         work, embedder = await ensure_fit(
             engine,
@@ -86,13 +97,14 @@ async def index_account(
             config.repeat,
             config.template_min_sessions,
         )
+    report.fitting_s += time.perf_counter() - started
     capped = work.degraded_reason == spend_cap.CAP_REACHED
     if capped and work.degraded_until is not None and work.degraded_until > now:
         report.degraded[work.account_id] = spend_cap.CAP_REACHED
         return
     if work.degraded_reason is not None:
         await mark_degraded(engine, work, None, None)
-    embedded = report.chunks_embedded
+    embedded, started = report.chunks_embedded, time.perf_counter()
     try:
         await embed_account(engine, config, work, embedder, report, now)
         if dense is not None and work.dense is not None:
@@ -101,10 +113,13 @@ async def index_account(
         await _unavailable(engine, work, report, exc)
         return
     finally:
+        report.embedding_s += time.perf_counter() - started
         if report.chunks_embedded > embedded:
             report.embedded.add(work.account_id)
     if config.account_index_min_chunks is not None:
+        started = time.perf_counter()
         await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
+        report.indexes_s += time.perf_counter() - started
 
 
 async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
@@ -203,8 +218,9 @@ async def watch(
         async with listening(engine, Wakeups()) as wakeups:
             due = 0.0
             while not stop.is_set():
-                embedded = await _pass(engine, registry, config, wakeups, due <= time.monotonic())
-                if embedded is not None and due <= time.monotonic():
+                full = due <= time.monotonic()
+                embedded = await _pass(engine, registry, config, wakeups, full)
+                if full:  # the next full pass an interval on, whether this one failed or not
                     due = time.monotonic() + interval_s
                 wait = due - time.monotonic()
                 if hook is not None:

@@ -218,3 +218,40 @@ async def test_a_search_says_its_dense_leg_is_behind_while_ingested_passages_wai
     behind = await search_sessions(services, uuid.UUID(account), "stroller4", SimilarArgs())
     assert behind.results  # the lexical leg found the new passage
     assert "search_dense_leg_behind" in behind.degraded.reasons
+
+
+async def test_full_passes_keep_their_interval_under_a_steady_stream(
+    engine: AsyncEngine, monkeypatch: Any
+) -> None:
+    """A full pass (which also completes idle sessions) still runs every interval while
+    notified passes run back to back: one that falls due during a notified pass runs next."""
+    from data.ingest import CHANNEL
+    from indexer import worker
+
+    account, _ = await an_account(engine)
+    passes: list[list[uuid.UUID] | None] = []
+
+    async def a_pass(*args: Any, account_ids: list[uuid.UUID] | None = None, **kw: Any) -> Any:
+        passes.append(account_ids)
+        await asyncio.sleep(0.2)  # each pass outlasts the gap between notifications
+        return worker.PassReport()
+
+    async def no_idle(*args: Any) -> int:
+        return 0
+
+    monkeypatch.setattr(worker, "index_once", a_pass)
+    monkeypatch.setattr(worker, "complete_idle", no_idle)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 0.5, stop))
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 2.6:  # a stream notifying the account steadily
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await watching
+    full = [p for p in passes if p is None]
+    assert len(passes) - len(full) >= 3, passes  # the notified passes ran
+    assert len(full) >= 4, f"{len(full)} full passes in 2.6 s at an interval of 0.5 s"
