@@ -141,31 +141,34 @@ async def stored_chunks(
 
 async def upsert_chunks(conn: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
     """Write new or changed chunks: their text changed, so any vector of theirs goes (the
-    dense model's too)."""
-    if not rows:
-        return
-    reset = {
-        "embedding_state": "pending",
-        "embedding": None,
-        "embedding_model": None,
-        "embedded_at": None,
-        "embed_attempts": 0,
-        "embed_error": None,
-        **DENSE_RESET,
+    dense model's too). One statement, compiled once, run for every row."""
+    if rows:
+        await conn.execute(_UPSERT, [{**row, **_RESET} for row in rows])
+
+
+_RESET = {
+    "embedding_state": "pending",
+    "embedding": None,
+    "embedding_model": None,
+    "embedded_at": None,
+    "embed_attempts": 0,
+    "embed_error": None,
+    **DENSE_RESET,
+}
+
+
+def _upsert() -> sa.Insert:
+    stmt = insert(t.session_chunks)
+    kept = ("account_id", "id", "redaction_state")
+    updated = {
+        c.name: stmt.excluded[c.name]
+        for c in t.session_chunks.columns
+        if c.name not in kept and not c.computed
     }
-    for start in range(0, len(rows), 200):
-        stmt = insert(t.session_chunks).values(
-            [{**row, **reset} for row in rows[start : start + 200]]
-        )
-        kept = ("account_id", "id", "redaction_state")
-        updated = {
-            c.name: stmt.excluded[c.name]
-            for c in t.session_chunks.columns
-            if c.name not in kept and not c.computed
-        }
-        await conn.execute(
-            stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated)
-        )
+    return stmt.on_conflict_do_update(index_elements=["account_id", "id"], set_=updated)
+
+
+_UPSERT = _upsert()
 
 
 async def delete_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[UUID]) -> None:

@@ -25,13 +25,14 @@ MAX_TEXT_CHARS = 8 * 1024**2  # a longer text is read whole and not kept
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    length: int  # of the text, which ends with "]"
+    length: int  # of the text in characters, which ends with "]"
+    size: int  # of the text in UTF-8 bytes
     digest: bytes  # of the text but its closing "]"
     turns: tuple[Turn, ...]
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def _hasher(data: memoryview) -> hashlib.blake2b:  # the digest's state, to go on from
+    return hashlib.blake2b(data, digest_size=16)
 
 
 class SentAgain:
@@ -49,20 +50,29 @@ class SentAgain:
     ) -> list[Turn] | None:
         """The turns of a JSON array of messages: `read(text)` of only what follows the
         conversation's last text when `text` extends it, else of the whole text (None when it
-        is not an array of messages)."""
+        is not an array of messages). The text is encoded and digested once: the digest of
+        the last text's characters, then on to the end."""
         with self._lock:
             last = self._reads.get(conversation)
+        encoded = memoryview(text.encode("utf-8", "surrogatepass"))
+        hasher, upto = None, 0  # the digest of encoded[:upto]
         turns: list[Turn] | None = None
-        if last is not None and _same(text, last):  # the same call read again
-            return list(last.turns)
-        if last is not None and _extends(text, last):
-            new = read("[" + text[last.length :])
-            if new is not None:
-                turns = [*last.turns, *new]
+        if last is not None and _may_follow(text, encoded, last):
+            upto = last.size - 1  # the last text but its closing bracket
+            hasher = _hasher(encoded[:upto])
+            if hasher.digest() == last.digest:
+                if len(text) == last.length:  # the same call read again
+                    return list(last.turns)
+                new = read("[" + text[last.length :])
+                if new is not None:
+                    turns = [*last.turns, *new]
         if turns is None:
             turns = read(text)
         if turns is not None and text.endswith("]") and len(text) <= MAX_TEXT_CHARS:
-            self._keep(conversation, _Read(len(text), _digest(text[:-1]), tuple(turns)))
+            if hasher is None:
+                hasher, upto = _hasher(encoded[:0]), 0
+            hasher.update(encoded[upto:-1])
+            self._keep(conversation, _Read(len(text), len(encoded), hasher.digest(), tuple(turns)))
         return turns
 
     def _keep(self, conversation: str, read: _Read) -> None:
@@ -75,17 +85,14 @@ class SentAgain:
                 self._chars -= dropped.length
 
 
-def _same(text: str, last: _Read) -> bool:
-    """Whether `text` is the last text itself."""
-    n = last.length
-    return len(text) == n and text.endswith("]") and _digest(text[:-1]) == last.digest
-
-
-def _extends(text: str, last: _Read) -> bool:
-    """Whether `text` is the last text with more messages after it: the same characters up to
-    its closing bracket, then a comma."""
-    n = last.length
-    return len(text) > n and text[n - 1] == "," and _digest(text[: n - 1]) == last.digest
+def _may_follow(text: str, encoded: memoryview, last: _Read) -> bool:
+    """Whether `text` can be the last text itself (as long, ending with its bracket) or the
+    last text with more messages after it (longer, a comma where its bracket was): the
+    digest of its first characters then tells."""
+    n, size = last.length, last.size
+    if len(text) == n:
+        return len(encoded) == size and text.endswith("]")
+    return len(text) > n and len(encoded) > size and encoded[size - 1] == ord(",")
 
 
 SENT_AGAIN = SentAgain()  # the process's, shared by the receiver's requests and imports
