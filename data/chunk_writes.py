@@ -182,21 +182,26 @@ async def delete_chunks(conn: AsyncConnection, account_id: UUID, ids: Sequence[U
 async def record_chunking(
     conn: AsyncConnection, account_id: UUID, session: StaleSession, policy: str, chunk_count: int
 ) -> None:
-    stmt = insert(t.session_chunking).values(
-        account_id=account_id,
-        runtime_session_id=session.id,
-        policy=policy,
-        activity_count=session.activity_count,
-        last_ordinal=session.last_ordinal,
-        chunk_count=chunk_count,
-        chunked_at=sa.func.now(),
-    )
     await conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["account_id", "runtime_session_id"],
-            set_={
-                k: stmt.excluded[k]
-                for k in ("policy", "activity_count", "last_ordinal", "chunk_count", "chunked_at")
-            },
-        )
+        _RECORD,
+        {
+            "account_id": account_id,
+            "runtime_session_id": session.id,
+            "policy": policy,
+            "activity_count": session.activity_count,
+            "last_ordinal": session.last_ordinal,
+            "chunk_count": chunk_count,
+        },
     )
+
+
+def _record() -> sa.Insert:
+    stmt = insert(t.session_chunking).values(chunked_at=sa.func.now())
+    changed = ("policy", "activity_count", "last_ordinal", "chunk_count", "chunked_at")
+    return stmt.on_conflict_do_update(
+        index_elements=["account_id", "runtime_session_id"],
+        set_={k: stmt.excluded[k] for k in changed},
+    )
+
+
+_RECORD = _record()
