@@ -57,6 +57,24 @@ async def stale_sessions(
     return [StaleSession(*row) for row in rows]
 
 
+async def changed_sessions(conn: AsyncConnection, account_id: UUID) -> list[StaleSession]:
+    """The sessions whose turns the live receiver changed (session_changes), the stale ones a
+    pass woken by it chunks: read from their marks, not from every session of the account."""
+    rows = await conn.execute(
+        sa.text(
+            "SELECT s.id, act.n, act.last FROM session_changes ch "
+            "JOIN runtime_sessions s ON s.account_id = ch.account_id "
+            "  AND s.id = ch.runtime_session_id "
+            "CROSS JOIN LATERAL (SELECT count(*)::int AS n, max(a.ordinal) AS last "
+            "  FROM runtime_session_activity a "
+            "  WHERE a.account_id = s.account_id AND a.runtime_session_id = s.id) AS act "
+            "WHERE ch.account_id = :account_id ORDER BY s.started_at, s.id"
+        ),
+        {"account_id": account_id},
+    )
+    return [StaleSession(*row) for row in rows]
+
+
 @dataclass(frozen=True, slots=True)
 class Restart:
     """Where a session changed only at its end is chunked again from: the first turn of its

@@ -154,11 +154,23 @@ async def forget_other_dense_models(
 
 
 async def skip_repeated(
-    conn: AsyncConnection, account_id: UUID, rule: RepeatRule, identity: ModelIdentity
+    conn: AsyncConnection,
+    account_id: UUID,
+    rule: RepeatRule,
+    identity: ModelIdentity,
+    sessions: Sequence[UUID] | None = None,
 ) -> int:
     """Mark `skipped` the chunks whose content (by hash) the rule calls repeated: a task's
     own text recurs in its few sessions, a template in a share of them all. Those waiting,
-    and those holding a vector of the account's model."""
+    and those holding a vector of the account's model. With `sessions` (those just chunked),
+    only the contents they hold are counted: no other content can have become repeated, as
+    the sessions that hold it did not change and the share it needs only grew."""
+    only = (
+        ""
+        if sessions is None
+        else "AND content_hash IN (SELECT content_hash FROM session_chunks "
+        "  WHERE account_id = :a AND runtime_session_id = ANY(:sessions)) "
+    )
     result = await conn.execute(
         sa.text(
             "WITH total AS (SELECT count(*) AS n FROM runtime_sessions WHERE account_id = :a) "
@@ -166,7 +178,7 @@ async def skip_repeated(
             "embedding_model = NULL, embedded_at = NULL, embed_error = NULL, "
             "in_shared_index = true "
             "FROM (SELECT content_hash FROM session_chunks "
-            "  WHERE account_id = :a AND content_hash IS NOT NULL "
+            f"  WHERE account_id = :a AND content_hash IS NOT NULL {only}"
             "  GROUP BY content_hash "
             "  HAVING count(DISTINCT runtime_session_id) >= :min_sessions "
             "  AND count(DISTINCT runtime_session_id) * 100 >= "
@@ -181,6 +193,7 @@ async def skip_repeated(
             "min_sessions": rule.min_sessions,
             "share": rule.min_share_percent,
             "model": str(identity),
+            **({} if sessions is None else {"sessions": list(sessions)}),
         },
     )
     return int(result.rowcount)

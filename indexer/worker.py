@@ -40,11 +40,14 @@ async def index_once(
     *,
     account_ids: list[UUID] | None = None,
     now: datetime | None = None,
+    changed_only: bool = False,
 ) -> PassReport:
     """One pass over every account with an enabled setting (or the ones named), after the
     export requests the live receiver acknowledged are made into sessions; then the own
     indexes' tails due for a merge, once every account's chunks are embedded (a merge builds
-    a whole index again, which no other account's embedding waits on)."""
+    a whole index again, which no other account's embedding waits on). `changed_only` (a
+    pass the live receiver woke): of the accounts' sessions, only those it changed are
+    chunked, and only their contents counted for repeats; a full pass looks at them all."""
     report, began = PassReport(), time.perf_counter()
     await make_sessions(engine, timedelta(seconds=config.session_idle_s), account_ids)
     report.making_s = time.perf_counter() - began
@@ -52,7 +55,8 @@ async def index_once(
         accounts = await sql.enabled_accounts(conn, account_ids)
     for work in accounts:
         report.accounts += 1
-        await index_account(engine, registry, config, work, report, now or datetime.now(UTC))
+        at = now or datetime.now(UTC)
+        await index_account(engine, registry, config, work, report, at, changed_only)
     if config.account_index_min_chunks is not None and accounts:
         merged, started = [work.account_id for work in accounts], time.perf_counter()
         report.tails_merged += await _merge_tails(engine, config.account_index_min_chunks, merged)
@@ -74,6 +78,7 @@ async def index_account(
     work: sql.AccountWork,
     report: PassReport,
     now: datetime,
+    changed_only: bool = False,
 ) -> None:
     async with engine.begin() as conn:
         report.vectors_stripped += await sql.strip_unclear_vectors(conn, work.account_id)
@@ -85,7 +90,7 @@ async def index_account(
         return
     dense = _dense_embedder(registry, work, report)
     started = time.perf_counter()
-    await chunk_account(engine, config, work, embedder, report)
+    await chunk_account(engine, config, work, embedder, report, changed_only)
     report.chunking_s += time.perf_counter() - started
     started = time.perf_counter()
     if fitted:
@@ -179,22 +184,32 @@ async def chunk_account(
     work: sql.AccountWork,
     embedder: Embedder,
     report: PassReport,
+    changed_only: bool = False,
 ) -> None:
-    """Cut the account's stale sessions into chunks for its configured model: a dense model
-    beside it embeds the same passages (reading as much of each as it can), so that the
-    configured model's comparisons are the same with or without one."""
+    """Cut the account's stale sessions (or only those the live receiver changed) into
+    chunks for its configured model: a dense model beside it embeds the same passages
+    (reading as much of each as it can), so that the configured model's comparisons are the
+    same with or without one."""
     async with engine.connect() as conn:
-        stale = await chunk_writes.stale_sessions(
-            conn, work.account_id, fingerprint(config.policy, embedder)
-        )
+        if changed_only:
+            stale = await chunk_writes.changed_sessions(conn, work.account_id)
+        else:
+            print_ = fingerprint(config.policy, embedder)
+            stale = await chunk_writes.stale_sessions(conn, work.account_id, print_)
     bar = tqdm(stale, desc="chunking", unit="session", disable=config.hide_progress, leave=False)
+    chunked: list[UUID] = []
     for session in bar:
         written = await rechunk_session(engine, work.account_id, session, config.policy, embedder)
         if written is not None:
+            chunked.append(session.id)
             report.sessions_chunked += 1
             report.chunks_written += written
+    if changed_only and not chunked:
+        return
     async with engine.begin() as conn:
-        skipped = await sql.skip_repeated(conn, work.account_id, config.repeat, work.identity)
+        skipped = await sql.skip_repeated(
+            conn, work.account_id, config.repeat, work.identity, chunked if changed_only else None
+        )
     report.chunks_skipped += skipped
     metrics.INDEXER_CHUNKS.labels("skipped").inc(skipped)
 
@@ -245,7 +260,10 @@ async def _pass(
             await complete_idle(engine, config.session_idle_s)
             return (await index_once(engine, registry, config)).embedded
         if accounts := wakeups.take():
-            return (await index_once(engine, registry, config, account_ids=accounts)).embedded
+            notified = await index_once(
+                engine, registry, config, account_ids=accounts, changed_only=True
+            )
+            return notified.embedded
     except Exception:
         log.exception("index_pass_failed")
     return None

@@ -255,3 +255,59 @@ async def test_full_passes_keep_their_interval_under_a_steady_stream(
     full = [p for p in passes if p is None]
     assert len(passes) - len(full) >= 3, passes  # the notified passes ran
     assert len(full) >= 4, f"{len(full)} full passes in 2.6 s at an interval of 0.5 s"
+
+
+async def test_a_woken_pass_chunks_only_the_sessions_the_receiver_changed(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """A pass the receiver woke reads its change marks, not every session of the account: a
+    session imported meanwhile waits for the next full pass, which chunks it alone."""
+    from tests.support.indexing import add_activity, talk
+
+    account, key = await an_account(engine)
+    world = World()
+    imported = world.session(str(account), "imported, not yet chunked")
+    add_activity(world, imported, talk("filed"))
+    await world.write(engine)
+    agent = Agent("conv-woken")
+    agent.user(words("woken"))
+    await post(client, key, [agent.chat(words("answered"))])
+    registry = Registry(WORDS_ONLY)
+    woken = await index_once(engine, registry, CONFIG, account_ids=[account], changed_only=True)
+    assert woken.sessions_chunked == 1 and woken.chunks_embedded > 0
+    assert await chunks(engine, session_id(account, "conv-woken"))
+    assert not await chunks(engine, uuid.UUID(imported))
+    full = await index_once(engine, registry, CONFIG, account_ids=[account])
+    assert full.sessions_chunked == 1  # the imported one; the live one is as a full pass left it
+    assert await chunks(engine, uuid.UUID(imported))
+
+
+async def test_a_woken_pass_skips_the_repeats_its_sessions_make(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """Content the new sessions repeat (with those before them) is skipped in every session
+    holding it, as a full pass skips it; content they do not hold is left as it was."""
+    from indexer.passes import IndexerConfig
+    from tests.support.indexing import states
+
+    account, key = await an_account(engine)
+    config = IndexerConfig(CONFIG.policy, repeat_min_sessions=3, batch_size=4, progress=False)
+    registry = Registry(WORDS_ONLY)
+    thanks = "Thank you so much for your help! ###STOP###"
+    for n in range(2):
+        agent = Agent(f"conv-thanks-{n}")
+        agent.user(thanks)
+        await post(client, key, [agent.chat(thanks)])
+    await index_once(engine, registry, config, account_ids=[account], changed_only=True)
+    assert (await states(engine)).get("skipped", 0) == 0  # in 2 sessions: not yet repeated
+    agent = Agent("conv-thanks-2")
+    agent.user(thanks)
+    await post(client, key, [agent.chat(thanks)])
+    other = Agent("conv-other")
+    other.user(words("bags"))
+    await post(client, key, [other.chat(words("found"))])
+    woken = await index_once(engine, registry, config, account_ids=[account], changed_only=True)
+    assert woken.chunks_skipped == 3  # the third session's, and the two embedded before it
+    assert (await states(engine))["skipped"] == 3
+    full = await index_once(engine, registry, config, account_ids=[account])
+    assert full.chunks_skipped == 0  # nothing the woken pass left for a full one
