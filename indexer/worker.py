@@ -31,6 +31,9 @@ from observability import metrics
 from transfer.live import make_sessions
 
 log = structlog.get_logger(__name__)
+# sessions chunked at once, each in its own transaction on its own connection: their round
+# trips to the database overlap (the engine's pool holds 5, the watch's listener takes one)
+CHUNKERS = 3
 
 
 async def index_once(
@@ -196,14 +199,31 @@ async def chunk_account(
         else:
             print_ = fingerprint(config.policy, embedder)
             stale = await chunk_writes.stale_sessions(conn, work.account_id, print_)
-    bar = tqdm(stale, desc="chunking", unit="session", disable=config.hide_progress, leave=False)
+    bar = tqdm(
+        total=len(stale),
+        desc="chunking",
+        unit="session",
+        disable=config.hide_progress,
+        leave=False,
+    )
     chunked: list[UUID] = []
-    for session in bar:
-        written = await rechunk_session(engine, work.account_id, session, config.policy, embedder)
-        if written is not None:
-            chunked.append(session.id)
-            report.sessions_chunked += 1
-            report.chunks_written += written
+    waiting = iter(stale)  # shared by the chunkers: each session is taken once
+
+    async def chunker() -> None:
+        for session in waiting:
+            written = await rechunk_session(
+                engine, work.account_id, session, config.policy, embedder
+            )
+            bar.update(1)
+            if written is not None:
+                chunked.append(session.id)
+                report.sessions_chunked += 1
+                report.chunks_written += written
+
+    with bar:
+        async with asyncio.TaskGroup() as chunkers:
+            for _ in range(min(_chunkers(engine), len(stale))):
+                chunkers.create_task(chunker())
     if changed_only and not chunked:
         return
     async with engine.begin() as conn:
@@ -212,6 +232,12 @@ async def chunk_account(
         )
     report.chunks_skipped += skipped
     metrics.INDEXER_CHUNKS.labels("skipped").inc(skipped)
+
+
+def _chunkers(engine: AsyncEngine) -> int:
+    """CHUNKERS, or fewer when the engine's pool is smaller than that and a listener."""
+    size = getattr(engine.pool, "size", None)
+    return CHUNKERS if size is None else max(1, min(CHUNKERS, size() - 1))
 
 
 async def watch(
