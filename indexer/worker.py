@@ -44,13 +44,15 @@ async def index_once(
     account_ids: list[UUID] | None = None,
     now: datetime | None = None,
     changed_only: bool = False,
+    merge: bool = True,
 ) -> PassReport:
     """One pass over every account with an enabled setting (or the ones named), after the
     export requests the live receiver acknowledged are made into sessions; then the own
     indexes' tails due for a merge, once every account's chunks are embedded (a merge builds
     a whole index again, which no other account's embedding waits on). `changed_only` (a
     pass the live receiver woke): of the accounts' sessions, only those it changed are
-    chunked, and only their contents counted for repeats; a full pass looks at them all."""
+    chunked, and only their contents counted for repeats; a full pass looks at them all.
+    `merge` False: the tails are left to the caller (`watch` merges them beside its passes)."""
     report, began = PassReport(), time.perf_counter()
     await make_sessions(engine, timedelta(seconds=config.session_idle_s), account_ids)
     report.making_s = time.perf_counter() - began
@@ -60,7 +62,7 @@ async def index_once(
         report.accounts += 1
         at = now or datetime.now(UTC)
         await index_account(engine, registry, config, work, report, at, changed_only)
-    if config.account_index_min_chunks is not None and accounts:
+    if merge and config.account_index_min_chunks is not None and accounts:
         merged, started = [work.account_id for work in accounts], time.perf_counter()
         report.tails_merged += await _merge_tails(engine, config.account_index_min_chunks, merged)
         report.indexes_s += time.perf_counter() - started
@@ -235,9 +237,10 @@ async def chunk_account(
 
 
 def _chunkers(engine: AsyncEngine) -> int:
-    """CHUNKERS, or fewer when the engine's pool is smaller than that and a listener."""
+    """CHUNKERS, or fewer when the engine's pool is smaller than that, a listener and one
+    connection of the work beside the passes (a merge, the alerts)."""
     size = getattr(engine.pool, "size", None)
-    return CHUNKERS if size is None else max(1, min(CHUNKERS, size() - 1))
+    return CHUNKERS if size is None else max(1, min(CHUNKERS, size() - 2))
 
 
 async def watch(
@@ -251,10 +254,13 @@ async def watch(
     """Run passes until stopped: a full pass over every account every interval_s (which also
     completes the live sessions gone idle), and between them, as soon as the live receiver
     notifies an account's change (data/changes.py), a pass over the accounts notified; the
-    hook told after each which accounts it embedded, and woken when it is due. A failed pass
-    is logged and the next one retries."""
+    hook told after each which accounts it embedded, and woken when it is due. The own
+    indexes' tails are merged beside the passes, one merge at a time, so that a build of a
+    whole index (seconds) never holds up a running session's passages. A failed pass is
+    logged and the next one retries."""
     stop = stop or asyncio.Event()
     beside = None if hook is None else asyncio.ensure_future(hook.run(stop))
+    merges = _Merges(engine, config.account_index_min_chunks)
     try:
         async with listening(engine, Wakeups()) as wakeups:
             due = 0.0
@@ -263,6 +269,7 @@ async def watch(
                 embedded = await _pass(engine, registry, config, wakeups, full)
                 if full:  # the next full pass an interval on, whether this one failed or not
                     due = time.monotonic() + interval_s
+                merges.after(None if full else embedded or set())
                 wait = due - time.monotonic()
                 if hook is not None:
                     await _told(hook, embedded or set())
@@ -270,9 +277,52 @@ async def watch(
                     wait = wait if hook_due is None else min(wait, hook_due)
                 await _until(stop, wakeups, wait)
     finally:
+        await merges.stopped()
         if beside is not None:
             stop.set()
             await asyncio.gather(beside, return_exceptions=True)
+
+
+class _Merges:
+    """The own indexes' tail merges a watching indexer runs beside its passes: after a pass,
+    one merge task (of the accounts it embedded, or of every account after a full pass) when
+    none is running; the accounts of passes meanwhile wait for the next."""
+
+    def __init__(self, engine: AsyncEngine, min_rows: int | None) -> None:
+        self.engine, self.min_rows = engine, min_rows
+        self.task: asyncio.Task[int] | None = None
+        self.waiting: set[UUID] | None = set()  # None: every account
+
+    def after(self, embedded: set[UUID] | None) -> None:
+        """A pass ended, embedding these accounts' chunks (None: a full pass, every account)."""
+        if self.min_rows is None:
+            return
+        if embedded is None or self.waiting is None:
+            self.waiting = None
+        else:
+            self.waiting |= embedded
+        if (self.task is None or self.task.done()) and self.waiting != set():
+            accounts, self.waiting = self.waiting, set()
+            self.task = asyncio.ensure_future(self._merge(accounts))
+
+    async def _merge(self, accounts: set[UUID] | None) -> int:
+        assert self.min_rows is not None
+        try:
+            if accounts is None:
+                async with self.engine.connect() as conn:
+                    enabled = await sql.enabled_accounts(conn, None)
+                accounts = {work.account_id for work in enabled}
+            return await _merge_tails(self.engine, self.min_rows, sorted(accounts))
+        except Exception:  # its tails stay; the next full pass's merge tries them again
+            log.exception("index_merge_failed")
+            return 0
+
+    async def stopped(self) -> None:
+        """The merge running cancelled (its half-built index is dropped by the next merge)."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        if self.task is not None:
+            await asyncio.gather(self.task, return_exceptions=True)
 
 
 async def _pass(
@@ -284,10 +334,10 @@ async def _pass(
         if full:
             wakeups.take()  # the full pass covers them
             await complete_idle(engine, config.session_idle_s)
-            return (await index_once(engine, registry, config)).embedded
+            return (await index_once(engine, registry, config, merge=False)).embedded
         if accounts := wakeups.take():
             notified = await index_once(
-                engine, registry, config, account_ids=accounts, changed_only=True
+                engine, registry, config, account_ids=accounts, changed_only=True, merge=False
             )
             return notified.embedded
     except Exception:

@@ -311,3 +311,75 @@ async def test_a_woken_pass_skips_the_repeats_its_sessions_make(
     assert (await states(engine))["skipped"] == 3
     full = await index_once(engine, registry, config, account_ids=[account])
     assert full.chunks_skipped == 0  # nothing the woken pass left for a full one
+
+
+async def test_a_watching_indexer_merges_tails_beside_its_passes(
+    engine: AsyncEngine, monkeypatch: Any
+) -> None:
+    """A merge builds a whole index again (seconds on a large account): the passes the
+    receiver wakes go on meanwhile, rather than wait for it."""
+    from data.ingest import CHANNEL
+    from indexer import worker
+    from indexer.passes import IndexerConfig
+
+    account, _ = await an_account(engine)
+    passes: list[float] = []
+    merging: list[tuple[float, float]] = []
+
+    async def a_pass(*args: Any, **kw: Any) -> Any:
+        passes.append(time.monotonic())
+        await asyncio.sleep(0.05)
+        report = worker.PassReport()
+        report.embedded.add(account)
+        return report
+
+    async def a_merge(*args: Any) -> int:
+        started = time.monotonic()
+        await asyncio.sleep(1.5)
+        merging.append((started, time.monotonic()))
+        return 1
+
+    monkeypatch.setattr(worker, "index_once", a_pass)
+    monkeypatch.setattr(worker, "_merge_tails", a_merge)
+    config = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), config, 3600, stop))
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 2.5:
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await watching
+    assert merging, "no merge ran"
+    first, ended = merging[0]
+    during = [at for at in passes if first < at < ended]
+    assert len(during) >= 5, f"{len(during)} passes ran during a merge of {ended - first:.1f} s"
+
+
+async def test_a_watching_indexer_merges_a_due_tail(engine: AsyncEngine) -> None:
+    from indexer.passes import IndexerConfig
+    from tests.support.indexing import add_activity, talk, world_with
+
+    account, _ = await world_with(engine, sessions=3)  # 9 chunks
+    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    await index_once(engine, Registry(WORDS_ONLY), grown)  # its own index, built
+    marked = "SELECT index_name FROM account_model_indexes WHERE account_id = :a"
+    [before] = await rows(engine, marked, a=account)
+    world = World()
+    for n in range(3, 7):
+        sid = world.session(str(account), f"session {n}", day=n)
+        add_activity(world, sid, talk(f"s{n}t"))
+    await world.write(engine)  # a tail of 12 rows once embedded: due
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), grown, 0.2, stop))
+    try:
+        started = time.monotonic()
+        while (await rows(engine, marked, a=account))[0].index_name == before.index_name:
+            assert time.monotonic() - started < 30, "the tail was not merged"
+            await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await watching
