@@ -48,7 +48,15 @@ import httpx
 from bench.common.paths import result
 from bench.common.serving import serve
 from bench.ingest.agents import Offer, Offered, offer_in_process
-from bench.ingest.probes import Asker, Backlog, Freshness, Memory, postgres_cpu_seconds
+from bench.ingest.probes import (
+    Asker,
+    Backlog,
+    Freshness,
+    Memory,
+    handled,
+    handled_within,
+    postgres_cpu_seconds,
+)
 from bench.ingest.report import Run, Step, Stream, report, step_of
 from bench.ingest.world import INGEST_KEY, OTHER_KEY, OTHER_SESSION, VIEW_KEY, World, prepare
 from config.logs import configure_logging
@@ -97,6 +105,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         memory.sample()
         rss_start = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)
         cpu_before = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
+        handled_before = await handled(other)
         offer = Offer(
             base + "/v1/traces",
             INGEST_KEY,
@@ -119,6 +128,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         during = await asking
         await prober
         cpu_after = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
+        handled_after = await handled(other)
         await asyncio.sleep(args.settle)
         memory.sample()
         rss_end = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)
@@ -147,6 +157,10 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         ended=ended,
         backlog=backlog.samples,
         refits=backlog.refits(),
+        handled=(
+            handled_within(handled_before, handled_after, 50),
+            handled_within(handled_before, handled_after, 95),
+        ),
     )
 
 

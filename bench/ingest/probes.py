@@ -5,6 +5,7 @@ indexer."""
 from __future__ import annotations
 
 import asyncio
+import math
 import queue
 import time
 from dataclasses import dataclass, field
@@ -256,3 +257,33 @@ def postgres_cpu_seconds(data_dir: str) -> float:
         except psutil.Error:
             pass
     return float("nan")
+
+
+HANDLED = "similar_sessions_http_request_duration_seconds_bucket"
+
+
+async def handled(client: httpx.AsyncClient) -> dict[float, float]:
+    """The server's own histogram of its answers to `POST /v1/traces` with 200 (GET /metrics):
+    cumulative counts by bucket bound (seconds), from the request's arrival at the app to its
+    answer's end."""
+    text = (await client.get("/metrics")).text
+    counts: dict[float, float] = {}
+    for line in text.splitlines():
+        if not line.startswith(HANDLED + "{") or 'route="/v1/traces"' not in line:
+            continue
+        if 'method="POST"' not in line or 'status="200"' not in line:
+            continue
+        labels, value = line.rsplit(" ", 1)
+        bound = labels.split('le="', 1)[1].split('"', 1)[0]
+        counts[math.inf if bound == "+Inf" else float(bound)] = float(value)
+    return counts
+
+
+def handled_within(before: dict[float, float], after: dict[float, float], q: float) -> float:
+    """The bucket bound (seconds) within which q percent of the answers counted between the two
+    scrapes were given (inf: past the last bound; nan: none counted)."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    if not counts or counts[-1] <= 0:
+        return math.nan
+    return next(b for b, n in zip(bounds, counts, strict=True) if n >= counts[-1] * q / 100)
