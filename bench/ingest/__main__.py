@@ -54,6 +54,7 @@ from bench.ingest.probes import (
     Freshness,
     Memory,
     handled,
+    handled_in,
     handled_within,
     postgres_cpu_seconds,
 )
@@ -185,15 +186,18 @@ def step_phase(base: str, world: World, memory: Memory, args: argparse.Namespace
         ]
         memory.sample()
         cpu_before = memory.cpu_seconds()[0], postgres_cpu_seconds(args.data_dir)
+        handled_before = handled_in(httpx.get(base + "/metrics").text)
         started = time.monotonic()
         running = [offer_in_process(o) for o in offers]
         results = [r.result(args.step_seconds + 600) for r in running]
+        handled_after = handled_in(httpx.get(base + "/metrics").text)
         cpu = (
             memory.cpu_seconds()[0] - cpu_before[0],
             postgres_cpu_seconds(args.data_dir) - cpu_before[1],
         )
         memory.sample()
-        step = step_of(rate, started, args.step_seconds, results, cpu, load())
+        server_p95 = handled_within(handled_before, handled_after, 95)
+        step = step_of(rate, started, args.step_seconds, results, cpu, load(), server_p95)
         steps.append(step)
         print(step.line(), file=sys.stderr, flush=True)
         if not step.held and not args.all_steps:

@@ -266,7 +266,10 @@ async def handled(client: httpx.AsyncClient) -> dict[float, float]:
     """The server's own histogram of its answers to `POST /v1/traces` with 200 (GET /metrics):
     cumulative counts by bucket bound (seconds), from the request's arrival at the app to its
     answer's end."""
-    text = (await client.get("/metrics")).text
+    return handled_in((await client.get("/metrics")).text)
+
+
+def handled_in(text: str) -> dict[float, float]:
     counts: dict[float, float] = {}
     for line in text.splitlines():
         if not line.startswith(HANDLED + "{") or 'route="/v1/traces"' not in line:

@@ -118,6 +118,7 @@ class Step:
     postgres_cpu: float  # and PostgreSQL
     agents_cpu: float  # and the agents' processes together
     load: tuple[float, float, float]
+    handled_p95_ms: float = math.nan  # the server's own handling, from its histogram (bucket)
 
     @property
     def held(self) -> bool:
@@ -147,7 +148,8 @@ class Step:
         return (
             f"| {self.rate:,} | {self.offered:,.0f} | {self.achieved:,.0f} "
             f"({self.achieved / self.rate:.0%}) | {self.acked:,} of {self.ended:,} "
-            f"| {self.ack_p50_ms:.0f} / {self.ack_p95_ms:.0f} ({self.posted_p95_ms:.0f}) "
+            f"| {self.ack_p50_ms:.0f} / {self.ack_p95_ms:.0f} ({self.posted_p95_ms:.0f}; "
+            f"<= {self.handled_p95_ms:.0f}) "
             f"| {self.posts} | {self.spans_per_post:.0f} | {self.kb_per_post:.0f} "
             f"| {self.refused[0]} / {self.refused[1]} / {self.refused[2]} | {self.failed} "
             f"| {self.serve_cpu:.0%} / {self.postgres_cpu:.0%} / {self.agents_cpu:.0%} "
@@ -163,6 +165,7 @@ def step_of(
     results: Sequence[Offered],
     cpu_s: tuple[float, float],
     load: tuple[float, float, float],
+    handled_p95_s: float = math.nan,
 ) -> Step:
     """A step's figures. Its acknowledged rate: the spans acknowledged by HOLD_P95_S after the
     offering ended, over the offering's time (the agents' final flush is sent as it ends: a
@@ -191,6 +194,7 @@ def step_of(
         cpu_s[1] / max(last - started, seconds),
         sum(r.cpu_s for r in results) / max(last - started, seconds),
         load,
+        handled_p95_s * 1000,
     )
 
 
@@ -420,7 +424,7 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
             f"{run.alone_rss[0]:.0f} MB at its start, peak {run.alone_rss[1]:.0f} MB.",
             "",
             "| offered spans/s | agents ended /s | acknowledged /s | acknowledged "
-            "| ack p50 / p95 ms (p95 of the HTTP exchange) | POSTs "
+            "| ack p50 / p95 ms (p95 of the HTTP exchange; of the server's handling) | POSTs "
             "| spans/POST | KB/POST (gzip) | 429 / 5xx / other | failed "
             "| CPU server / PostgreSQL / agents (of one core) "
             "| load 1 min "
