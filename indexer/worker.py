@@ -32,7 +32,8 @@ from transfer.live import make_sessions
 
 log = structlog.get_logger(__name__)
 # sessions chunked at once, each in its own transaction on its own connection: their round
-# trips to the database overlap (the engine's pool holds 5, the watch's listener takes one)
+# trips to the database overlap (of the engine's pool of 5, the watch's listener holds one and
+# a merge beside the passes may hold another; fewer with a smaller pool)
 CHUNKERS = 3
 
 
@@ -237,8 +238,8 @@ async def chunk_account(
 
 
 def _chunkers(engine: AsyncEngine) -> int:
-    """CHUNKERS, or fewer when the engine's pool is smaller than that, a listener and one
-    connection of the work beside the passes (a merge, the alerts)."""
+    """CHUNKERS, or fewer when the engine's pool is smaller than that, a listener and a
+    merge's connection."""
     size = getattr(engine.pool, "size", None)
     return CHUNKERS if size is None else max(1, min(CHUNKERS, size() - 2))
 
