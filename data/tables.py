@@ -297,6 +297,11 @@ session_chunks = sa.Table(
         "embedding_state",
         postgresql_where=sa.text("embedding_state IN ('pending', 'in_progress')"),
     ),
+    sa.Index(
+        "session_chunks_unclear_idx",
+        "account_id",
+        postgresql_where=sa.text("redaction_state <> 'clear'"),
+    ),
 )
 
 # The dense model's windows of a passage it read in more than one (migration 0014): a search
