@@ -94,6 +94,11 @@ class Registry:
         known = ", ".join([*sorted(self.factories), *(f"{p}:*" for p in self.providers)])
         raise EmbedderUnavailable(f"no embedder for {key} (this indexer has: {known})")
 
+    def kept(self, identity: ModelIdentity) -> Embedder | None:
+        """The embedder of this identity if one was built or handed over and is still kept."""
+        key = str(identity)
+        return self._built.get(key) or self._recent.get(key)
+
     def fitted(self, fit: Fit) -> Embedder:
         """The lexical embedder of this fit, under the fit's identity."""
         key = str(fit.identity)

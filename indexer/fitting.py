@@ -40,9 +40,19 @@ async def ensure_fit(
     refit: tuple[int, int],
     repeat: sql.RepeatRule,
     template_min_sessions: int,
+    growth_checked: bool = True,
 ) -> tuple[sql.AccountWork, Embedder]:
     """The account's work under its current fit, fitting first when it has none or one is
-    due (`refit`: the growth in percent and the least seconds between fits)."""
+    due (`refit`: the growth in percent and the least seconds between fits). Without
+    `growth_checked` (a pass the live receiver woke), a fit the account's setting names and
+    this process keeps is used as it is: neither its weights nor the account's sessions are
+    read again (the next full pass sees whether the account grew enough for a new fit)."""
+    if not growth_checked:
+        async with engine.connect() as conn:
+            identity = await fits.fit_identity(conn, work.account_id)
+        kept = registry.kept(work.identity) if identity == str(work.identity) else None
+        if kept is not None:
+            return work, kept
     async with engine.connect() as conn:
         stored = await fits.load_fit(conn, work.account_id)
         sessions = await fits.sessions_with_clear_chunks(conn, work.account_id)

@@ -107,6 +107,7 @@ async def index_account(
             (config.refit_growth_percent, config.refit_min_interval_s),
             config.repeat,
             config.template_min_sessions,
+            growth_checked=not changed_only,
         )
     report.fitting_s += time.perf_counter() - started
     capped = work.degraded_reason == spend_cap.CAP_REACHED

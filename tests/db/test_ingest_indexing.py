@@ -383,3 +383,43 @@ async def test_a_watching_indexer_merges_a_due_tail(engine: AsyncEngine) -> None
     finally:
         stop.set()
         await watching
+
+
+async def test_a_woken_pass_keeps_the_fit_and_the_full_pass_refits(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """A pass the live receiver woke uses the fit this process keeps, without reading its
+    weights or counting the account's sessions; whether the account grew enough for a new fit
+    is the full pass's to see."""
+    from dataclasses import replace
+
+    from indexer.embedders import DEFAULT_MODEL
+    from indexer.passes import IndexerConfig
+
+    world = World()
+    account, key = world.account("lexical", scopes=BOTH, model=str(DEFAULT_MODEL))
+    async with engine.begin() as conn:
+        await import_lines(conn, "accounts", [json.dumps(line) for line in world.lines])
+
+    async def sessions(first: int, last: int) -> None:
+        for n in range(first, last):
+            agent = Agent(f"conv-fit-{n}")
+            agent.user(f"migration of table orders failed on shard {n % 2}")
+            await post(client, key, [agent.chat(f"rolled back shard {n % 2} of run {n}")])
+
+    registry = Registry()
+    due = replace(IndexerConfig(progress=False), refit_min_interval_s=0)
+    await sessions(0, 4)
+    await index_once(engine, registry, due)
+    settings = "SELECT model_identity FROM embedding_settings WHERE account_id = :a"
+    (first,) = await rows(engine, settings, a=uuid.UUID(account))
+    await sessions(4, 6)  # +50% sessions, past the 25% that calls for a new fit
+    woken = await index_once(
+        engine, registry, due, account_ids=[uuid.UUID(account)], changed_only=True
+    )
+    (kept,) = await rows(engine, settings, a=uuid.UUID(account))
+    assert woken.sessions_chunked == 2 and woken.chunks_embedded > 0
+    assert kept.model_identity == first.model_identity
+    await index_once(engine, registry, due)
+    (second,) = await rows(engine, settings, a=uuid.UUID(account))
+    assert second.model_identity != first.model_identity
