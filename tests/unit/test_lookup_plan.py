@@ -13,7 +13,6 @@ import pytest
 from resolvers.rules import ranking
 from resolvers.rules.lookup_plan import (
     APPLIES,
-    ROUTED_EXACT_MAX_CHUNKS,
     Account,
     Caller,
     plan,
@@ -78,7 +77,7 @@ def test_the_timeline_takes_the_fit_and_reads_as_many_candidates_as_it_counts() 
 def test_only_a_comparison_is_routed_exact() -> None:
     routed = Account(routed_exact=True)
     comparison = plan(Caller.COMPARISON, TUNING, routed)
-    assert comparison.routed and comparison.exact_scan_max_chunks == ROUTED_EXACT_MAX_CHUNKS
+    assert comparison.routed and comparison.exact
     assert comparison.path(10**8, own_index=True) is LookupPath.EXACT
     for caller in Caller:
         if caller is not Caller.COMPARISON:
@@ -148,6 +147,7 @@ CALLERS = {
     "resolvers/comparison/window_pass.py": {Caller.FAILURE_MODES},
     "resolvers/comparison/timeline.py": {Caller.TIMELINE},
     "resolvers/comparison/search.py": {Caller.SEARCH, Caller.NEAREST},
+    "resolvers/failure_modes.py": {Caller.EARLIER},
 }
 
 
