@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
 
-from resolvers.rules import ranking
+from resolvers.rules import lookup_path, ranking
 from resolvers.rules.lookup_plan import (
     APPLIES,
     Account,
@@ -189,3 +190,16 @@ def test_no_lookup_module_reads_the_plan_s_settings_itself() -> None:
             and node.value.id == "tuning"
         }
         assert not read & decided, (path.name, read & decided)
+
+
+def test_the_architecture_quotes_the_lookup_rule_the_product_runs() -> None:
+    """docs/architecture.md quotes `choose_path` (its docstring left out) as it is."""
+    source = inspect.getsource(lookup_path.choose_path)
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    doc = function.body[0]
+    lines = source.splitlines()
+    del lines[doc.lineno - 1 : doc.end_lineno]
+    quoted = "\n".join(lines)
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"```python\n{quoted}\n```" in page
