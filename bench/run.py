@@ -36,8 +36,8 @@ from bench.latency.tail import at_scale
 from bench.latency.vector_worlds import vector_worlds
 from config.logs import configure_logging
 from config.settings import Settings
+from data.account_snapshot import Snapshots
 from data.engine import lift_statement_budget, make_engine
-from data.model_catalog import ModelCatalog
 from data.own_index_rebuilds import merge_due
 from data.repeats import mark_repeats
 from data.server import resolve_url
@@ -85,7 +85,7 @@ async def run(args: argparse.Namespace) -> None:
     # in-process comparisons run as the server's do: on connections opened with the
     # comparison's settings (no SET per comparison)
     comparisons = make_engine(url, pool_size=2, comparison=report.tuning.comparison_settings)
-    in_process = InProcess(comparisons, ModelCatalog())
+    in_process = InProcess(comparisons, Snapshots())
     loaded = await survey(corpus, url, meta, engine, exact_max)
     built = await index_options(engine, loaded.largest.id)
     if args.tail:

@@ -68,6 +68,15 @@ class ServerSettings(BaseSettings):
         ge=0,
         le=100_000_000,
     )
+    account_snapshot_ttl_s: float = setting(
+        60.0,
+        "how long a process keeps what it read of an account's indexes (their sizes, kinds, "
+        "watermarks and fits), from which it plans the lookups: a new own index is used this "
+        "long after it is built at most (at most 60: an index moved to another kind is kept "
+        "65 s for processes that read the old one)",
+        ge=0,
+        le=60,
+    )
     hnsw_ef_search: int = setting(
         400, "`hnsw.ef_search` for the approximate paths (set per transaction)", ge=10, le=1000
     )

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from cachetools import TTLCache
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -37,8 +36,9 @@ from data.model_indexes import (
     prepare_build,
 )
 
-# How long a process reads an account's indexes from its memory (OwnIndexMarks) before it
-# reads them again: a move to another kind keeps the old index this long (and a margin).
+# How long a process reads an account's indexes from its memory at most (its snapshot,
+# data/account_snapshot.py, SIMILAR_SESSIONS_ACCOUNT_SNAPSHOT_TTL_S) before it reads them
+# again: a move to another kind keeps the old index this long (and a margin).
 INDEX_TTL_S = 60.0
 
 
@@ -115,10 +115,12 @@ class IndexShape:
     mark: int | None = None
 
 
-# Per model identity: the shared index's kind, and the account's own index's watermark, kind
-# and fitted ef_search (NULL kind: no own index).
+# Per model identity: the shared index's kind, and the account's own index's watermark, kind,
+# fitted ef_search (NULL kind: no own index) and whether PostgreSQL has finished building it.
 ACCOUNT_INDEXES = (
-    "SELECT model_identity, m.index_kind, r.index_kind, r.watermark, r.ef_search "
+    "SELECT model_identity, m.index_kind, r.index_kind, r.watermark, r.ef_search, "
+    "EXISTS (SELECT 1 FROM pg_class i JOIN pg_index x ON x.indexrelid = i.oid "
+    "AND x.indisvalid WHERE i.relname = r.index_name) "
     "FROM embedding_models m FULL JOIN "
     "(SELECT * FROM account_model_indexes WHERE account_id = :account_id) r "
     "USING (model_identity)"
@@ -135,41 +137,6 @@ def shapes(rows: Iterable[Sequence[Any]]) -> dict[str, IndexShape]:
         )
         for model, shared, own, mark, *_ in rows
     }
-
-
-class OwnIndexMarks:
-    """Process-wide, per account: the shape of its indexes of each model (model identity ->
-    IndexShape), which a statement's text inlines, kept in cachetools' TTLCache (the least
-    recently used of `accounts` out first). Read again after ttl_s, or when the model
-    catalog reads the account's fits (data/model_catalog.py puts them). A stale mark still
-    answers right: a newer index's predicate is implied by an older mark's, and the rows
-    between the two are looked up with the tail. A stale kind still finds its index: a move
-    to another kind keeps the old index for longer than INDEX_TTL_S after it registers the
-    new one (data/index_moves.py)."""
-
-    def __init__(self, ttl_s: float = INDEX_TTL_S, accounts: int = 10_000) -> None:
-        self._marks: TTLCache[UUID, Mapping[str, IndexShape]] = TTLCache(accounts, ttl_s)
-
-    async def of(self, conn: AsyncConnection, account_id: UUID) -> Mapping[str, IndexShape]:
-        known = self._marks.get(account_id)
-        if known is not None:
-            return known
-        rows = await conn.execute(text(ACCOUNT_INDEXES), {"account_id": account_id})
-        return self.put(account_id, shapes(rows.all()))
-
-    def put(self, account_id: UUID, marks: Mapping[str, IndexShape]) -> Mapping[str, IndexShape]:
-        self._marks[account_id] = marks
-        return marks
-
-    def forget(self, account_id: UUID) -> None:
-        self._marks.pop(account_id, None)
-
-    def clear(self) -> None:
-        """Forget every account's (a shared index changed its kind)."""
-        self._marks.clear()
-
-
-MARKS = OwnIndexMarks()
 
 
 def valid_registered(account: str, model: str) -> str:
@@ -312,7 +279,6 @@ async def register(
             "kind": kind.value,
         },
     )
-    MARKS.forget(account_id)
 
 
 async def ensure_large_account_indexes(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
@@ -19,7 +19,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from data.account_indexes import MARKS
+from data.account_indexes import IndexShape
 from data.accounts import EmbeddingSetting, setting_of
 from data.comparison_sql import (
     ANSWER,
@@ -42,17 +42,36 @@ from values.lookups import ComparisonSettings, Hit, Limits, LookupPath, ScanWind
 THREADED_AFTER = 50
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """How a statement's lookups go, as the plan decided them: each model's path and its
+    comparable chunks (model identity -> ModelPath; a model not named is exact), the shapes
+    of the indexes its text names (model identity -> IndexShape), and whether exact lookups
+    rank a pool of the account's chunks read once (a page of probes on a small account) or
+    each scan the account (the exact check of a few probes, on an account of any size)."""
+
+    paths: Mapping[str, ModelPath] = field(default_factory=dict)
+    marks: Mapping[str, IndexShape] = field(default_factory=dict)
+    pooled: bool = True
+
+    def params(self) -> dict[str, Any]:
+        """The paths as the statements take them (:paths, model -> [path, comparable])."""
+        paths = {m: [p.path.value, p.comparable] for m, p in self.paths.items()}
+        return {"paths": json.dumps(paths)}
+
+
 async def look_up(
     conn: AsyncConnection,
     account_id: UUID,
     asks: Sequence[Ask],
     models: Sequence[ModelIdentity],
     limits: Limits,
-    exact: bool = False,
+    route: Route | None = None,
 ) -> LookupAnswer:
     """The comparison's first statement, for every ask at once (an ask naming probes `again`
-    has only those looked up); with `exact`, every lookup takes the exact path."""
-    rows = await _first(conn, account_id, asks, models, limits, ANSWER, exact)
+    has only those looked up), each model's lookups on the route's path (none given: every
+    lookup exact, ranking a pool)."""
+    rows = await _first(conn, account_id, asks, models, limits, ANSWER, route or Route())
 
     def read() -> LookupAnswer:
         answer = _Answer.read(rows)
@@ -79,13 +98,14 @@ async def count_matches(
     asks: Sequence[Ask],
     models: Sequence[ModelIdentity],
     limits: Limits,
+    route: Route,
     bucket: str,
     related: dict[str, float],
 ) -> Timeline:
     """Per ask, its sessions at or above its model's related cut point (`related`, by
     model) among its probes' nearest chunks, counted by `bucket` (day, week or month)."""
     params = {"bucket": bucket, "related": json.dumps(related)}
-    rows = await _first(conn, account_id, asks, models, limits, TIMELINE_ANSWER, False, params)
+    rows = await _first(conn, account_id, asks, models, limits, TIMELINE_ANSWER, route, params)
     answer = _Answer.read(rows)
     return Timeline(answer.paths, tuple(answer.counted(ask.key) for ask in asks))
 
@@ -97,19 +117,19 @@ async def _first(
     models: Sequence[ModelIdentity],
     limits: Limits,
     answer: str,
-    exact: bool,
+    route: Route,
     extra: dict[str, Any] | None = None,
 ) -> Sequence[Row[Any]]:
     filtered = any(a.filtered for a in asks)
-    marks = await MARKS.of(conn, account_id)
-    statement = first_statement(models, account_id, filtered, answer, not exact, marks)
+    statement = first_statement(models, account_id, filtered, answer, route.pooled, route.marks)
     rows = await conn.execute(
         json_statement(statement, "payload"),
         {
             "account_id": account_id,
             "asks": json.dumps([a.as_json() for a in asks]),
             "branch_models": [str(m) for m in models],
-            **_limit_params(limits, exact),
+            **_limit_params(limits),
+            **route.params(),
             **{f"floor_{n}": limits.floor_for(str(m)) for n, m in enumerate(models)},
             **(extra or {}),
         },
@@ -124,14 +144,14 @@ async def look_up_text(
     vector: str,
     ask: Ask,
     limits: Limits,
-    exact: bool = False,
+    route: Route,
     slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> TextAnswer:
     """A search text's vector as the one probe (probe 0) of the account's chunks of the
     model (in the slot): same paths and candidates as a comparison's probes, no own
-    session; with `exact`, on the exact path."""
-    marks = await MARKS.of(conn, account_id)
-    statement = search_statement(identity, account_id, ask.filtered, slot, marks)
+    session; on the route's path (its exact lookup scans: one probe gains nothing from a
+    pool)."""
+    statement = search_statement(identity, account_id, ask.filtered, slot, route.marks)
     rows = await conn.execute(
         json_statement(statement, "payload"),
         {
@@ -140,7 +160,8 @@ async def look_up_text(
             "cutoff": ask.cutoff,
             "statuses": None if ask.statuses is None else list(ask.statuses),
             "source_types": None if ask.source_types is None else list(ask.source_types),
-            **_limit_params(limits, exact),
+            **_limit_params(limits),
+            **route.params(),
             "floor_0": limits.floor_for(str(identity)),
         },
     )
@@ -210,11 +231,9 @@ def _lookup(row: Any) -> Lookup:
     return Lookup(hits, None if row.payload is None else ScanWindow(*row.payload))
 
 
-def _limit_params(limits: Limits, exact: bool) -> dict[str, Any]:
-    """The lookups' bounds and path, as both statements take them."""
+def _limit_params(limits: Limits) -> dict[str, Any]:
+    """The lookups' bounds, as both statements take them."""
     return {
-        "exact": exact,
-        "cap": limits.exact_scan_max_chunks,
         "per_probe": limits.per_probe,
         "overfetch": limits.window,
         "probes": limits.probes,

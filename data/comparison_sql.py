@@ -1,10 +1,11 @@
 """The text of the comparison's first statement: the setting, the asked sessions, their
 inventories, probes and lookup paths, and every probe's nearest chunks, in one statement.
 
-The contract's rules that run here (the comparison model, the probe positions, the path)
-mirror the pure functions of resolvers/rules/ranking.py and resolvers/rules/lookup_path.py; a
-test keeps them equal. The text depends on the models it has branches for and, for an account
-with an index of its own, on the account (its predicate is inlined so the planner can use it).
+The contract's rules that run here (the comparison model, the probe positions) mirror the
+pure functions of resolvers/rules/ranking.py; a test keeps them equal. Each model's path is
+the plan's (:paths), kept only from an index that is no longer there (`PATH_GUARD`). The
+text depends on the models it has branches for and, for an account with an index of its
+own, on the account (its predicate is inlined so the planner can use it).
 Every row of an answer is tagged with its kind (`RowKind`), and data/comparison.py reads each
 kind into its typed row (data/lookups.py). Each probe's lookup, on each path, is written by
 data/probe_lookups_sql.py."""
@@ -39,28 +40,30 @@ ACCOUNT_INDEX, INDEX, UNSERVED = (
     path_literal(p) for p in (LookupPath.ACCOUNT_INDEX, LookupPath.INDEX, LookupPath.UNSERVED)
 )
 
-# The lookup path of a model `d.model` with `d.comparable` comparable chunks: the pure
-# resolvers.rules.lookup_path.choose_path, in SQL (only an index PostgreSQL finished counts);
-# :exact forces the exact path (the check of lookups an index could not vouch for); `d` is
-# kept from being flattened into it (OFFSET 0), which would count the chunks twice. An
-# account whose own index is registered but not ready (rebuilt after an import) is exact:
-# the rows written since it had one are not in the shared index.
-PATH_CHOICE = f"""WHEN CAST(:exact AS boolean) OR d.comparable <= :cap THEN {EXACT}
-              WHEN EXISTS (SELECT 1 FROM {valid_registered(":account_id", "d.model")})
-                THEN {ACCOUNT_INDEX}
-              WHEN EXISTS (SELECT 1 FROM account_model_indexes r
-                           WHERE r.account_id = :account_id AND r.model_identity = d.model)
+# The lookup path of a model `d.model`: the one the plan decided (`d.planned`, from the
+# account's snapshot: resolvers/rules/lookup_plan.py), unless the index it names is no longer
+# what the snapshot said. An own index not ready now (dropped, or rebuilt after an import), or
+# an own index registered since the snapshot (the rows written since are not in the shared
+# index), would answer without rows the account has: the exact path answers instead. Only
+# these facts are read at statement time; the account's size is the snapshot's.
+PATH_GUARD = f"""WHEN d.planned = {ACCOUNT_INDEX}
+                AND NOT EXISTS (SELECT 1 FROM {valid_registered(":account_id", "d.model")})
                 THEN {EXACT}
-              ELSE {INDEX}"""
+              WHEN d.planned = {INDEX}
+                AND EXISTS (SELECT 1 FROM account_model_indexes r
+                            WHERE r.account_id = :account_id AND r.model_identity = d.model)
+                THEN {EXACT}
+              ELSE d.planned"""
 
 
-def comparable_count(model: str, slot: VectorSlot = VectorSlot.PRIMARY) -> str:
-    """The account's comparable chunks of the model (in the slot), counted up to :cap + 1."""
+def planned_paths(models: str) -> str:
+    """The models of the subquery `models` (its column `model`) with the path the plan
+    decided for each (:paths, model -> [path, comparable chunks]; exact for a model it does
+    not name) and their comparable chunks as the snapshot counted them."""
     return (
-        "(SELECT count(*)::int FROM (SELECT 1 FROM session_chunks c "
-        f"WHERE c.account_id = :account_id AND c.{slot.model} = {model} "
-        f"AND c.redaction_state = 'clear' AND c.{slot.state} = 'embedded' "
-        "LIMIT :cap + 1) AS bounded)"
+        "SELECT m.model, coalesce(CAST(CAST(:paths AS jsonb) -> m.model ->> 1 AS int), 0) "
+        f"AS comparable, coalesce(CAST(:paths AS jsonb) -> m.model ->> 0, {EXACT}) AS planned "
+        f"FROM ({models}) m"
     )
 
 
@@ -108,10 +111,8 @@ retried AS MATERIALIZED (
 paths AS MATERIALIZED (
   SELECT d.model, d.comparable,
          CASE WHEN NOT d.model = ANY(CAST(:branch_models AS text[])) THEN {unserved}
-              {path_choice} END AS path
-  FROM (SELECT m.model,
-               {comparable_count} AS comparable
-        FROM (SELECT DISTINCT model FROM chosen) m OFFSET 0) d)"""
+              {path_guard} END AS path
+  FROM ({planned}) d)"""
 
 
 # One row per lookup: its hits above the floor as three aligned arrays (the aggregates of one
@@ -251,7 +252,9 @@ def first_statement(
     size)."""
     ctes = [
         PLAN.strip().format(
-            path_choice=PATH_CHOICE, comparable_count=comparable_count("m.model"), unserved=UNSERVED
+            path_guard=PATH_GUARD,
+            planned=planned_paths("SELECT DISTINCT model FROM chosen"),
+            unserved=UNSERVED,
         )
     ]
     exact, approximate, tails = [], [], []
@@ -319,11 +322,9 @@ def search_statement(
     no own session. One probe gains nothing from a pool: its exact lookup scans the account.
     The dense slot has no HNSW index: its lookups take the exact path."""
     model = identity.sql_literal()
-    choice = PATH_CHOICE if slot is VectorSlot.PRIMARY else f"WHEN true THEN {EXACT}"
     paths = (
-        f"paths AS MATERIALIZED (SELECT d.model, d.comparable, CASE {choice} END AS path "
-        f"FROM (SELECT {model}::text AS model, {comparable_count(model, slot)} AS comparable "
-        "OFFSET 0) d)"
+        f"paths AS MATERIALIZED (SELECT d.model, d.comparable, CASE {PATH_GUARD} END AS path "
+        f"FROM ({planned_paths(f'SELECT {model}::text AS model')}) d)"
     )
     probe = (
         "probe_0 AS MATERIALIZED (SELECT 0 AS key, 0 AS probe, NULL::uuid AS session_id, "

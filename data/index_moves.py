@@ -19,7 +19,7 @@ from uuid import UUID
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data.account_indexes import MARKS, rebuild_lock_key
+from data.account_indexes import rebuild_lock_key
 from data.model_identity import ModelIdentity
 from data.model_indexes import (
     BUILT_KIND,
@@ -124,7 +124,7 @@ async def _move_shared(engine: AsyncEngine, index: ToMove, grace_s: float) -> Mo
             ),
             {"name": name, "kind": BUILT_KIND.value, "identity": str(identity)},
         )
-        MARKS.clear()  # this process reads the new kind at once; the others within the grace
+        # every process reads the new kind within the grace (its snapshots expire)
         await asyncio.sleep(grace_s)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {index.name}"))
     return Moved(index, name, chunks, seconds)

@@ -39,6 +39,7 @@ from resolvers.failure_results import FailureGroupResult, FailureModesResult
 from resolvers.groupings import Grouping
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.degraded import Degraded, degraded
+from resolvers.rules.lookup_plan import Caller, plan
 from values.reasons import Reason
 
 TIMED_OUT = Reason.SIMILAR_COMPARISON_TIMED_OUT
@@ -48,10 +49,6 @@ REGROUPED = Reason.FAILURE_MODES_REGROUPED
 # chunks under load one session's lookups took 116 ms p50 and 400 ms p90 here).
 FAILURE_MODES_BATCH = 16
 UNVERIFIED = Reason.SIMILAR_APPROXIMATE_UNVERIFIED
-# The sessions before the window are compared with in one exact pass up to this many
-# passages (a pass over 25k of them for 100 groups' representatives took well under a
-# second here); above it, through the lookup paths, whose cost does not grow with them.
-EARLIER_EXACT_MAX_CHUNKS = 50_000
 
 
 class Lookup(NamedTuple):
@@ -199,7 +196,7 @@ async def compare_window(
             lookup.args,
             lookup.narrowing,
             services.tuning,
-            services.models,
+            services.snapshots,
             now,
         )
     return {i: r for i, r in zip(ids, results, strict=True) if r is not None}
@@ -264,14 +261,15 @@ async def _earlier(
     """The earlier sessions' comparison of each group's representative, then of the other
     members of the groups whose representative has no related one: enough to tell every
     group new or recurring exactly. In one exact pass each when the sessions before the
-    window hold at most EARLIER_EXACT_MAX_CHUNKS passages; through the request's
-    similarSessions DataLoader (its lookup paths) when they hold more."""
+    window hold at most the earlier sessions' plan's exact size (rules/lookup_plan.py); through
+    the request's similarSessions DataLoader (its lookup paths) when they hold more."""
     where = PoolFilter(None, None, None, earlier.narrowing.started_before)
+    bound = plan(Caller.EARLIER, context.services.tuning).exact_scan_max_chunks
     async with context.services.read() as conn:
-        size = await pool_size(conn, context.principal.account_id, where, EARLIER_EXACT_MAX_CHUNKS)
+        size = await pool_size(conn, context.principal.account_id, where, bound)
 
     async def compared(ids: Sequence[UUID]) -> dict[UUID, SimilarResult]:
-        if size <= EARLIER_EXACT_MAX_CHUNKS:
+        if size <= bound:
             return await compare_window(context, ids, earlier, pin.window_end)
         return await _compared(context, ids, earlier)
 

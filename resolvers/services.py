@@ -1,6 +1,7 @@
-"""What every request of a process shares: the engines, the tuning, the catalog of models in
-use, what exact checks cost per account, the embedders of search texts, and the failure
-modes' groupings of the last minutes, and the event loop's turns."""
+"""What every request of a process shares: the engines, the tuning, the accounts' snapshots
+(their models, indexes and fits), what exact checks cost per account, the embedders of
+search texts, and the failure modes' groupings of the last minutes, and the event loop's
+turns."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from data.model_catalog import ModelCatalog
+from data.account_snapshot import Snapshots
 from indexer.embedders import Registry
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.groupings import Groupings
@@ -39,7 +40,7 @@ class Services:
     engine: AsyncEngine
     tuning: Tuning
     comparisons: AsyncEngine | None = None  # the comparisons' own pool; else `engine`
-    models: ModelCatalog = field(default_factory=ModelCatalog)
+    snapshots: Snapshots = field(default_factory=Snapshots)
     embedders: Registry = field(default_factory=Registry)
     checks: CheckCosts = field(default_factory=CheckCosts)
     groupings: Groupings = field(default_factory=Groupings)

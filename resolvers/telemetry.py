@@ -46,6 +46,7 @@ def phase(name: str, plan: LookupPlan | None = None) -> Iterator[None]:
             span.set_attribute("similar_sessions.plan.caller", plan.caller.value)
             span.set_attribute("similar_sessions.plan.exact", plan.exact)
             span.set_attribute("similar_sessions.plan.routed_exact", plan.routed)
+            span.set_attribute("similar_sessions.plan.pooled", plan.pooled)
             span.set_attribute("similar_sessions.plan.ef_search", plan.ef_search)
             span.set_attribute("similar_sessions.plan.check_budget_ms", plan.check_budget_ms)
         yield

@@ -22,9 +22,9 @@ from strawberry.extensions.tracing import OpenTelemetryExtension
 
 from config.logs import configure_logging
 from config.settings import Settings
+from data.account_snapshot import Snapshots
 from data.engine import make_engine, ping
 from data.migrate import migrate
-from data.model_catalog import ModelCatalog
 from data.secrets import deployment_secret
 from data.server import resolve_url
 from indexer.embedders import Registry
@@ -84,7 +84,8 @@ def services_of(
 ) -> Services:
     # The indexer's embedders: a search text is embedded by the model its passages were.
     embedders = Registry(providers=providers_for(settings), kept=settings.embedders_kept)
-    return Services(engine, Tuning.of(settings), comparisons, ModelCatalog(), embedders)
+    snapshots = Snapshots(settings.account_snapshot_ttl_s)
+    return Services(engine, Tuning.of(settings), comparisons, snapshots, embedders)
 
 
 async def metrics(_: Request) -> Response:

@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from bench.common.paths import checkout_env
 from bench.importing.floor import ServerCpu
 from data import comparison
+from data.account_snapshot import Snapshots
 from data.engine import make_engine
 from data.migrate import migrate
-from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.state import NOT_NARROWED
@@ -50,7 +50,7 @@ async def _compared(url: str, sessions: int, rounds: int) -> tuple[float, float]
     their ids) in process, as the route does (a comparison connection, one catalog), and of
     the exact path on the same sessions, interleaved, after a round that warms both."""
     engine = make_engine(url)
-    catalog, served, exact = ModelCatalog(), Tuning(), Tuning(exact_scan_max_chunks=10**9)
+    catalog, served, exact = Snapshots(), Tuning(), Tuning(exact_scan_max_chunks=10**9)
     try:
         async with engine.connect() as conn:
             row = (await conn.execute(sa.text("SELECT account_id FROM accounts"))).first()

@@ -17,7 +17,7 @@ from bench.latency.measure import Figures, Probe, exact, path_of, probes_of, rec
 from bench.latency.report import Report
 from bench.latency.server import Client
 from data import comparison
-from data.model_catalog import ModelCatalog
+from data.account_snapshot import Snapshots
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import compare_sessions
@@ -31,7 +31,7 @@ class InProcess:
     comparison's settings, and one process-wide model catalog."""
 
     engine: AsyncEngine
-    catalog: ModelCatalog
+    catalog: Snapshots
     checks: CheckCosts = field(default_factory=CheckCosts)
 
 

@@ -18,9 +18,8 @@ from bench.latency.first_statement import explained, first_statements
 from bench.latency.phase_times import Tally, tallied, traced
 from bench.latency.real_vectors import Measured, World, compare
 from bench.latency.report import Report
-from data.account_indexes import MARKS
+from data.account_snapshot import Snapshots, read_snapshot
 from data.engine import make_engine
-from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.state import NOT_NARROWED
 
@@ -49,8 +48,7 @@ async def in_process(
     settings = report.tuning.comparison_settings
     account = fig.account.id
     await evict_buffers(engine)
-    fresh = InProcess(make_engine(world.url, pool_size=2, comparison=settings), ModelCatalog())
-    MARKS.forget(account)
+    fresh = InProcess(make_engine(world.url, pool_size=2, comparison=settings), Snapshots())
     try:
         with traced(), first_statements() as captured:
             before = await in_buffers(engine)
@@ -77,13 +75,10 @@ async def in_process(
             out.connect_ms.append(ms)
             await evict_buffers(engine)
             async with other.connect() as conn:
-                catalog = ModelCatalog()
                 for times in (out.catalog_cold_ms, out.catalog_ms):
                     started = time.perf_counter()
-                    models = await catalog.models(conn, account)
-                    await catalog.ef_search(conn, account, models)
+                    await read_snapshot(conn, account, report.tuning.exact_scan_max_chunks)
                     times.append((time.perf_counter() - started) * 1000)
-                    catalog = ModelCatalog()
         finally:
             await other.dispose()
     if captured:

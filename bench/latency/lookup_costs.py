@@ -13,6 +13,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench.common.routes import planned_route
 from bench.common.timing import clocked, p50
 from bench.latency.corpus import Account
 from bench.latency.measure import Probe, exact, probes_of, recalls
@@ -50,11 +51,16 @@ async def first_statement(
     engine: AsyncEngine, probe: Probe, identity: ModelIdentity, limits: Limits, ef: int
 ) -> tuple[float, list[Hit], Counter[str]]:
     """The first statement alone for the probe's session: its ms, hits, and why each of its
-    approximate lookups could (`vouched`) or could not vouch."""
+    approximate lookups could (`vouched`) or could not vouch (the limits' exact-scan size
+    forces the path)."""
     async with engine.connect() as conn:
+        forcing = Tuning(exact_scan_max_chunks=limits.exact_scan_max_chunks)
+        route = await planned_route(conn, probe.account, forcing)
         await comparison.configure_comparison(conn, ComparisonSettings(120_000, ef))
         ask = [Ask(0, probe.session)]
-        ms, looked = await clocked(comparison.look_up(conn, probe.account, ask, [identity], limits))
+        ms, looked = await clocked(
+            comparison.look_up(conn, probe.account, ask, [identity], limits, route)
+        )
         await conn.rollback()
     found = looked.inventories[0]
     doubts: Counter[str] = Counter()

@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench.common.routes import planned_route
 from bench.latency.corpus import IDENTITY
 from data import comparison
+from data.account_snapshot import Snapshots
 from data.lookups import Ask
-from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.model_indexes import comparable_predicate
 from resolvers.arguments import SimilarArgs
@@ -100,7 +101,7 @@ async def _looked(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: T
         probe.account, [(probe.session, SimilarArgs(), NOT_NARROWED)], datetime.now(UTC)
     )
     async with engine.connect() as conn:
-        return await look_up(conn, batch, forced, ModelCatalog(), CheckCosts())
+        return await look_up(conn, batch, forced, Snapshots(), CheckCosts())
 
 
 async def served(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tuning) -> list[Hit]:
@@ -113,9 +114,12 @@ async def served(engine: AsyncEngine, probe: Probe, path: LookupPath, tuning: Tu
                 sa.text("DELETE FROM account_model_indexes WHERE account_id = :a"),
                 {"a": probe.account},
             )
+            route = await planned_route(
+                conn, probe.account, replace(tuning, exact_scan_max_chunks=0)
+            )
             await comparison.configure_comparison(conn, tuning.comparison_settings)
             ask = Ask(0, probe.session)
-            looked = await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits)
+            looked = await comparison.look_up(conn, probe.account, [ask], [IDENTITY], limits, route)
             await unregistered.rollback()
         found = looked.inventories[0]
         return [] if found is None else [h for p in found.probes for h in p.answer.hits]
@@ -158,7 +162,7 @@ async def path_of(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> Lo
         ).scalar_one()
     batch = batch_of(account, [(session, SimilarArgs(), NOT_NARROWED)], datetime.now(UTC))
     async with engine.connect() as conn:
-        batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
+        batch = await look_up(conn, batch, tuning, Snapshots(), CheckCosts())
     path = batch.path(str(IDENTITY))
     assert path is not None
     return path

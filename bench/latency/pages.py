@@ -13,12 +13,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench.common.routes import planned_route
 from bench.common.timing import clocked, p50
 from bench.latency.corpus import Account
 from bench.latency.report import Report
 from bench.latency.server import LeanClient
 from data import comparison
-from data.model_catalog import ModelCatalog
+from data.account_snapshot import read_snapshot
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import SimilarKey, batch_of, compare_sessions
 from resolvers.comparison.state import NOT_NARROWED
@@ -212,7 +213,7 @@ async def lookups_alone(
 
 async def _models(engine: AsyncEngine, account_id: uuid.UUID) -> Any:
     async with engine.connect() as conn:
-        return await ModelCatalog().models(conn, account_id)
+        return (await read_snapshot(conn, account_id, 0)).models
 
 
 async def first_statement(
@@ -227,6 +228,7 @@ async def first_statement(
     batch = batch_of(account_id, keys, datetime.now(UTC))
     limits = plan(Caller.COMPARISON, tuning).limits()
     async with engine.connect() as conn:
+        route = await planned_route(conn, account_id, tuning)
         await comparison.ensure_configured(conn, tuning.comparison_settings)
         asks = [c.ask for c in batch.comparisons]
-        await comparison.look_up(conn, account_id, asks, models, limits)
+        await comparison.look_up(conn, account_id, asks, models, limits, route)

@@ -30,8 +30,8 @@ from bench.latency.phase_times import PHASES, Doubts, Tally, mean_ms, tallied, t
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, Reply, start_server
 from data import comparison
+from data.account_snapshot import Snapshots, read_snapshot
 from data.engine import make_engine
-from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.check_costs import CheckCosts
 from resolvers.comparison.phases import SimilarKey, batch_of, compare_sessions, look_up
@@ -122,7 +122,7 @@ async def measure_world(report: Report, world: World) -> list[Measured]:
     servers = Servers(world, report.tuning)
     engine = make_engine(world.url, pool_size=2, statement_timeout_ms=120_000)
     comparisons = make_engine(world.url, pool_size=2, comparison=report.tuning.comparison_settings)
-    in_process = InProcess(comparisons, ModelCatalog())
+    in_process = InProcess(comparisons, Snapshots())
     out = []
     try:
         for label, account in world.accounts:
@@ -149,10 +149,9 @@ async def comparable_sessions(engine: AsyncEngine, account: uuid.UUID) -> list[u
 
 async def fitted_ef_search(engine: AsyncEngine, account: uuid.UUID, tuning: Tuning) -> str:
     """The ef_search the account's comparisons search its own index at (data/ef_fits.py)."""
-    catalog = ModelCatalog()
     async with engine.connect() as conn:
-        models = await catalog.models(conn, account)
-        comparing = await account_plan(conn, Caller.COMPARISON, tuning, catalog, account, models)
+        snapshot = await read_snapshot(conn, account, tuning.exact_scan_max_chunks)
+        comparing = account_plan(Caller.COMPARISON, tuning, snapshot, account)
         served = comparing.ef_search
     return f"{served} (fitted)" if served != tuning.ef_search else str(served)
 
@@ -242,7 +241,7 @@ async def served_path(
     """The path the product takes for the session's comparison model on the account."""
     batch = batch_of(account, [(session, SimilarArgs(), NOT_NARROWED)], datetime.now(UTC))
     async with engine.connect() as conn:
-        batch = await look_up(conn, batch, tuning, ModelCatalog(), CheckCosts())
+        batch = await look_up(conn, batch, tuning, Snapshots(), CheckCosts())
     path = batch.path(batch.comparisons[0].model)
     return "none" if path is None else path.value
 

@@ -25,8 +25,8 @@ from bench.latency.plans import lookups
 from bench.latency.real_vectors import EXACT_FORCED, comparable_sessions, compare, result_ids
 from bench.latency.report import Report
 from bench.latency.server import LeanClient, start_server
+from data.account_snapshot import Snapshots
 from data.engine import make_engine
-from data.model_catalog import ModelCatalog
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules.lookup_path import LookupPath
@@ -80,7 +80,7 @@ async def at_scale(report: Report, url: str, account: Account, size_name: str) -
             procs.append(proc)
             servers[ef] = LeanClient(base)
             comparisons = make_engine(url, pool_size=2, comparison=tuning.comparison_settings)
-            in_process[ef] = InProcess(comparisons, ModelCatalog())
+            in_process[ef] = InProcess(comparisons, Snapshots())
         exact_tuning = replace(report.tuning, exact_scan_max_chunks=EXACT_FORCED)
         proc, base = start_server(url, exact_tuning, RESULTS / f"server-{size_name}-exact.log")
         procs.append(proc)

@@ -53,8 +53,8 @@ def _learned(ttl_s: float) -> TTLCache[UUID, Any]:
 
 class CheckCosts:
     """Per account, the last check's cost per lookup, kept for ttl_s after it was learned
-    (cachetools' TTLCache; process-wide, like the model catalog; a worker process learns on
-    its own)."""
+    (cachetools' TTLCache; process-wide, like the accounts' snapshots; a worker process
+    learns on its own)."""
 
     def __init__(self, ttl_s: float = CHECK_COSTS_TTL_S) -> None:
         self.ttl_s = ttl_s

@@ -13,9 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import bm25
 from data import comparison as sql
+from data.account_snapshot import AccountSnapshot
 from data.lookups import Ask, TextAnswer
 from data.vector_slots import Space
 from resolvers.comparison.check_costs import CheckCosts, exact_check
+from resolvers.comparison.plans import text_route
 from resolvers.rules.degraded import in_contract_order
 from resolvers.rules.lookup_path import vouches_for
 from resolvers.rules.lookup_plan import LookupPlan
@@ -101,19 +103,27 @@ async def dense_leg(
     floor: float,
     plan: LookupPlan,
     checks: CheckCosts,
+    snapshot: AccountSnapshot,
 ) -> LegAnswer:
     """The passages nearest the text's vector in the dense model's space, at or above the
     model's floor for a text, as the search's plan says; an approximate lookup that cannot
     vouch for its answer is checked by an exact pass, as a comparison's probes are."""
     limits = plan.limits(floor=floor)
     looked = await sql.look_up_text(
-        conn, text.account_id, space.identity, vector, text.ask, limits, slot=space.slot
+        conn,
+        text.account_id,
+        space.identity,
+        vector,
+        text.ask,
+        limits,
+        text_route(plan, snapshot, space),
+        space.slot,
     )
     unverified = False
     if looked.path.path.approximate and not vouches_for(
         looked.answer.window, limits.window, limits.per_probe
     ):
-        exact = await _checked(conn, text, space, vector, limits, plan, checks)
+        exact = await _checked(conn, text, space, vector, limits, plan, checks, snapshot)
         unverified = exact is None
         # the path reported stays the one the lookup took
         looked = looked if exact is None else TextAnswer(looked.path, exact.answer)
@@ -134,6 +144,7 @@ async def _checked(
     limits: Limits,
     plan: LookupPlan,
     checks: CheckCosts,
+    snapshot: AccountSnapshot,
 ) -> TextAnswer | None:
     """The text's lookup by an exact pass within the plan's check budget; None past it, or
     when the account's last checks predict it would run past it."""
@@ -141,9 +152,11 @@ async def _checked(
     if budget_ms <= 0:
         return None
 
+    exactly = text_route(plan.checked(), snapshot, space)
+
     async def look() -> TextAnswer:
         return await sql.look_up_text(
-            conn, text.account_id, space.identity, vector, text.ask, limits, True, space.slot
+            conn, text.account_id, space.identity, vector, text.ask, limits, exactly, space.slot
         )
 
     return await exact_check(conn, checks, text.account_id, 1, budget_ms, look)

@@ -1,10 +1,10 @@
 """The comparison's lookups: the first statement for a whole batch, and the same statement
-again for some probes of some comparisons (a model the catalog had not seen, a wider search,
+again for some probes of some comparisons (a model the snapshot had not seen, a wider search,
 an exact check), each answer folded into the comparisons' records."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import TypeVar
 from uuid import UUID
@@ -12,10 +12,10 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
+from data.account_snapshot import AccountSnapshot, Snapshots
 from data.lookups import Inventory, ModelPath
-from data.model_catalog import ModelCatalog
-from data.model_identity import ModelIdentity
 from data.sessions import SessionRow, sessions_by_id
+from resolvers.comparison.plans import route
 from resolvers.comparison.state import Batch, Comparison
 from resolvers.rules.calibration import NO_FLOOR, passage_floors
 from resolvers.rules.lookup_plan import LookupPlan
@@ -28,26 +28,27 @@ Looked = TypeVar("Looked")
 
 async def served(
     conn: AsyncConnection,
-    catalog: ModelCatalog,
+    snapshots: Snapshots,
+    snapshot: AccountSnapshot,
     account_id: UUID,
     looked: Looked,
     paths: Iterable[ModelPath],
-    again: Callable[[Sequence[ModelIdentity]], Awaitable[Looked]],
-) -> tuple[Looked, Sequence[ModelIdentity] | None]:
+    again: Callable[[AccountSnapshot], Awaitable[Looked]],
+) -> tuple[Looked, AccountSnapshot | None]:
     """A statement's answer when every model it met had a branch in it; else (a model
-    appeared since the catalog read the account's) the catalog read again and `again` asked
-    with the models it now has, once: that answer and those models (None: not asked again)."""
+    appeared since the snapshot was read) the account read again and `again` asked with the
+    snapshot it now has, once: that answer and that snapshot (None: not asked again)."""
     if not any(p.path is LookupPath.UNSERVED for p in paths):
         return looked, None
-    catalog.forget(account_id)
-    models = await catalog.models(conn, account_id)
-    return await again(models), models
+    snapshots.forget(account_id)
+    newer = await snapshots.of(conn, account_id, snapshot.counted_to)
+    return await again(newer), newer
 
 
 async def first_look(
     conn: AsyncConnection,
     batch: Batch,
-    models: Sequence[ModelIdentity],
+    snapshot: AccountSnapshot,
     plan: LookupPlan,
     look: bool = True,
 ) -> Batch:
@@ -55,8 +56,11 @@ async def first_look(
     inventory, probes and their lookups, the account's setting and each model's path. Not to
     `look`, the plan alone: no probe is looked up (every ask names none `again`)."""
     asks = [c.ask if look else replace(c.ask, again=()) for c in batch.comparisons]
+    models = snapshot.models
     limits = plan.limits(floors=passage_floors(models))
-    looked = await sql.look_up(conn, batch.account_id, asks, models, limits, plan.exact)
+    looked = await sql.look_up(
+        conn, batch.account_id, asks, models, limits, route=route(plan, snapshot)
+    )
     found = zip(batch.comparisons, looked.inventories, strict=True)
     comparisons = tuple(replace(c, found=inventory) for c, inventory in found)
     return replace(batch, comparisons=comparisons, setting=looked.setting, paths=looked.paths)
@@ -65,7 +69,7 @@ async def first_look(
 async def look_again(
     conn: AsyncConnection,
     batch: Batch,
-    models: Sequence[ModelIdentity],
+    snapshot: AccountSnapshot,
     plan: LookupPlan,
     pick: Pick,
 ) -> Batch:
@@ -76,21 +80,29 @@ async def look_again(
     asks = [replace(c.ask, again=tuple(sorted(n))) for c, n in picked if n]
     if not asks:
         return batch
-    exact = plan.exact
+    checking = not plan.pooled  # a check scans; a wider retry or an unserved model pools
+    models = snapshot.models
     limits = plan.limits(floors=passage_floors(models))
-    looked = await sql.look_up(conn, batch.account_id, asks, models, limits, exact=exact)
+    looked = await sql.look_up(
+        conn, batch.account_id, asks, models, limits, route=route(plan, snapshot)
+    )
     again = iter(looked.inventories)
-    comparisons = (c.answered(n, next(again), exact) if n else c for c, n in picked)
+    comparisons = (c.answered(n, next(again), checking) if n else c for c, n in picked)
     batch = batch.with_comparisons(comparisons)
-    return batch if exact else replace(batch, paths=batch.paths | looked.paths)
+    return batch if checking else replace(batch, paths=batch.paths | looked.paths)
 
 
 async def look_nearest(
-    conn: AsyncConnection, batch: Batch, models: Sequence[ModelIdentity], plan: LookupPlan
+    conn: AsyncConnection,
+    batch: Batch,
+    snapshot: AccountSnapshot,
+    plan: LookupPlan,
+    searching_at: int,
 ) -> Batch:
     """For the comparisons that found no hit (and offer the nearest), their probes' nearest
-    passages without a floor, as the nearest passages' plan says (one statement, only when
-    there are such comparisons)."""
+    passages without a floor, as the nearest passages' plan says, at its ef_search (set only
+    if the connection is `searching_at` another; their plan takes their caller's): one
+    statement, only when there are such comparisons."""
     hitless = [
         c
         for c in batch.found
@@ -98,9 +110,13 @@ async def look_nearest(
     ]
     if not hitless:
         return batch
+    if plan.ef_search != searching_at:
+        await sql.widen_search(conn, plan.ef_search)
     limits = plan.limits(floor=NO_FLOOR)
     asks = [c.ask for c in hitless]
-    looked = await sql.look_up(conn, batch.account_id, asks, models, limits)
+    looked = await sql.look_up(
+        conn, batch.account_id, asks, snapshot.models, limits, route=route(plan, snapshot)
+    )
     nearest = {
         c.ask.key: tuple(h for p in found.probes for h in p.answer.hits)
         for c, found in zip(hitless, looked.inventories, strict=True)

@@ -18,10 +18,9 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
+from data.account_snapshot import AccountSnapshot, Snapshots
 from data.errors import ComparisonTimedOut
 from data.lookups import Ask
-from data.model_catalog import ModelCatalog
-from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms
 from resolvers.comparison.check_costs import CheckCosts
@@ -32,14 +31,14 @@ from resolvers.comparison.looking import (
     look_nearest,
     served,
 )
-from resolvers.comparison.plans import account_plan
+from resolvers.comparison.plans import account_plan, snapshot_of
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison, Narrowing
 from resolvers.comparison.verify import doubtful, say_doubts, verify
 from resolvers.rules import ranking
 from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.lookup_path import reached_floor
-from resolvers.rules.lookup_plan import Caller, LookupPlan, plan
+from resolvers.rules.lookup_plan import Caller, LookupPlan
 from resolvers.telemetry import phase
 from resolvers.tuning import Tuning
 from values.lookups import LookupPath
@@ -54,14 +53,14 @@ async def compare_sessions(
     account_id: UUID,
     keys: Sequence[SimilarKey],
     tuning: Tuning,
-    catalog: ModelCatalog | None = None,
+    snapshots: Snapshots | None = None,
     checks: CheckCosts | None = None,
 ) -> list[SimilarResult | None]:
     """One result per key, in key order; None for a session this account does not have.
-    `catalog` and `checks` are the process's (a fresh one each when not given)."""
+    `snapshots` and `checks` are the process's (a fresh one each when not given)."""
     started = time.perf_counter()
     batch = batch_of(account_id, keys, datetime.now(UTC))
-    batch = await look_up(conn, batch, tuning, catalog or ModelCatalog(), checks or CheckCosts())
+    batch = await look_up(conn, batch, tuning, snapshots or Snapshots(), checks or CheckCosts())
     with phase("ranking"):
         batch = rank(batch)
     with phase("details"):
@@ -93,7 +92,7 @@ def batch_of(account_id: UUID, keys: Sequence[SimilarKey], now: datetime) -> Bat
 
 
 async def look_up(
-    conn: AsyncConnection, batch: Batch, tuning: Tuning, catalog: ModelCatalog, checks: CheckCosts
+    conn: AsyncConnection, batch: Batch, tuning: Tuning, snapshots: Snapshots, checks: CheckCosts
 ) -> Batch:
     """The first statement, within the comparison's time budget; the probes an approximate
     lookup answered short are asked again, once, with a wider search, and those whose lookup
@@ -102,38 +101,41 @@ async def look_up(
     account_id = batch.account_id
     try:
         with sql.within_budget():
-            models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)
-            planned = await account_plan(
-                conn, Caller.COMPARISON, tuning, catalog, account_id, models, checks
-            )
+            snapshot: AccountSnapshot = await snapshot_of(conn, snapshots, account_id, tuning)
+            planned = account_plan(Caller.COMPARISON, tuning, snapshot, account_id, checks)
             await sql.ensure_configured(conn, planned.settings)
             with phase("lookups", planned):
-                batch = await first_look(conn, replace(batch, plan=planned), models, planned)
+                batch = await first_look(conn, replace(batch, plan=planned), snapshot, planned)
                 say_doubts(batch, planned)
 
-            async def unserved(models: Sequence[ModelIdentity]) -> Batch:
-                return await look_again(conn, batch, models, planned, _unserved(batch))
+            async def unserved(newer: AccountSnapshot) -> Batch:
+                again = account_plan(Caller.COMPARISON, tuning, newer, account_id, checks)
+                return await look_again(conn, batch, newer, again, _unserved(batch))
 
             batch, newer = await served(
-                conn, catalog, account_id, batch, batch.paths.values(), unserved
+                conn, snapshots, snapshot, account_id, batch, batch.paths.values(), unserved
             )
-            models = models if newer is None else newer
+            if newer is not None:
+                snapshot = newer
+                planned = account_plan(Caller.COMPARISON, tuning, snapshot, account_id, checks)
             widen = _worth_widening(batch, planned, checks)
             short = sum(len(widen(c)) for c in batch.comparisons)
             if short and planned.widen_ef_search is not None:
                 with phase("widened", planned):
                     await sql.widen_search(conn, planned.widen_ef_search)
-                    batch = await look_again(conn, batch, models, planned, widen)
+                    batch = await look_again(conn, batch, snapshot, planned, widen)
                     # what follows (the nearest passages) searches at the plan's again
                     await sql.search_at(conn, planned.ef_search)
                 log.info("similar_sessions_widened", probes=short)
             if any(doubtful(c, batch, planned) for c in batch.comparisons):
                 with phase("check", planned):
-                    batch = await verify(conn, batch, models, planned, checks)
+                    batch = await verify(conn, batch, snapshot, planned, checks)
             _learn_route(checks, batch, planned.routed, (time.perf_counter() - started) * 1000)
-            nearest = plan(Caller.NEAREST, tuning)
+            nearest = account_plan(
+                Caller.NEAREST, tuning, snapshot, account_id, caller_ef_search=planned.ef_search
+            )
             with phase("nearest", nearest):
-                batch = await look_nearest(conn, batch, models, nearest)
+                batch = await look_nearest(conn, batch, snapshot, nearest, planned.ef_search)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=tuning.comparison_timeout_ms)
         return await after_timeout(conn, batch)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
 from data import comparison_details as details
+from data.account_snapshot import AccountSnapshot
 from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
 from data.indexing import pending_count
@@ -27,6 +28,7 @@ from indexer.query import QueryNotEmbedded, embed_query
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison.answer import elapsed_ms, neighbour_of
 from resolvers.comparison.legs import Leg, LegAnswer, Text, dense_leg, lexical_leg
+from resolvers.comparison.plans import account_plan, snapshot_of
 from resolvers.comparison.results import SearchResult
 from resolvers.comparison.searched import fused_page, nearest_page
 from resolvers.rules import ranking
@@ -193,11 +195,19 @@ async def _legs(
         why = search.reasons - ASKED
         return [*legs, LegAnswer(Leg.DENSE, model, False, why_not=why, elapsed_ms=search.embed_ms)]
     floor = calibration(model, ProbeKind.TEXT).floor
-    searching = plan(Caller.SEARCH, services.tuning)
+    snapshot = await _snapshot(conn, services, search)
+    searching = account_plan(Caller.SEARCH, services.tuning, snapshot, search.text.account_id)
     started = time.perf_counter()
-    leg = await dense_leg(conn, search.text, dense, vector, floor, searching, services.checks)
+    leg = await dense_leg(
+        conn, search.text, dense, vector, floor, searching, services.checks, snapshot
+    )
     legs.append(replace(leg, elapsed_ms=search.embed_ms + elapsed_ms(started)))
     return legs
+
+
+async def _snapshot(conn: AsyncConnection, services: Services, search: Search) -> AccountSnapshot:
+    """The account's snapshot, which the dense leg and the nearest passages plan from."""
+    return await snapshot_of(conn, services.snapshots, search.text.account_id, services.tuning)
 
 
 async def _behind(conn: AsyncConnection, search: Search, legs: list[LegAnswer]) -> Search:
@@ -227,8 +237,13 @@ async def _answer(
     nearest: list[ranking.Neighbour] = []
     if not page and not args.after:
         if answer is not None:
-            loose = plan(Caller.NEAREST, services.tuning)
-            nearest = await nearest_page(conn, search.text, answer, loose, args)
+            snapshot = await _snapshot(conn, services, search)
+            account_id = search.text.account_id
+            searching_at = plan(Caller.SEARCH, services.tuning).ef_search
+            loose = account_plan(
+                Caller.NEAREST, services.tuning, snapshot, account_id, None, searching_at
+            )
+            nearest = await nearest_page(conn, search.text, answer, loose, args, snapshot)
         nothing = nearest or answer is None  # else nothing of the model to compare with
         reason = (
             Reason.SIMILAR_NOTHING_CLOSE_ENOUGH

@@ -10,9 +10,11 @@ from uuid import UUID
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
+from data.account_snapshot import AccountSnapshot
 from data.vector_slots import Space
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import Found, LegAnswer, Text
+from resolvers.comparison.plans import text_route
 from resolvers.rules import ranking
 from resolvers.rules.calibration import NO_FLOOR
 from resolvers.rules.fusion import Fused, leg_order, reciprocal_rank_fusion
@@ -74,13 +76,21 @@ async def nearest_page(
     answer: tuple[Space, str],
     nearest: LookupPlan,
     args: SimilarArgs,
+    snapshot: AccountSnapshot,
 ) -> list[ranking.Neighbour]:
     """The sessions of the passages nearest the text in the answer's space, floor or no
     floor, ranked by the contract's rule: offered (loose) when nothing passed."""
     space, vector = answer
     limits = nearest.limits(floor=NO_FLOOR)
     looked = await sql.look_up_text(
-        conn, text.account_id, space.identity, vector, text.ask, limits, slot=space.slot
+        conn,
+        text.account_id,
+        space.identity,
+        vector,
+        text.ask,
+        limits,
+        text_route(nearest, snapshot, space),
+        space.slot,
     )
     neighbours = ranking.rank_neighbours(looked.answer.hits, args.max_matches_per_session)
     return neighbours[: args.limit]

@@ -18,15 +18,14 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import comparison as sql
+from data.account_snapshot import AccountSnapshot, Snapshots
 from data.errors import ComparisonTimedOut
 from data.lookups import Ask, Counted
-from data.model_catalog import ModelCatalog
-from data.model_identity import ModelIdentity
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import bands_of
 from resolvers.comparison.looking import served
 from resolvers.comparison.phases import ask_of
-from resolvers.comparison.plans import account_plan
+from resolvers.comparison.plans import account_plan, route, snapshot_of
 from resolvers.comparison.state import NOT_NARROWED
 from resolvers.rules import ranking
 from resolvers.rules.degraded import Degraded, degraded
@@ -71,7 +70,7 @@ async def timelines(
     account_id: UUID,
     keys: Sequence[TimelineKey],
     tuning: Tuning,
-    catalog: ModelCatalog,
+    snapshots: Snapshots,
 ) -> list[TimelineResult | None]:
     """One timeline per key, in key order (None for a session the account does not have);
     one statement per bucket size asked."""
@@ -82,7 +81,7 @@ async def timelines(
         if not mine:
             continue
         asks = [ask_of(n, *keys[n][:2], now, NOT_NARROWED) for n in mine]
-        counts = await _count(conn, account_id, asks, bucket, tuning, catalog)
+        counts = await _count(conn, account_id, asks, bucket, tuning, snapshots)
         timed_out = counts is None
         for n, counted in zip(mine, counts or [Counted()] * len(mine), strict=True):
             if counted is not None:
@@ -96,28 +95,34 @@ async def _count(
     asks: list[Ask],
     bucket: TimelineBucket,
     tuning: Tuning,
-    catalog: ModelCatalog,
+    snapshots: Snapshots,
 ) -> Sequence[Counted | None] | None:
     """Each ask's counts (None for a missing session); None when the budget ran out."""
     try:
         with sql.within_budget():
-            models = await catalog.models(conn, account_id)
-            counting = await account_plan(
-                conn, Caller.TIMELINE, tuning, catalog, account_id, models
-            )
+            snapshot = await snapshot_of(conn, snapshots, account_id, tuning)
+            counting = account_plan(Caller.TIMELINE, tuning, snapshot, account_id)
             await sql.ensure_configured(conn, counting.settings)
             # no model's related cut point is below the contract's floor
             limits = counting.limits(per_probe=TIMELINE_NEIGHBOURS_PER_PROBE)
 
-            async def count(models: Sequence[ModelIdentity]) -> sql.Timeline:
-                related = {str(m): bands_of(str(m)).related for m in models}
+            async def count(known: AccountSnapshot) -> sql.Timeline:
+                planned = account_plan(Caller.TIMELINE, tuning, known, account_id)
+                related = {str(m): bands_of(str(m)).related for m in known.models}
                 return await sql.count_matches(
-                    conn, account_id, asks, models, limits, bucket.value, related
+                    conn,
+                    account_id,
+                    asks,
+                    known.models,
+                    limits,
+                    route(planned, known),
+                    bucket.value,
+                    related,
                 )
 
-            counted = await count(models)
+            counted = await count(snapshot)
             counted, _ = await served(
-                conn, catalog, account_id, counted, counted.paths.values(), count
+                conn, snapshots, snapshot, account_id, counted, counted.paths.values(), count
             )
             return counted.counts
     except ComparisonTimedOut:

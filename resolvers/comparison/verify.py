@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import replace
 
 import structlog
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from data.model_identity import ModelIdentity
+from data.account_snapshot import AccountSnapshot
 from resolvers.comparison.check_costs import CheckCosts, exact_check
 from resolvers.comparison.looking import Pick, look_again
 from resolvers.comparison.state import Batch, Comparison
@@ -76,7 +75,7 @@ def say_doubts(batch: Batch, plan: LookupPlan) -> None:
 async def verify(
     conn: AsyncConnection,
     batch: Batch,
-    models: Sequence[ModelIdentity],
+    snapshot: AccountSnapshot,
     plan: LookupPlan,
     checks: CheckCosts,
 ) -> Batch:
@@ -95,7 +94,7 @@ async def verify(
         taken = fitting(per_lookup_ms, [n for n, _ in waiting], left_ms)
         pick = _picking(unsure, {key for _, key in waiting[:taken]})
         lookups = sum(n for n, _ in waiting[:taken])  # comparisons share no lookup
-        checked = await _check(conn, batch, models, plan, checks, pick, lookups, left_ms)
+        checked = await _check(conn, batch, snapshot, plan, checks, pick, lookups, left_ms)
         probes = sum(len(unsure[key]) for _, key in waiting[:taken])
         log.info("similar_sessions_verified", probes=probes, exact=checked is not None)
         if checked is None:
@@ -117,7 +116,7 @@ def _picking(unsure: dict[int, frozenset[int]], chosen: set[int]) -> Pick:
 async def _check(
     conn: AsyncConnection,
     batch: Batch,
-    models: Sequence[ModelIdentity],
+    snapshot: AccountSnapshot,
     plan: LookupPlan,
     checks: CheckCosts,
     pick: Pick,
@@ -128,7 +127,7 @@ async def _check(
     past it, or was not started because the account's last checks predict it would."""
 
     async def look() -> Batch:
-        return await look_again(conn, batch, models, plan.checked(), pick)
+        return await look_again(conn, batch, snapshot, plan.checked(), pick)
 
     return await exact_check(conn, checks, batch.account_id, lookups, budget_ms, look)
 

@@ -24,10 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from threadpoolctl import threadpool_limits
 
 from data import comparison as sql
+from data.account_snapshot import AccountSnapshot, Snapshots
 from data.errors import ComparisonTimedOut
 from data.exact_lookup import kept
 from data.lookups import Lookup, Probe
-from data.model_catalog import ModelCatalog
 from data.model_identity import ModelIdentity
 from data.window_pool import (
     PoolFilter,
@@ -40,6 +40,7 @@ from resolvers.arguments import SimilarArgs
 from resolvers.comparison.answer import assemble, elapsed_ms, in_slices
 from resolvers.comparison.looking import after_timeout, first_look, served
 from resolvers.comparison.phases import batch_of, cutoff, ranked
+from resolvers.comparison.plans import snapshot_of
 from resolvers.comparison.results import SimilarResult
 from resolvers.comparison.state import Batch, Comparison, Narrowing
 from resolvers.rules.calibration import passage_floors
@@ -57,7 +58,7 @@ async def compare_exactly(
     args: SimilarArgs,
     narrowing: Narrowing,
     tuning: Tuning,
-    catalog: ModelCatalog,
+    snapshots: Snapshots,
     now: datetime,
 ) -> list[SimilarResult | None]:
     """Each session compared with `args` (and `narrowing`) as similarSessions compares it on the
@@ -72,18 +73,18 @@ async def compare_exactly(
     )
     try:
         with sql.within_budget():
-            models: Sequence[ModelIdentity] = await catalog.models(conn, account_id)
+            snapshot: AccountSnapshot = await snapshot_of(conn, snapshots, account_id, tuning)
             await sql.ensure_configured(conn, settings)
-            planned = await first_look(conn, batch, models, exactly, look=False)
+            planned = await first_look(conn, batch, snapshot, exactly, look=False)
 
-            async def unserved(models: Sequence[ModelIdentity]) -> Batch:
-                return await first_look(conn, batch, models, exactly, look=False)
+            async def unserved(newer: AccountSnapshot) -> Batch:
+                return await first_look(conn, batch, newer, exactly, look=False)
 
             batch, newer = await served(
-                conn, catalog, account_id, planned, planned.paths.values(), unserved
+                conn, snapshots, snapshot, account_id, planned, planned.paths.values(), unserved
             )
-            models = models if newer is None else newer
-            for identity in models:
+            snapshot = snapshot if newer is None else newer
+            for identity in snapshot.models:
                 batch = await _looked_up(conn, batch, identity, where, exactly)
     except ComparisonTimedOut:
         log.warning("similar_sessions_timed_out", budget_ms=settings.timeout_ms)

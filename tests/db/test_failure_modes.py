@@ -6,6 +6,7 @@ nothing; the bound and its reason code; the order and paging."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from resolvers.errors import BadArgument
 from resolvers.failure_modes import compare_window, grouping, lookups
 from resolvers.failure_results import FailureModesResult
 from resolvers.groupings import Grouping
+from resolvers.rules.lookup_plan import APPLIES, Caller
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.crowded import IDENTITY
@@ -234,7 +236,8 @@ async def test_is_new_asks_a_recurring_groups_representative_first(
 
     context.loaders.similar.load_many = loaded  # type: ignore[method-assign]
     if earlier == "lookup paths":  # the sessions before the window hold too many passages
-        monkeypatch.setattr(failure_modes, "EARLIER_EXACT_MAX_CHUNKS", 0)
+        earliest = replace(APPLIES[Caller.EARLIER], exact_up_to=0)
+        monkeypatch.setitem(APPLIES, Caller.EARLIER, earliest)
     found, _ = await grouping(context, FailureArgs(WINDOW_DAYS))
     reference = await exact_reference(engine, world.account, WINDOW_DAYS, ["failed"])
     assert served_groups(found) == reference.new

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from data import import_rows
 from data.account_indexes import (
-    MARKS,
     IndexShape,
     account_index_name,
     account_predicate,
@@ -26,6 +26,7 @@ from data.account_indexes import (
     merged_name,
     valid_own_index,
 )
+from data.account_snapshot import Snapshots
 from data.model_identity import ModelIdentity
 from data.model_indexes import hnsw_index_ddl, shared_predicate
 from data.own_index_rebuilds import REBUILD_SHARE, Tail, merge_due, tails
@@ -120,7 +121,6 @@ async def built_before_tails(engine: AsyncEngine, account: str) -> None:
             sa.text("UPDATE account_model_indexes SET watermark = NULL WHERE account_id = :a"),
             {"a": account_id},
         )
-    MARKS.forget(account_id)
 
 
 async def legacy_in_files(
@@ -140,10 +140,24 @@ async def first_session(engine: AsyncEngine, account: str) -> str:
     )
 
 
-async def served_equals_exact(engine: AsyncEngine, account: str) -> str:
-    """The served comparison of the account's first session equals the exact path's; its path."""
+async def stale_mark(engine: AsyncEngine, account_id: uuid.UUID, mark: int | None) -> Snapshots:
+    """A process's snapshots holding the account's as read now, but for the own index's
+    watermark: `mark` (a stale one)."""
+    snapshots = Snapshots(ttl_s=3600)
+    async with engine.connect() as conn:
+        known = await snapshots.of(conn, account_id, SERVED.exact_scan_max_chunks)
+    stale = replace(known.of(str(IDENTITY)), shape=IndexShape(mark=mark))
+    snapshots.put(account_id, replace(known, indexes={**known.indexes, str(IDENTITY): stale}))
+    return snapshots
+
+
+async def served_equals_exact(
+    engine: AsyncEngine, account: str, snapshots: Snapshots | None = None
+) -> str:
+    """The served comparison of the account's first session (with the process's `snapshots`
+    of the accounts, when given) equals the exact path's; its path."""
     session = await first_session(engine, account)
-    served = await compare(engine, account, session, SERVED, limit=20)
+    served = await compare(engine, account, session, SERVED, snapshots, limit=20)
     exact = await compare(engine, account, session, EXACT, limit=20)
     assert [(n.session.id, n.score) for n in served.results] == [
         (n.session.id, n.score) for n in exact.results
@@ -208,8 +222,12 @@ async def test_a_due_tail_is_merged_under_the_other_name_and_the_old_index_dropp
     assert not await own_index_valid(engine, account, first)  # dropped
     assert (await tail_of(engine, account)).rows == 0
     assert await served_equals_exact(engine, account) == "account_index"
-    MARKS.put(account_id, {str(IDENTITY): IndexShape(mark=before.watermark)})  # a stale mark
-    assert await served_equals_exact(engine, account) == "account_index"
+    assert (
+        await served_equals_exact(
+            engine, account, await stale_mark(engine, account_id, before.watermark)
+        )
+        == "account_index"
+    )
     world = World()
     sessions(world, account, 11, 26)
     await import_file(engine, write_file(tmp_path, world.jsonl(), "third.jsonl"), MIN_CHUNKS)
@@ -379,3 +397,36 @@ async def test_a_drop_that_cannot_have_the_table_leaves_the_rows_to_the_index_as
     assert imported.indexes == []  # no rebuild: the rows went into the index one by one
     assert await own_index_valid(engine, account)
     assert await served_equals_exact(engine, account) == "account_index"
+
+
+async def test_a_snapshot_read_before_an_import_built_the_own_index_answers_exactly(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A process read the account (150 chunks, past the exact scan's size, no own index:
+    the shared index) before an import took it past the own-index size; the import's rows
+    are out of the shared index. The statement answers that process on the exact path,
+    every list as the exact path's (on the shared index, 22 of these 25 lists lacked
+    neighbours from the second file)."""
+    world = World()
+    account, _ = world.account()
+    sessions(world, account, 15, 0)
+    await import_file(engine, write_file(tmp_path, world.jsonl(), "first.jsonl"), 200)
+    world.lines.clear()
+    served, snapshots = Tuning(exact_scan_max_chunks=10), Snapshots(ttl_s=3600)
+    first = await first_session(engine, account)
+    assert (await compare(engine, account, first, served, snapshots)).lookup_path == "index"
+    sessions(world, account, 10, 15)
+    imported = await import_file(engine, write_file(tmp_path, world.jsonl(), "second.jsonl"), 200)
+    assert imported.indexes == [f"{account} {IDENTITY}"]
+    assert await in_shared_index(engine, account) == 150
+    ids = await scalar(
+        engine, "SELECT array_agg(id::text) FROM runtime_sessions WHERE account_id = :a", a=account
+    )
+    assert isinstance(ids, list) and len(ids) == 25
+    for session in ids:
+        stale = await compare(engine, account, session, served, snapshots, limit=20)
+        exact = await compare(engine, account, session, EXACT, limit=20)
+        assert stale.lookup_path == "exact"
+        assert [(n.session.id, n.score) for n in stale.results] == [
+            (n.session.id, n.score) for n in exact.results
+        ]

@@ -15,14 +15,13 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.account_indexes import (
-    MARKS,
     IndexShape,
-    OwnIndexMarks,
     account_index_name,
     ensure_account_index,
     ensure_large_account_indexes,
     valid_own_index,
 )
+from data.account_snapshot import Snapshots, read_snapshot
 from data.comparison_sql import first_statement
 from data.fits import drop_unused_model
 from data.index_moves import move_indexes, to_move
@@ -37,6 +36,7 @@ from data.model_indexes import (
     register_model,
     shared_predicate,
 )
+from resolvers.rules import lookup_plan
 from resolvers.rules.lookup_path import LookupPath, choose_path
 from resolvers.rules.ranking import SIMILAR_PROBE_CHUNKS
 from resolvers.tuning import Tuning
@@ -86,6 +86,58 @@ async def test_a_large_account_with_its_own_index_takes_the_account_index_path(
         (n.session.id, n.score) for n in small.results
     ]
     assert {str(n.session.id) for n in own.results} <= set(others)
+
+
+@pytest.mark.parametrize(
+    ("size", "decided", "taken"),
+    [
+        (1000, LookupPath.INDEX, "index"),  # within the exact scan's size: decided otherwise
+        (71, LookupPath.EXACT, "exact"),  # past it, with no index of its own
+    ],
+)
+async def test_the_statement_takes_the_path_the_lookup_rule_decides(
+    engine: AsyncEngine,
+    monkeypatch: pytest.MonkeyPatch,
+    size: int,
+    decided: LookupPath,
+    taken: str,
+) -> None:
+    """The rule the product runs is lookup_plan's `choose_path`: change its answer, and the
+    comparison's statement follows it (the SQL does not decide again)."""
+    account, viewed, _ = await crowded_world(engine)
+    tuning = Tuning(exact_scan_max_chunks=size)
+    before = await compare(engine, account, viewed, tuning)
+    assert before.lookup_path != taken
+    monkeypatch.setattr(lookup_plan, "choose_path", lambda *_: decided)
+    after = await compare(engine, account, viewed, tuning)
+    assert after.lookup_path == taken
+    assert [(n.session.id, n.score) for n in after.results] == [
+        (n.session.id, n.score) for n in before.results
+    ]
+
+
+async def test_a_snapshot_read_before_the_own_index_was_built_is_answered_exactly(
+    engine: AsyncEngine,
+) -> None:
+    """A process's snapshot planned the shared index; the account has had its own index
+    registered since, so rows it writes now leave the shared index: the statement answers on
+    the exact path until the snapshot is read again, then on the own index."""
+    account, viewed, _ = await crowded_world(engine)
+    large = Tuning(exact_scan_max_chunks=71)
+    snapshots = Snapshots(ttl_s=3600)
+    assert (await compare(engine, account, viewed, large, snapshots)).lookup_path == "index"
+    async with engine.begin() as conn:
+        await ensure_account_index(conn, uuid.UUID(account), IDENTITY)
+    stale = await compare(engine, account, viewed, large, snapshots)
+    exact = await compare(engine, account, viewed, Tuning(exact_scan_max_chunks=72))
+    assert (stale.lookup_path, exact.lookup_path) == ("exact", "exact")
+    assert [(n.session.id, n.score) for n in stale.results] == [
+        (n.session.id, n.score) for n in exact.results
+    ]
+    snapshots.forget(uuid.UUID(account))
+    assert (await compare(engine, account, viewed, large, snapshots)).lookup_path == (
+        "account_index"
+    )
 
 
 async def test_account_index_path_equals_the_full_scan_despite_the_crowd(
@@ -154,8 +206,8 @@ async def _plan_after_executions(
             "asks": json.dumps([Ask(0, uuid.UUID(viewed)).as_json()]),
             "branch_models": [str(IDENTITY)],
             "probes": SIMILAR_PROBE_CHUNKS,
-            "exact": False,
-            "cap": 0,
+            # the approximate path the plan decides on an account past the exact scan's size
+            "paths": json.dumps({str(IDENTITY): ["account_index" if marks else "index", 0]}),
             "per_probe": 25,
             "floor_0": 0.35,
             "overfetch": 100,
@@ -198,7 +250,7 @@ async def test_the_account_index_stays_in_the_plan_after_repeated_executions(
         # this small (72 chunks; own indexes are built past 1,000). Without it, the plan
         # shows whether the own index is provably usable under each cache mode.
         await conn.execute(sa.text(f"DROP INDEX {index_name(IDENTITY)}"))
-        marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
+        marks = (await read_snapshot(conn, uuid.UUID(account), 0)).marks
     assert marks[str(IDENTITY)].mark is not None  # the index holds the rows up to its mark
     plan = await _plan_after_executions(database_url, account, viewed, cache_mode, marks)
     assert account_index_name(uuid.UUID(account), IDENTITY) in plan, plan
@@ -243,7 +295,6 @@ async def _as_built_before_kinds(engine: AsyncEngine, account: str) -> tuple[str
             ),
             {"a": account_id, "m": str(IDENTITY)},
         )
-    MARKS.clear()
     return shared, own.name
 
 
@@ -260,7 +311,7 @@ async def test_indexes_of_the_kind_built_before_serve_until_moved_then_the_new_k
     exact, _ = await served_per_probe(engine, account, viewed, LookupPath.EXACT)
     shared, own = await _as_built_before_kinds(engine, account)
     async with engine.connect() as conn:
-        marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
+        marks = (await read_snapshot(conn, uuid.UUID(account), 0)).marks
     assert marks[str(IDENTITY)].own_kind is marks[str(IDENTITY)].shared_kind is IndexKind.VECTOR
     assert own in await _plan_after_executions(database_url, account, viewed, "auto", marks)
     before, _ = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX)
@@ -273,7 +324,7 @@ async def test_indexes_of_the_kind_built_before_serve_until_moved_then_the_new_k
     ]
     assert not await _exists(engine, shared) and not await _exists(engine, own)
     async with engine.connect() as conn:
-        marks = await OwnIndexMarks().of(conn, uuid.UUID(account))
+        marks = (await read_snapshot(conn, uuid.UUID(account), 0)).marks
         now = await valid_own_index(conn, uuid.UUID(account), IDENTITY)
     assert marks[str(IDENTITY)].own_kind is marks[str(IDENTITY)].shared_kind is BUILT_KIND
     assert now is not None and now.kind is BUILT_KIND and now.name == moved[1].index_name

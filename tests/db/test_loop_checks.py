@@ -24,6 +24,7 @@ from tests.support.comparisons import compare
 from tests.support.loop_world import (
     APPROXIMATE,
     EXACT,
+    checks_exactly,
     compare_page,
     compare_remembering,
     compared,
@@ -46,7 +47,7 @@ async def test_an_approximate_answer_it_could_not_check_says_so(
     real = comparison.look_up
 
     async def slow_exact_pass(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("exact"):
+        if checks_exactly(kwargs):
             await conn.execute(sa.text("SELECT pg_sleep(1)"))  # spends the pass's real budget
         return await real(conn, *args, **kwargs)
 
@@ -70,7 +71,7 @@ async def test_an_exact_pass_the_server_lacks_resources_for_says_so(
     refused: list[bool] = []
 
     async def starved_exact_pass(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("exact"):
+        if checks_exactly(kwargs):
             await conn.execute(
                 sa.text(
                     "SELECT set_config('work_mem', '64kB', true), "
@@ -107,7 +108,7 @@ async def test_a_check_its_account_cannot_afford_is_not_started(
     passes: list[int] = []
 
     async def slow_exact_pass(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("exact"):
+        if checks_exactly(kwargs):
             passes.append(1)
             await conn.execute(sa.text("SELECT pg_sleep(1)"))  # spends the pass's real budget
         return await real(conn, *args, **kwargs)
@@ -168,7 +169,7 @@ async def test_checks_that_finish_keep_being_started(
     passes: list[int] = []
 
     async def counted(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
-        passes.extend([1] if kwargs.get("exact") else [])
+        passes.extend([1] if checks_exactly(kwargs) else [])
         return await real(conn, *args, **kwargs)
 
     monkeypatch.setattr(comparison, "look_up", counted)

@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data.model_catalog import ModelCatalog
+from data.account_snapshot import Snapshots
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
 from resolvers.comparison.state import NOT_NARROWED
@@ -26,9 +26,11 @@ async def test_a_model_that_appears_later_is_compared_after_the_catalog_is_read_
     world.chunk(first, blend(direction(1), direction(2), 0.2))
     world.chunk(second, blend(direction(1), direction(3), 0.2))
     await world.write(engine)
-    catalog = ModelCatalog(ttl_s=3600)
+    catalog = Snapshots(ttl_s=3600)
+    bound = Tuning().exact_scan_max_chunks
     async with engine.connect() as conn:
-        assert [str(m) for m in await catalog.models(conn, uuid.UUID(account))] == [MODEL]
+        known = await catalog.of(conn, uuid.UUID(account), bound)
+        assert [str(m) for m in known.models] == [MODEL]
     later, other = world.session(account), world.session(account)
     world.chunk(later, blend(direction(5), direction(6), 0.2), model=NEW_MODEL)
     world.chunk(other, blend(direction(5), direction(7), 0.2), model=NEW_MODEL)
@@ -43,5 +45,5 @@ async def test_a_model_that_appears_later_is_compared_after_the_catalog_is_read_
         )
         assert result is not None and result.model_identity == NEW_MODEL
         assert [str(n.session.id) for n in result.results] == [other]
-        models = await catalog.models(conn, uuid.UUID(account))
+        models = (await catalog.of(conn, uuid.UUID(account), bound)).models
     assert sorted(str(m) for m in models) == sorted([MODEL, NEW_MODEL])

@@ -10,9 +10,9 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data.account_indexes import MARKS, IndexShape, ensure_account_index, valid_own_index
+from data.account_indexes import IndexShape, ensure_account_index, valid_own_index
+from data.account_snapshot import Snapshots
 from data.comparison_sql import first_statement
-from data.model_catalog import ModelCatalog
 from data.own_index_rebuilds import merge_due, tails
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.timeline import TimelineBucket, timelines
@@ -85,7 +85,7 @@ async def _timeline(engine: AsyncEngine, account: str, viewed: str, tuning: Tuni
             uuid.UUID(account),
             [(uuid.UUID(viewed), SimilarArgs(), TimelineBucket.DAY)],
             tuning,
-            ModelCatalog(),
+            Snapshots(),
         )
     assert result is not None
     return [(b.start, b.sessions) for b in result.buckets]
@@ -131,8 +131,8 @@ async def test_a_merge_empties_the_tail_and_a_stale_mark_still_answers_right(
     assert served == exact
     # a process that read the mark before the merge: the rows between the two marks are
     # in the new index, and its text's tail looks them up exactly
-    MARKS.put(uuid.UUID(account), {str(IDENTITY): IndexShape(mark=before.watermark)})
-    stale, _ = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX)
+    marks = {str(IDENTITY): IndexShape(mark=before.watermark)}
+    stale, _ = await served_per_probe(engine, account, viewed, LookupPath.ACCOUNT_INDEX, marks)
     assert stale == exact
 
 

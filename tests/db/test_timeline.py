@@ -80,7 +80,7 @@ async def exact_counts(
 async def timeline_of(
     engine: AsyncEngine, account: str, viewed: str, bucket: TimelineBucket, tuning: Tuning
 ) -> TimelineResult:
-    from data.model_catalog import ModelCatalog
+    from data.account_snapshot import Snapshots
 
     async with engine.connect() as conn:
         [result] = await timelines(
@@ -88,7 +88,7 @@ async def timeline_of(
             uuid.UUID(account),
             [(uuid.UUID(viewed), SimilarArgs(), bucket)],
             tuning,
-            ModelCatalog(),
+            Snapshots(),
         )
     assert result is not None
     return result

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data.account_snapshot import Snapshots
 from data.comparison import reading
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.phases import compare_sessions
@@ -48,6 +49,7 @@ async def compare(
     account: str,
     session: str,
     tuning: Tuning | None = None,
+    snapshots: Snapshots | None = None,
     **args: Any,
 ) -> SimilarResult:
     async with reading(engine) as conn:  # as the route's DataLoader opens it
@@ -56,6 +58,7 @@ async def compare(
             uuid.UUID(account),
             [(uuid.UUID(session), SimilarArgs(**args), NOT_NARROWED)],
             tuning or Tuning(),
+            snapshots,
         )
     assert result is not None
     return result

@@ -4,15 +4,21 @@ near-identical vectors in other accounts, its probes, and the served per-probe l
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from data.account_indexes import IndexShape
+from data.account_snapshot import read_snapshot
 from data.comparison import configure_comparison, look_up
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
+from resolvers.comparison.plans import account_plan, route
 from resolvers.rules.lookup_path import LookupPath
+from resolvers.rules.lookup_plan import Caller
 from resolvers.rules.ranking import probe_positions
 from resolvers.tuning import Tuning
 from tests.support.world import World, blend, direction
@@ -72,17 +78,30 @@ async def contract_probes(conn: AsyncConnection, viewed: str) -> list[uuid.UUID]
 
 
 async def served_per_probe(
-    engine: AsyncEngine, account: str, viewed: str, path: LookupPath
+    engine: AsyncEngine,
+    account: str,
+    viewed: str,
+    path: LookupPath,
+    marks: Mapping[str, IndexShape] | None = None,
 ) -> tuple[dict[int, list[uuid.UUID]], list[uuid.UUID]]:
     """The product's per-probe lists for the viewed session, on the given path (its first
-    statement run with the exact-scan size that forces the path)."""
+    statement run as the plan decides it under the exact-scan size that forces the path;
+    with `marks`, the statement's text names these shapes, as a process that read them
+    earlier would)."""
     cap = 1_000_000 if path is LookupPath.EXACT else 0
     limits = Limits(per_probe=25, floor=0.35, overfetch=100, exact_scan_max_chunks=cap, probes=8)
     async with engine.begin() as conn:
         probes = await contract_probes(conn, viewed)
+        snapshot = await read_snapshot(conn, uuid.UUID(account), cap)
+        forcing = Tuning(exact_scan_max_chunks=cap)
+        planned = route(
+            account_plan(Caller.COMPARISON, forcing, snapshot, uuid.UUID(account)), snapshot
+        )
+        if marks is not None:
+            planned = replace(planned, marks=marks)
         await configure_comparison(conn, ComparisonSettings(10_000, 200))
         ask = Ask(0, uuid.UUID(viewed))
-        looked = await look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits)
+        looked = await look_up(conn, uuid.UUID(account), [ask], [IDENTITY], limits, planned)
     inventory = looked.inventories[0]
     assert inventory is not None
     hits = [h for p in inventory.probes for h in p.answer.hits]

@@ -90,6 +90,11 @@ def listed(result: SimilarResult) -> list[tuple[uuid.UUID, float, int]]:
     return [(n.session.id, round(n.score, 9), n.matched_chunk_count) for n in result.results]
 
 
+def checks_exactly(kwargs: dict[str, Any]) -> bool:
+    """Whether a first statement's keywords are an exact check's: its exact lookups scan."""
+    return not kwargs["route"].pooled
+
+
 def record_checks(monkeypatch: pytest.MonkeyPatch, slow_key: int | None = None) -> list[set[int]]:
     """The keys of the comparisons each exact pass checks, pass by pass; a pass that checks
     `slow_key` first spends 2 s of the budget's real time (more than these tests give it)."""
@@ -97,7 +102,7 @@ def record_checks(monkeypatch: pytest.MonkeyPatch, slow_key: int | None = None) 
     checked: list[set[int]] = []
 
     async def recorded(conn: AsyncConnection, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("exact"):
+        if checks_exactly(kwargs):
             checked.append({ask.key for ask in args[1] if ask.again})  # args[1]: the asks
             if slow_key in checked[-1]:
                 await conn.execute(sa.text("SELECT pg_sleep(2)"))

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 from pathlib import Path
 
 import pytest
 
-from resolvers.rules import ranking
+from resolvers.rules import lookup_path, ranking
 from resolvers.rules.lookup_plan import (
     APPLIES,
-    ROUTED_EXACT_MAX_CHUNKS,
     Account,
     Caller,
     plan,
@@ -78,7 +78,7 @@ def test_the_timeline_takes_the_fit_and_reads_as_many_candidates_as_it_counts() 
 def test_only_a_comparison_is_routed_exact() -> None:
     routed = Account(routed_exact=True)
     comparison = plan(Caller.COMPARISON, TUNING, routed)
-    assert comparison.routed and comparison.exact_scan_max_chunks == ROUTED_EXACT_MAX_CHUNKS
+    assert comparison.routed and comparison.exact
     assert comparison.path(10**8, own_index=True) is LookupPath.EXACT
     for caller in Caller:
         if caller is not Caller.COMPARISON:
@@ -148,6 +148,7 @@ CALLERS = {
     "resolvers/comparison/window_pass.py": {Caller.FAILURE_MODES},
     "resolvers/comparison/timeline.py": {Caller.TIMELINE},
     "resolvers/comparison/search.py": {Caller.SEARCH, Caller.NEAREST},
+    "resolvers/failure_modes.py": {Caller.EARLIER},
 }
 
 
@@ -189,3 +190,16 @@ def test_no_lookup_module_reads_the_plan_s_settings_itself() -> None:
             and node.value.id == "tuning"
         }
         assert not read & decided, (path.name, read & decided)
+
+
+def test_the_architecture_quotes_the_lookup_rule_the_product_runs() -> None:
+    """docs/architecture.md quotes `choose_path` (its docstring left out) as it is."""
+    source = inspect.getsource(lookup_path.choose_path)
+    function = ast.parse(source).body[0]
+    assert isinstance(function, ast.FunctionDef)
+    doc = function.body[0]
+    lines = source.splitlines()
+    del lines[doc.lineno - 1 : doc.end_lineno]
+    quoted = "\n".join(lines)
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"```python\n{quoted}\n```" in page
