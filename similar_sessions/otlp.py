@@ -104,6 +104,7 @@ async def _decoded(raw: bytes, coding: str, encoding: str, settings: Settings) -
     """The body inflated and decoded; a large one in a thread (one hop for both), so that the
     event loop serves other accounts' requests meanwhile (a 4 MB batch takes tens of
     milliseconds)."""
+
     def read() -> Decoded:
         return decode(inflated(raw, coding, settings.ingest_body_bytes), encoding)
 
