@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from uuid import UUID
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -47,12 +48,8 @@ async def ensure_fit(
     `growth_checked` (a pass the live receiver woke), a fit the account's setting names and
     this process keeps is used as it is: neither its weights nor the account's sessions are
     read again (the next full pass sees whether the account grew enough for a new fit)."""
-    if not growth_checked:
-        async with engine.connect() as conn:
-            identity = await fits.fit_identity(conn, work.account_id)
-        kept = registry.kept(work.identity) if identity == str(work.identity) else None
-        if kept is not None:
-            return work, kept
+    if not growth_checked and (kept := await _kept_fit(engine, registry, work)) is not None:
+        return work, kept
     async with engine.connect() as conn:
         stored = await fits.load_fit(conn, work.account_id)
         sessions = await fits.sessions_with_clear_chunks(conn, work.account_id)
@@ -65,14 +62,7 @@ async def ensure_fit(
                 )
                 await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
         return replace(work, identity=fit.identity), registry.fitted(fit)
-    counter = TemplateCounter()
-    async with engine.connect() as conn:
-        async for texts in fits.clear_passages(conn, work.account_id):
-            counter.add_session(texts)
-        builder = FitBuilder(counter.common(template_min_sessions, repeat.min_share_percent))
-        async for texts in fits.clear_passages(conn, work.account_id):
-            builder.add_session(texts)
-    fit = builder.build()
+    fit = await _built_fit(engine, work.account_id, template_min_sessions, repeat)
     async with engine.begin() as conn:
         await fits.save_fit(conn, work.account_id, fit.identity, fit.sessions, fit.to_bytes())
         waiting = await fits.use_model(
@@ -91,6 +81,30 @@ async def ensure_fit(
         chunks_to_embed=waiting,
     )
     return replace(work, identity=fit.identity), registry.fitted(fit)
+
+
+async def _built_fit(
+    engine: AsyncEngine, account_id: UUID, template_min_sessions: int, repeat: sql.RepeatRule
+) -> Fit:
+    """A fit of the account's clear passages, streamed twice: their templates, then the rest."""
+    counter = TemplateCounter()
+    async with engine.connect() as conn:
+        async for texts in fits.clear_passages(conn, account_id):
+            counter.add_session(texts)
+        builder = FitBuilder(counter.common(template_min_sessions, repeat.min_share_percent))
+        async for texts in fits.clear_passages(conn, account_id):
+            builder.add_session(texts)
+    return builder.build()
+
+
+async def _kept_fit(
+    engine: AsyncEngine, registry: Registry, work: sql.AccountWork
+) -> Embedder | None:
+    """The embedder of the fit the account's setting names, if it is its fit and this
+    process keeps it (the fit's weights not read)."""
+    async with engine.connect() as conn:
+        identity = await fits.fit_identity(conn, work.account_id)
+    return registry.kept(work.identity) if identity == str(work.identity) else None
 
 
 def _family() -> str:

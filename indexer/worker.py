@@ -116,22 +116,38 @@ async def index_account(
         return
     if work.degraded_reason is not None:
         await mark_degraded(engine, work, None, None)
-    embedded, started = report.chunks_embedded, time.perf_counter()
-    try:
-        await embed_account(engine, config, work, embedder, report, now)
-        if dense is not None and work.dense is not None:
-            await embed_dense(engine, config, work, dense, report, now)
-    except EmbedderUnavailable as exc:  # the provider refused the account's key or model
-        await _unavailable(engine, work, report, exc)
+    if not await _embed(engine, config, work, (embedder, dense), report, now):
         return
-    finally:
-        report.embedding_s += time.perf_counter() - started
-        if report.chunks_embedded > embedded:
-            report.embedded.add(work.account_id)
     if config.account_index_min_chunks is not None:
         started = time.perf_counter()
         await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
         report.indexes_s += time.perf_counter() - started
+
+
+async def _embed(
+    engine: AsyncEngine,
+    config: IndexerConfig,
+    work: sql.AccountWork,
+    embedders: tuple[Embedder, Embedder | None],
+    report: PassReport,
+    now: datetime,
+) -> bool:
+    """The account's waiting chunks embedded by its model, then by its dense one; False when
+    the provider refused the account's key or model."""
+    (embedder, dense), embedded = embedders, report.chunks_embedded
+    started = time.perf_counter()
+    try:
+        await embed_account(engine, config, work, embedder, report, now)
+        if dense is not None and work.dense is not None:
+            await embed_dense(engine, config, work, dense, report, now)
+    except EmbedderUnavailable as exc:
+        await _unavailable(engine, work, report, exc)
+        return False
+    finally:
+        report.embedding_s += time.perf_counter() - started
+        if report.chunks_embedded > embedded:
+            report.embedded.add(work.account_id)
+    return True
 
 
 async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
@@ -197,18 +213,10 @@ async def chunk_account(
     chunks for its configured model: a dense model beside it embeds the same passages
     (reading as much of each as it can), so that the configured model's comparisons are the
     same with or without one."""
-    async with engine.connect() as conn:
-        if changed_only:
-            stale = await chunk_writes.changed_sessions(conn, work.account_id)
-        else:
-            print_ = fingerprint(config.policy, embedder)
-            stale = await chunk_writes.stale_sessions(conn, work.account_id, print_)
+    print_ = fingerprint(config.policy, embedder)
+    stale = await _stale(engine, work.account_id, print_, changed_only)
     bar = tqdm(
-        total=len(stale),
-        desc="chunking",
-        unit="session",
-        disable=config.hide_progress,
-        leave=False,
+        total=len(stale), desc="chunking", unit="session", leave=False, disable=config.hide_progress
     )
     chunked: list[UUID] = []
     waiting = iter(stale)  # shared by the chunkers: each session is taken once
@@ -236,6 +244,16 @@ async def chunk_account(
         )
     report.chunks_skipped += skipped
     metrics.INDEXER_CHUNKS.labels("skipped").inc(skipped)
+
+
+async def _stale(
+    engine: AsyncEngine, account_id: UUID, print_: str, changed_only: bool
+) -> list[chunk_writes.StaleSession]:
+    """The account's sessions to chunk: the stale ones, or only those the receiver changed."""
+    async with engine.connect() as conn:
+        if changed_only:
+            return await chunk_writes.changed_sessions(conn, account_id)
+        return await chunk_writes.stale_sessions(conn, account_id, print_)
 
 
 def _chunkers(engine: AsyncEngine) -> int:
