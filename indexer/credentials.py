@@ -17,6 +17,7 @@ import functools
 import re
 import string
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -154,6 +155,7 @@ _JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
 # Text every match of a slow pattern holds (lowercased): a text with none of it is not
 # scanned by that pattern. The rest start with a literal, which `re` finds fast.
 _GATES: dict[str, tuple[str, ...]] = {
+    OpenAIDetector.denylist[0].pattern: ("t3blbkfj",),  # `sk-` x 15,000 read back and forth
     AWSKeyDetector.denylist[1].pattern: ("aws",),
     ArtifactoryDetector.denylist[0].pattern: ("akc",),
     ArtifactoryDetector.denylist[1].pattern: ("ap",),
@@ -469,12 +471,17 @@ def shown(text: str) -> str:
 
 # Past this many characters a text is masked in a thread: finding costs up to 0.45 µs a
 # character on adversarial text (bench.masking), 4 ms here, and the event loop serves every
-# account.
+# account. One thread, not asyncio's pool of several: a pattern holds the GIL while it runs,
+# so each masking at once is one more thread the loop waits on, and one account's long turns
+# would take as many as it asks. They queue for the one instead (a process of its own took
+# the other core from PostgreSQL and did worse in bench.fairness's adversarial-replay: 6.1x
+# idle in one run, against 3.7x with a thread of asyncio's pool).
 OFF_LOOP_CHARS = 8192
+_MASKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="masking")
 
 
 async def shown_off_loop(text: str) -> str:
-    """`shown`, in a thread for a long text (the request's context goes with it)."""
+    """`shown`, in the masking thread for a long text (the request's choice made here)."""
     if len(text) <= OFF_LOOP_CHARS or _SHOWS.get():
         return shown(text)
-    return await asyncio.to_thread(shown, text)
+    return await asyncio.get_running_loop().run_in_executor(_MASKER, masked, text)

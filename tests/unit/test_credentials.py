@@ -8,6 +8,7 @@ import base64
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -338,3 +339,27 @@ def test_each_backtick_left_is_closed_by_the_last_on_adversarial_text(piece: str
             assert closing.end() - 1 == read.rindex("`", *stretch.span()), (piece, rule.pattern)
     shown = credentials.masked(line + "\npassword = `hunter22`")
     assert shown.endswith("\npassword = `[masked: Secret Keyword]`")
+
+
+def test_long_texts_are_masked_one_at_a_time() -> None:
+    # A pattern holds the GIL: long texts asked at once queue for one thread rather than
+    # each taking one of asyncio's, which the event loop would wait on side by side.
+    running, most = 0, 0
+    masked = credentials.masked
+
+    def recorded(text: str) -> str:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        time.sleep(0.01)
+        running -= 1
+        return masked(text)
+
+    async def shown(count: int) -> list[str]:
+        texts = [f"{n} " + "x" * credentials.OFF_LOOP_CHARS for n in range(count)]
+        return await asyncio.gather(*(credentials.shown_off_loop(t) for t in texts))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(credentials, "masked", recorded)
+        assert len(asyncio.run(shown(4))) == 4
+    assert most == 1
