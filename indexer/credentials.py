@@ -156,6 +156,8 @@ _JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
 # scanned by that pattern. The rest start with a literal, which `re` finds fast.
 _GATES: dict[str, tuple[str, ...]] = {
     OpenAIDetector.denylist[0].pattern: ("t3blbkfj",),  # `sk-` x 15,000 read back and forth
+    TelegramBotTokenDetector.denylist[0].pattern: (":",),  # each digit tried, in any text
+    DiscordBotTokenDetector.denylist[0].pattern: (".",),
     AWSKeyDetector.denylist[1].pattern: ("aws",),
     ArtifactoryDetector.denylist[0].pattern: ("akc",),
     ArtifactoryDetector.denylist[1].pattern: ("ap",),
