@@ -17,6 +17,7 @@ import functools
 import re
 import string
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -71,7 +72,7 @@ _QUOTED = keyword.QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
 # digit or a symbol: code writes `password = None` and `password=self.password` too, and
 # prose writes `password: x`.
 _UNQUOTED = re.compile(
-    rf"(?i)(?:{keyword.DENYLIST_REGEX})\s*=\s*"
+    rf"(?i)(?>{keyword.DENYLIST_REGEX})\s*=\s*"
     r"(?P<value>(?=[^\s\"'`,;()\[\]{}]*[^\w\s.\"'`,;()\[\]{}]|[^\s\"'`,;()\[\]{}]*\d)"
     r"[^\s\"'`,;()\[\]{}]{4,})"
 )
@@ -154,6 +155,9 @@ _JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
 # Text every match of a slow pattern holds (lowercased): a text with none of it is not
 # scanned by that pattern. The rest start with a literal, which `re` finds fast.
 _GATES: dict[str, tuple[str, ...]] = {
+    OpenAIDetector.denylist[0].pattern: ("t3blbkfj",),  # `sk-` x 15,000 read back and forth
+    TelegramBotTokenDetector.denylist[0].pattern: (":",),  # each digit tried, in any text
+    DiscordBotTokenDetector.denylist[0].pattern: (".",),
     AWSKeyDetector.denylist[1].pattern: ("aws",),
     ArtifactoryDetector.denylist[0].pattern: ("akc",),
     ArtifactoryDetector.denylist[1].pattern: ("ap",),
@@ -183,6 +187,22 @@ _FIRST_IN_RUN: dict[str, tuple[re.Pattern[str], str | re.Pattern[str]]] = {
 }
 
 
+def _first_of_each_run(runs: re.Pattern[str], literal: str) -> re.Pattern[str]:
+    """The first place of the literal in each run (empty up to it from the run's start): the
+    runs without it are passed over in one scan."""
+    char = runs.pattern.removesuffix("+")
+    return re.compile(f"(?<!{char})(?>{char}*?(?={re.escape(literal)}))")
+
+
+# A literal that is a pattern (an alternation of names) is sought run by run instead: a scan
+# trying it at every place took twice as long.
+_FIRSTS = {
+    source: _first_of_each_run(runs, literal)
+    for source, (runs, literal) in _FIRST_IN_RUN.items()
+    if isinstance(literal, str)
+}
+
+
 def _matches(pattern: re.Pattern[str], text: str, low: str) -> Iterator[re.Match[str]]:
     """The pattern's matches in the text, as `finditer` finds them, each run read once for the
     patterns of _FIRST_IN_RUN."""
@@ -192,13 +212,32 @@ def _matches(pattern: re.Pattern[str], text: str, low: str) -> Iterator[re.Match
     runs, literal = _FIRST_IN_RUN[pattern.pattern]
     searched = low if pattern.flags & re.IGNORECASE else text
     end = 0
-    for run in runs.finditer(searched):
-        if run.end() <= end:
-            continue
-        at = _first(searched, literal, max(run.start(), end), run.end())
+    for run, at in _firsts(pattern.pattern, runs, literal, searched):
+        if at < end:  # in the run the last match ended inside: its first place after the match
+            if run.end() <= end:
+                continue
+            at = _first(searched, literal, end, run.end())
         if at >= 0 and (match := pattern.match(text, at)) is not None:
             end = match.end()
             yield match
+
+
+def _firsts(
+    source: str, runs: re.Pattern[str], literal: str | re.Pattern[str], searched: str
+) -> Iterator[tuple[re.Match[str], int]]:
+    """Each run holding the literal, with the literal's first place in it."""
+    if source in _FIRSTS:
+        if isinstance(literal, str) and literal not in searched:  # str.find is far faster
+            return
+        for first in _FIRSTS[source].finditer(searched):
+            run = runs.match(searched, first.start())
+            assert run is not None  # the literal is of the run's characters
+            yield run, first.end()
+        return
+    for run in runs.finditer(searched):
+        at = _first(searched, literal, run.start(), run.end())
+        if at >= 0:
+            yield run, at
 
 
 def _first(text: str, literal: str | re.Pattern[str], start: int, end: int) -> int:
@@ -282,33 +321,94 @@ def _matched(
 
 def _assigned(line: str, offset: int) -> Iterator[Found]:
     """The values a line assigns to a keyword (`password`, `secret`, `api_key`, …)."""
-    if any(quote in line for quote in "'\"`"):  # each rule of _QUOTED needs one
-        for value in _quoted(line):
-            yield from _each(line, offset, value, _KEYWORD_KIND)
-    if "=" not in line:
+    quoted, assigned = any(quote in line for quote in "'\"`"), "=" in line
+    if not (quoted or assigned):
         return
-    for match in _UNQUOTED.finditer(line):
-        yield Found(offset + match.start("value"), offset + match.end("value"), _KEYWORD_KIND)
+    starts = _first_keywords(line)
+    if quoted:  # each rule of _QUOTED needs a quote
+        for value in dict.fromkeys(_quoted(line, starts)):  # two rules often find one value
+            yield from _each(line, offset, value, _KEYWORD_KIND)
+    if not assigned:
+        return
+    # As finditer finds them, tried at the first keyword of each run: its `\w*` reads to the
+    # run's end, and a match ends before a character no word holds, so never inside a run.
+    end = 0
+    for at in starts:
+        if at >= end and (match := _UNQUOTED.match(line, at)) is not None:
+            end = match.end()
+            yield Found(offset + match.start("value"), offset + match.end("value"), _KEYWORD_KIND)
 
 
-def _quoted(line: str) -> Iterator[str]:
+def _quoted(line: str, starts: list[int]) -> Iterator[str]:
     r"""The values detect-secrets' quoted rules find in a line (KeywordDetector.analyze_string:
     each rule's first match), each rule that starts with a keyword tried only at the first
-    keyword of each run of word characters: from any keyword of a run its `\w*` reads to the
-    run's end, so a later one fails where the first failed (`password` x 2,700 in one line
-    read every run from each of its keywords, 5 rules over, 240 ms for 64 KB)."""
-    starts: list[int] | None = None
+    keyword of each run of word characters (`starts`): from any keyword of a run its `\w*`
+    reads to the run's end, so a later one fails where the first failed (`password` x 2,700 in
+    one line read every run from each of its keywords, 5 rules over, 240 ms for 64 KB). Each
+    rule is its linear twin (_LINEAR), on the line with its dead backticks made commas
+    (_openable); the value is read from the line itself."""
+    read: dict[str, str] = {}  # the line each last closing leaves, shared by rules
     for rule, group in _QUOTED.items():
         if rule.pattern.endswith(";") and not any(f"{q};" in line for q in "'\"`"):
             continue  # `private_key "x";`: the rule that reads most, without its ending
+        linear, last_closing = _LINEAR[rule.pattern]
+        if last_closing.pattern not in read:
+            read[last_closing.pattern] = _openable(line, last_closing)
+        openable = read[last_closing.pattern]
+        if not any(quote in openable for quote in "'\"`"):
+            continue  # every backtick was dead, and no other quote opens a value
         if not rule.pattern.startswith(_KEYWORD_FIRST):
-            match = rule.search(line)
+            match = linear.search(openable)
         else:
-            if starts is None:
-                starts = _first_keywords(line)
-            match = next(filter(None, (rule.match(line, at) for at in starts)), None)
+            match = next(filter(None, (linear.match(openable, at) for at in starts)), None)
         if match:
-            yield match.group(group)
+            yield line[match.start(group) : match.end(group)]
+
+
+# The quoted rules' value, `([\'"`])((?=[^\v\'\"]*)(?=\w+)[^\v\'\"]*[^\v,\'\"`])(\N)`, is read to
+# the next quote or \v and back: once for a `'` or `"` (the next is its only closing), but
+# from every backtick of a stretch without one, whose closing is any backtick (`password,\`a`
+# x 3,000, 32 KB, took 6.3 s). The value after a backtick ends at the stretch's last closing
+# (a backtick after a character that may end a value, followed by what the rule reads after
+# it) at least two places on; a backtick past that opens nothing and closes nothing: made a
+# comma (the rules read both alike everywhere else), the backticks left open a match or fail
+# at once. The rest of each twin: the lookahead that always holds is dropped, `(?=\w+)` reads
+# one character, and a keyword and its `\w*` are atomic (a shorter `\w*` leaves a word
+# character, which no rule reads next).
+_VALUE_READ = r"(?=[^\v\'\"]*)(?=\w+)"
+_KEYWORD_RUN = _KEYWORD_FIRST + r"\w*"
+_CLOSING = re.compile(r"\(\\\d\)")  # the value's closing, a backreference to its quote
+_BACKTICK_STRETCH = re.compile(r"(?<![^\v'\"])[^\v'\"`]*+`[^\v'\"]*+")
+
+
+def _linear(rule: re.Pattern[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    source = rule.pattern.replace(_VALUE_READ, "(?=\\w)")
+    if source.startswith(_KEYWORD_RUN):
+        source = f"(?>{_KEYWORD_RUN}){source[len(_KEYWORD_RUN) :]}"
+    after = _CLOSING.split(rule.pattern)[-1]
+    last_closing = rf"(?:[^\v'\"`]*+`)*(?<=[^\v,'\"`]`)(?={after})"
+    return re.compile(source, rule.flags), re.compile(last_closing, rule.flags)
+
+
+_LINEAR = {rule.pattern: _linear(rule) for rule in _QUOTED}
+
+
+def _openable(line: str, last_closing: re.Pattern[str]) -> str:
+    """The line with each backtick that can neither open nor close a rule's value a comma."""
+    if "`" not in line:
+        return line
+    out: list[str] = []
+    at = 0
+    for stretch in _BACKTICK_STRETCH.finditer(line):
+        start, end = stretch.span()
+        closing = last_closing.match(line, start)
+        keep = start if closing is None else closing.end() - 2  # the backticks before it open
+        out += (line[at:keep], line[keep:end].replace("`", ","))
+        if closing is not None:
+            out[-1] = out[-1][:1] + "`" + out[-1][2:]  # the closing itself
+        at = end
+    out.append(line[at:])
+    return "".join(out)
 
 
 def _first_keywords(line: str) -> list[int]:
@@ -371,14 +471,19 @@ def shown(text: str) -> str:
     return text if _SHOWS.get() else masked(text)
 
 
-# Past this many characters a text is masked in a thread: finding costs up to 1.6 µs a
-# character on adversarial text (bench.masking), 13 ms here, and the event loop serves every
-# account.
+# Past this many characters a text is masked in a thread: finding costs up to 0.45 µs a
+# character on adversarial text (bench.masking), 4 ms here, and the event loop serves every
+# account. One thread, not asyncio's pool of several: a pattern holds the GIL while it runs,
+# so each masking at once is one more thread the loop waits on, and one account's long turns
+# would take as many as it asks. They queue for the one instead (a process of its own took
+# the other core from PostgreSQL and did worse in bench.fairness's adversarial-replay: 6.1x
+# idle in one run, against 3.7x with a thread of asyncio's pool).
 OFF_LOOP_CHARS = 8192
+_MASKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="masking")
 
 
 async def shown_off_loop(text: str) -> str:
-    """`shown`, in a thread for a long text (the request's context goes with it)."""
+    """`shown`, in the masking thread for a long text (the request's choice made here)."""
     if len(text) <= OFF_LOOP_CHARS or _SHOWS.get():
         return shown(text)
-    return await asyncio.to_thread(shown, text)
+    return await asyncio.get_running_loop().run_in_executor(_MASKER, masked, text)
