@@ -20,7 +20,8 @@ from indexer.chunking import ChunkPolicy
 from indexer.embedders import Registry
 from indexer.passes import IndexerConfig, PassHook, PassReport
 from indexer.providers import providers_for
-from indexer.worker import index_once, watch
+from indexer.watching import watch
+from indexer.worker import index_once
 from observability.tracing import configure_tracing, trace_engine
 from transfer.importing import import_lines
 

@@ -1,6 +1,7 @@
-"""The indexing worker: its loop, and each pass over the accounts. A pass chunks an account's
-stale sessions, skips repeated content, then embeds its pending clear chunks with its model
-and its dense one (indexer/embedding_pass.py), and builds or merges its own indexes."""
+"""The indexing worker's pass over the accounts (its loop: indexer/watching.py). A pass
+chunks an account's stale sessions, skips repeated content, then embeds its pending clear
+chunks with its model and its dense one (indexer/embedding_pass.py), and builds or merges
+its own indexes."""
 
 from __future__ import annotations
 
@@ -16,15 +17,13 @@ from tqdm import tqdm
 
 from data import chunk_writes
 from data import indexing as sql
-from data import ingest as ingest_sql
 from data.account_indexes import BuiltIndex, ensure_large_account_indexes
-from data.changes import Wakeups, listening
 from data.own_index_rebuilds import Tail, fit_again, merge_due
 from indexer import lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.embedding_pass import embed_account, embed_dense
 from indexer.fitting import ensure_fit
-from indexer.passes import IndexerConfig, PassHook, PassReport, mark_degraded
+from indexer.passes import IndexerConfig, PassReport, mark_degraded
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.whole_passages import WholePassages
 from observability import metrics
@@ -65,7 +64,7 @@ async def index_once(
         await index_account(engine, registry, config, work, report, at, changed_only)
     if merge and config.account_index_min_chunks is not None and accounts:
         merged, started = [work.account_id for work in accounts], time.perf_counter()
-        report.tails_merged += await _merge_tails(engine, config.account_index_min_chunks, merged)
+        report.tails_merged += await merge_tails(engine, config.account_index_min_chunks, merged)
         report.indexes_s += time.perf_counter() - started
     report.seconds = time.perf_counter() - began
     shown = {
@@ -164,7 +163,7 @@ async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: U
         )
 
 
-async def _merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID]) -> int:
+async def merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID]) -> int:
     """The accounts' own indexes whose tails are due, built again over all their rows
     (data/own_index_rebuilds.py); a merge that fails leaves its tail, retried next pass."""
 
@@ -261,136 +260,6 @@ def _chunkers(engine: AsyncEngine) -> int:
     merge's connection."""
     size = getattr(engine.pool, "size", None)
     return CHUNKERS if size is None else max(1, min(CHUNKERS, size() - 2))
-
-
-async def watch(
-    engine: AsyncEngine,
-    registry: Registry,
-    config: IndexerConfig,
-    interval_s: float,
-    stop: asyncio.Event | None = None,
-    hook: PassHook | None = None,
-) -> None:
-    """Run passes until stopped: a full pass over every account every interval_s (which also
-    completes the live sessions gone idle), and between them, as soon as the live receiver
-    notifies an account's change (data/changes.py), a pass over the accounts notified; the
-    hook told after each which accounts it embedded, and woken when it is due. The own
-    indexes' tails are merged beside the passes, one merge at a time, so that a build of a
-    whole index (seconds) never holds up a running session's passages. A failed pass is
-    logged and the next one retries."""
-    stop = stop or asyncio.Event()
-    beside = None if hook is None else asyncio.ensure_future(hook.run(stop))
-    merges = _Merges(engine, config.account_index_min_chunks)
-    try:
-        async with listening(engine, Wakeups()) as wakeups:
-            due = 0.0
-            while not stop.is_set():
-                full = due <= time.monotonic()
-                embedded = await _pass(engine, registry, config, wakeups, full)
-                if full:  # the next full pass an interval on, whether this one failed or not
-                    due = time.monotonic() + interval_s
-                merges.after(None if full else embedded or set())
-                wait = due - time.monotonic()
-                if hook is not None:
-                    await _told(hook, embedded or set())
-                    hook_due = hook.due_in()
-                    wait = wait if hook_due is None else min(wait, hook_due)
-                await _until(stop, wakeups, wait)
-    finally:
-        await merges.stopped()
-        if beside is not None:
-            stop.set()
-            await asyncio.gather(beside, return_exceptions=True)
-
-
-class _Merges:
-    """The own indexes' tail merges a watching indexer runs beside its passes: after a pass,
-    one merge task (of the accounts it embedded, or of every account after a full pass) when
-    none is running; the accounts of passes meanwhile wait for the next."""
-
-    def __init__(self, engine: AsyncEngine, min_rows: int | None) -> None:
-        self.engine, self.min_rows = engine, min_rows
-        self.task: asyncio.Task[int] | None = None
-        self.waiting: set[UUID] | None = set()  # None: every account
-
-    def after(self, embedded: set[UUID] | None) -> None:
-        """A pass ended, embedding these accounts' chunks (None: a full pass, every account)."""
-        if self.min_rows is None:
-            return
-        if embedded is None or self.waiting is None:
-            self.waiting = None
-        else:
-            self.waiting |= embedded
-        if (self.task is None or self.task.done()) and self.waiting != set():
-            accounts, self.waiting = self.waiting, set()
-            self.task = asyncio.ensure_future(self._merge(accounts))
-
-    async def _merge(self, accounts: set[UUID] | None) -> int:
-        assert self.min_rows is not None
-        try:
-            if accounts is None:
-                async with self.engine.connect() as conn:
-                    enabled = await sql.enabled_accounts(conn, None)
-                accounts = {work.account_id for work in enabled}
-            return await _merge_tails(self.engine, self.min_rows, sorted(accounts))
-        except Exception:  # its tails stay; the next full pass's merge tries them again
-            log.exception("index_merge_failed")
-            return 0
-
-    async def stopped(self) -> None:
-        """The merge running cancelled (its half-built index is dropped by the next merge)."""
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-        if self.task is not None:
-            await asyncio.gather(self.task, return_exceptions=True)
-
-
-async def _pass(
-    engine: AsyncEngine, registry: Registry, config: IndexerConfig, wakeups: Wakeups, full: bool
-) -> set[UUID] | None:
-    """A full pass (and the idle sessions completed), or one over the accounts notified, or
-    none; the accounts it embedded (None: no pass ran, or it failed)."""
-    try:
-        if full:
-            wakeups.take()  # the full pass covers them
-            await complete_idle(engine, config.session_idle_s)
-            return (await index_once(engine, registry, config, merge=False)).embedded
-        if accounts := wakeups.take():
-            notified = await index_once(
-                engine, registry, config, account_ids=accounts, changed_only=True, merge=False
-            )
-            return notified.embedded
-    except Exception:
-        log.exception("index_pass_failed")
-    return None
-
-
-async def _told(hook: PassHook, embedded: set[UUID]) -> None:
-    try:
-        await hook.after_pass(embedded)
-    except Exception:
-        log.exception("pass_hook_failed")
-
-
-async def _until(stop: asyncio.Event, wakeups: Wakeups, timeout_s: float) -> None:
-    """Wait until stopped, woken, or timeout_s passed."""
-    if wakeups.accounts or timeout_s <= 0:
-        return
-    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wakeups.event.wait())]
-    try:
-        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiting in waits:
-            waiting.cancel()
-
-
-async def complete_idle(engine: AsyncEngine, idle_s: int) -> int:
-    """The running live sessions with no span for idle_s marked completed; how many."""
-    async with engine.begin() as conn:
-        accounts = await ingest_sql.complete_idle(conn, idle_s)
-    if accounts:
-        log.info("idle_sessions_completed", sessions=len(accounts), accounts=len(set(accounts)))
-    return len(accounts)
 
 
 async def _unavailable(

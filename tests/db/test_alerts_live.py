@@ -25,7 +25,8 @@ from alerts.urls import AllowedHosts
 from alerts.worker import AlertConfig, AlertWorker
 from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.passes import IndexerConfig
-from indexer.worker import index_once, watch
+from indexer.watching import watch
+from indexer.worker import index_once
 from resolvers.services import Services
 from resolvers.tuning import Tuning
 from tests.support.failures import FAILURE_TEXTS, _told, at

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from typing import Any
 
@@ -16,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.engine import make_engine
 from data.model_identity import ModelIdentity
 from indexer.embedders import Registry
-from indexer.worker import complete_idle, index_once, watch
+from indexer.watching import complete_idle
+from indexer.worker import index_once
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.search import search_sessions
 from resolvers.services import Services
@@ -139,29 +139,6 @@ async def test_two_indexers_share_a_stream_with_nothing_twice_and_nothing_missed
         assert len(await replay(engine, session_id(account, agent.conversation or ""))) == 2
 
 
-async def test_the_ingest_wakes_a_watching_indexer_at_commit(engine: AsyncEngine) -> None:
-    """The watching indexer makes the acknowledged request into a session and indexes it."""
-    account, key = await an_account(engine)
-    stop = asyncio.Event()
-    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 3600, stop))
-    try:
-        await asyncio.sleep(0.5)  # its first full pass, over nothing
-        agent = Agent("conv-wake")
-        agent.user(words("wake"))
-        agent.chat(words("woken"))
-        started = time.monotonic()
-        async with served(engine, indexer=False) as client:
-            await post(client, key, agent.spans)
-        sid = session_id(account, "conv-wake")
-        while not [c for c in (await chunks(engine, sid)).values() if c.vector is not None]:
-            assert time.monotonic() - started < 20, "no pass ran: the indexer was not woken"
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await watching
-    # the next full pass was an hour away: only the notification can have run this one
-
-
 async def test_a_running_session_idle_past_the_setting_is_completed(
     engine: AsyncEngine, client: httpx.AsyncClient
 ) -> None:
@@ -220,43 +197,6 @@ async def test_a_search_says_its_dense_leg_is_behind_while_ingested_passages_wai
     assert "search_dense_leg_behind" in behind.degraded.reasons
 
 
-async def test_full_passes_keep_their_interval_under_a_steady_stream(
-    engine: AsyncEngine, monkeypatch: Any
-) -> None:
-    """A full pass (which also completes idle sessions) still runs every interval while
-    notified passes run back to back: one that falls due during a notified pass runs next."""
-    from data.ingest import CHANNEL
-    from indexer import worker
-
-    account, _ = await an_account(engine)
-    passes: list[list[uuid.UUID] | None] = []
-
-    async def a_pass(*args: Any, account_ids: list[uuid.UUID] | None = None, **kw: Any) -> Any:
-        passes.append(account_ids)
-        await asyncio.sleep(0.2)  # each pass outlasts the gap between notifications
-        return worker.PassReport()
-
-    async def no_idle(*args: Any) -> int:
-        return 0
-
-    monkeypatch.setattr(worker, "index_once", a_pass)
-    monkeypatch.setattr(worker, "complete_idle", no_idle)
-    stop = asyncio.Event()
-    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 0.5, stop))
-    try:
-        started = time.monotonic()
-        while time.monotonic() - started < 2.6:  # a stream notifying the account steadily
-            async with engine.begin() as conn:
-                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await watching
-    full = [p for p in passes if p is None]
-    assert len(passes) - len(full) >= 3, passes  # the notified passes ran
-    assert len(full) >= 4, f"{len(full)} full passes in 2.6 s at an interval of 0.5 s"
-
-
 async def test_a_woken_pass_chunks_only_the_sessions_the_receiver_changed(
     engine: AsyncEngine, client: httpx.AsyncClient
 ) -> None:
@@ -311,78 +251,6 @@ async def test_a_woken_pass_skips_the_repeats_its_sessions_make(
     assert (await states(engine))["skipped"] == 3
     full = await index_once(engine, registry, config, account_ids=[account])
     assert full.chunks_skipped == 0  # nothing the woken pass left for a full one
-
-
-async def test_a_watching_indexer_merges_tails_beside_its_passes(
-    engine: AsyncEngine, monkeypatch: Any
-) -> None:
-    """A merge builds a whole index again (seconds on a large account): the passes the
-    receiver wakes go on meanwhile, rather than wait for it."""
-    from data.ingest import CHANNEL
-    from indexer import worker
-    from indexer.passes import IndexerConfig
-
-    account, _ = await an_account(engine)
-    passes: list[float] = []
-    merging: list[tuple[float, float]] = []
-
-    async def a_pass(*args: Any, **kw: Any) -> Any:
-        passes.append(time.monotonic())
-        await asyncio.sleep(0.05)
-        report = worker.PassReport()
-        report.embedded.add(account)
-        return report
-
-    async def a_merge(*args: Any) -> int:
-        started = time.monotonic()
-        await asyncio.sleep(1.5)
-        merging.append((started, time.monotonic()))
-        return 1
-
-    monkeypatch.setattr(worker, "index_once", a_pass)
-    monkeypatch.setattr(worker, "_merge_tails", a_merge)
-    config = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
-    stop = asyncio.Event()
-    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), config, 3600, stop))
-    try:
-        started = time.monotonic()
-        while time.monotonic() - started < 2.5:
-            async with engine.begin() as conn:
-                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await watching
-    assert merging, "no merge ran"
-    first, ended = merging[0]
-    during = [at for at in passes if first < at < ended]
-    assert len(during) >= 5, f"{len(during)} passes ran during a merge of {ended - first:.1f} s"
-
-
-async def test_a_watching_indexer_merges_a_due_tail(engine: AsyncEngine) -> None:
-    from indexer.passes import IndexerConfig
-    from tests.support.indexing import add_activity, talk, world_with
-
-    account, _ = await world_with(engine, sessions=3)  # 9 chunks
-    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
-    await index_once(engine, Registry(WORDS_ONLY), grown)  # its own index, built
-    marked = "SELECT index_name FROM account_model_indexes WHERE account_id = :a"
-    [before] = await rows(engine, marked, a=account)
-    world = World()
-    for n in range(3, 7):
-        sid = world.session(str(account), f"session {n}", day=n)
-        add_activity(world, sid, talk(f"s{n}t"))
-    await world.write(engine)  # a tail of 12 rows once embedded: due
-    stop = asyncio.Event()
-    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), grown, 0.2, stop))
-    try:
-        started = time.monotonic()
-        while (await rows(engine, marked, a=account))[0].index_name == before.index_name:
-            assert time.monotonic() - started < 30, "the tail was not merged"
-            await asyncio.sleep(0.1)
-    finally:
-        stop.set()
-        await watching
 
 
 async def test_a_woken_pass_keeps_the_fit_and_the_full_pass_refits(

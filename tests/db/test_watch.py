@@ -1,0 +1,154 @@
+"""A watching indexer (indexer/watching.py): woken at the receiver's commit, its full passes
+kept at their interval under a steady stream, the own indexes' tails merged beside its
+passes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from indexer.embedders import Registry
+from indexer.watching import watch
+from indexer.worker import index_once
+from tests.db.test_ingest_indexing import an_account, chunks, words
+from tests.support.indexing import CONFIG, WORDS_ONLY, rows
+from tests.support.otlp import Agent, post, served
+from tests.support.world import World
+from transfer.formats.spans import session_id
+
+
+async def test_the_ingest_wakes_a_watching_indexer_at_commit(engine: AsyncEngine) -> None:
+    """The watching indexer makes the acknowledged request into a session and indexes it."""
+    account, key = await an_account(engine)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 3600, stop))
+    try:
+        await asyncio.sleep(0.5)  # its first full pass, over nothing
+        agent = Agent("conv-wake")
+        agent.user(words("wake"))
+        agent.chat(words("woken"))
+        started = time.monotonic()
+        async with served(engine, indexer=False) as client:
+            await post(client, key, agent.spans)
+        sid = session_id(account, "conv-wake")
+        while not [c for c in (await chunks(engine, sid)).values() if c.vector is not None]:
+            assert time.monotonic() - started < 20, "no pass ran: the indexer was not woken"
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await watching
+    # the next full pass was an hour away: only the notification can have run this one
+
+
+async def test_full_passes_keep_their_interval_under_a_steady_stream(
+    engine: AsyncEngine, monkeypatch: Any
+) -> None:
+    """A full pass (which also completes idle sessions) still runs every interval while
+    notified passes run back to back: one that falls due during a notified pass runs next."""
+    from data.ingest import CHANNEL
+    from indexer import watching
+    from indexer.passes import PassReport
+
+    account, _ = await an_account(engine)
+    passes: list[list[uuid.UUID] | None] = []
+
+    async def a_pass(*args: Any, account_ids: list[uuid.UUID] | None = None, **kw: Any) -> Any:
+        passes.append(account_ids)
+        await asyncio.sleep(0.2)  # each pass outlasts the gap between notifications
+        return PassReport()
+
+    async def no_idle(*args: Any) -> int:
+        return 0
+
+    monkeypatch.setattr(watching, "index_once", a_pass)
+    monkeypatch.setattr(watching, "complete_idle", no_idle)
+    stop = asyncio.Event()
+    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 0.5, stop))
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 2.6:  # a stream notifying the account steadily
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await running
+    full = [p for p in passes if p is None]
+    assert len(passes) - len(full) >= 3, passes  # the notified passes ran
+    assert len(full) >= 4, f"{len(full)} full passes in 2.6 s at an interval of 0.5 s"
+
+
+async def test_a_watching_indexer_merges_tails_beside_its_passes(
+    engine: AsyncEngine, monkeypatch: Any
+) -> None:
+    """A merge builds a whole index again (seconds on a large account): the passes the
+    receiver wakes go on meanwhile, rather than wait for it."""
+    from data.ingest import CHANNEL
+    from indexer import watching
+    from indexer.passes import IndexerConfig, PassReport
+
+    account, _ = await an_account(engine)
+    passes: list[float] = []
+    merging: list[tuple[float, float]] = []
+
+    async def a_pass(*args: Any, **kw: Any) -> Any:
+        passes.append(time.monotonic())
+        await asyncio.sleep(0.05)
+        report = PassReport()
+        report.embedded.add(account)
+        return report
+
+    async def a_merge(*args: Any) -> int:
+        started = time.monotonic()
+        await asyncio.sleep(1.5)
+        merging.append((started, time.monotonic()))
+        return 1
+
+    monkeypatch.setattr(watching, "index_once", a_pass)
+    monkeypatch.setattr(watching, "merge_tails", a_merge)
+    config = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    stop = asyncio.Event()
+    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), config, 3600, stop))
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 2.5:
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await running
+    assert merging, "no merge ran"
+    first, ended = merging[0]
+    during = [at for at in passes if first < at < ended]
+    assert len(during) >= 5, f"{len(during)} passes ran during a merge of {ended - first:.1f} s"
+
+
+async def test_a_watching_indexer_merges_a_due_tail(engine: AsyncEngine) -> None:
+    from indexer.passes import IndexerConfig
+    from tests.support.indexing import add_activity, talk, world_with
+
+    account, _ = await world_with(engine, sessions=3)  # 9 chunks
+    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    await index_once(engine, Registry(WORDS_ONLY), grown)  # its own index, built
+    marked = "SELECT index_name FROM account_model_indexes WHERE account_id = :a"
+    [before] = await rows(engine, marked, a=account)
+    world = World()
+    for n in range(3, 7):
+        sid = world.session(str(account), f"session {n}", day=n)
+        add_activity(world, sid, talk(f"s{n}t"))
+    await world.write(engine)  # a tail of 12 rows once embedded: due
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), grown, 0.2, stop))
+    try:
+        started = time.monotonic()
+        while (await rows(engine, marked, a=account))[0].index_name == before.index_name:
+            assert time.monotonic() - started < 30, "the tail was not merged"
+            await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await watching
