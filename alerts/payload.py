@@ -14,8 +14,8 @@ from uuid import UUID
 
 from alerts.rules import RuleSpec, Verdict
 from data.sessions import SessionRow
-from indexer import credentials
 from resolvers.comparison.results import shown_session
+from values import credentials
 
 CONSOLE_PAGE = "/console/runtime-sessions"
 

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from indexer import credentials
 from indexer.lexical import features
+from values import credentials
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

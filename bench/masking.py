@@ -12,9 +12,9 @@ import argparse
 import statistics
 import time
 
-from indexer import credentials
+from values import credentials
 
-# Pieces each rule of indexer/credentials.py scans from, repeated: the prefixes of the `sk-`
+# Pieces each rule of values/credentials.py scans from, repeated: the prefixes of the `sk-`
 # family and OpenAI's keys, JWTs, npm's `//…/:_authToken=`, URLs with a user and password,
 # bearer tokens, assigned keywords and private key blocks.
 ADVERSARIAL = (

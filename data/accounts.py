@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from data import tables as t
 from data.engine import raw_driver_errors
 from data.model_identity import ModelIdentity
+from values.credentials import SHOWN_FEATURE
 
 
 def hash_key(key: str) -> bytes:
@@ -21,9 +22,7 @@ def hash_key(key: str) -> bytes:
     return hashlib.sha256(key.encode()).digest()
 
 
-# The account feature that shows credentials as they were recorded (indexer/credentials.py);
-# without it every text the API shows has them masked.
-SECRETS_SHOWN = "secrets_shown"
+SECRETS_SHOWN = SHOWN_FEATURE  # the account feature that shows credentials as recorded
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,7 +169,7 @@ async def show(
     search_text: str | None = None,
 ) -> PageDetails:
     """The comparison's second statement; none when there is nothing to show or ask. Each
-    passage's text as `shown` shows it (indexer/credentials.py), and with a search's text,
+    passage's text as `shown` shows it (values/credentials.py), and with a search's text,
     the words of its preview the text matched."""
     if not (chunk_ids or session_ids or lonely):
         return PageDetails()

@@ -19,8 +19,9 @@ import numpy as np
 import regex
 
 from data.model_identity import ModelIdentity
-from indexer import credentials, templates
+from indexer import templates
 from indexer.keys import feature_key
+from values import credentials
 
 FAMILY = "lexical-384"
 DIMENSIONS = 384
@@ -62,7 +63,7 @@ def features(text: str, common: frozenset[int] = frozenset()) -> Counter[str]:
     """Feature counts of a text less the words of its `common` shingles (its template text,
     indexer/templates.py): casefolded NFKC words less stopwords, character pairs of unspaced
     scripts (a lone character stands for itself), and symbols such as emoji. A credential is
-    no feature: it is left out first (indexer/credentials.py), before the template's words are
+    no feature: it is left out first (values/credentials.py), before the template's words are
     (which casefolds the text, and `akiaiosfodnn7example` is no AWS key any more)."""
     text = templates.strip(credentials.without(text), common)
     # Tokens never span whitespace, so the (usual) ASCII pieces take the fast path.

@@ -9,13 +9,13 @@ from datetime import datetime
 from uuid import UUID
 
 from data.sessions import SessionRow
-from indexer import credentials
 from resolvers.arguments import FailureArgs
 from resolvers.comparison.results import MatchResult, console_link, shown_session
 from resolvers.comparison.timeline import BucketCount
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.calibration import BandCuts
 from resolvers.rules.degraded import Degraded
+from values import credentials
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,6 @@ from strawberry.dataloader import DataLoader
 from data.comparison import reading
 from data.comparison_details import ChunkDetail, show
 from data.sessions import ReplayPageKey, ReplayTurn, SessionRow, replay_pages, sessions_by_id
-from indexer import credentials
 from resolvers.budgets import ContentBudget
 from resolvers.comparison.phases import SimilarKey, compare_sessions
 from resolvers.comparison.results import SimilarResult
@@ -24,6 +23,7 @@ from resolvers.rules.ranking import SIMILAR_PREVIEW_CHARS
 from resolvers.services import Services
 from resolvers.shared_terms import Terms, TermsKey, terms_for
 from resolvers.telemetry import report_comparisons, tracer
+from values import credentials
 
 
 @dataclass(frozen=True)

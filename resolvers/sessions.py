@@ -9,7 +9,6 @@ from typing import TypeVar
 from uuid import UUID
 
 from data.sessions import SessionRow, TitleSearch, recent_sessions
-from indexer import credentials
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison import search
 from resolvers.comparison.results import SearchResult, SimilarResult
@@ -18,6 +17,7 @@ from resolvers.comparison.timeline import TimelineBucket, TimelineResult
 from resolvers.context import Context
 from resolvers.errors import BadArgument
 from resolvers.shared_terms import pairs_of, with_terms
+from values import credentials
 
 MAX_PAGE = 100
 Ranked = TypeVar("Ranked", SimilarResult, SearchResult)

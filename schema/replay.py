@@ -8,10 +8,10 @@ from uuid import UUID
 import strawberry
 
 from data.sessions import ReplayTurn
-from indexer import credentials
 from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, MAX_REPLAY_PAGE, replay_cursor
 from schema.mapping import from_result
+from values import credentials
 
 
 @strawberry.type(description="One step of a session's replay.")

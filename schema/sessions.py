@@ -10,7 +10,6 @@ from uuid import UUID
 import strawberry
 
 from data.sessions import SessionRow
-from indexer import credentials
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.results import NeighbourResult, SimilarResult
 from resolvers.comparison.timeline import TimelineBucket
@@ -32,6 +31,7 @@ from schema.similar import (
     Timeline,
     answer_fields,
 )
+from values import credentials
 
 
 @strawberry.type(description="One recorded agent run of the account.")

@@ -9,7 +9,6 @@ from typing import Any
 from uuid import UUID
 
 from data.sessions import SessionRow
-from indexer import credentials
 from resolvers.arguments import FAILURE_ARGUMENTS, RANKED_ARGUMENTS, FailureArgs, SimilarArgs
 from resolvers.comparison.search import checked_text
 from resolvers.context import Context
@@ -25,6 +24,7 @@ from schema.sessions import RuntimeSession, SimilarSessions
 from similar_sessions.answers import to_json
 from similar_sessions.mcp_tools import LEFT_OUT
 from transfer.formats.spans import session_id as conversation_session
+from values import credentials
 
 # Each argument by the tool's spelling of it.
 RANKED_NAMES = {a.field: a.rest_name for a in RANKED_ARGUMENTS} | {"statuses": "status"}

@@ -24,7 +24,6 @@ from starlette.requests import HTTPConnection
 from starlette.types import Receive, Scope, Send
 
 from data.accounts import Principal, hash_key
-from indexer import credentials
 from resolvers.budgets import ContentBudget
 from resolvers.context import Context
 from resolvers.cursors import Cursors
@@ -42,6 +41,7 @@ from similar_sessions.mcp_shapes import output_schema
 from similar_sessions.mcp_text import TEXTS
 from similar_sessions.mcp_tools import LEFT_OUT, TOOLS, checked
 from similar_sessions.request_context import cursors
+from values import credentials
 
 log = structlog.get_logger(__name__)
 PATH = "/mcp"

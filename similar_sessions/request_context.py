@@ -5,11 +5,11 @@ from __future__ import annotations
 from starlette.requests import HTTPConnection
 
 from data.secrets import deployment_secret
-from indexer import credentials
 from resolvers.budgets import ContentBudget, RequestBudget
 from resolvers.context import Context
 from resolvers.cursors import Cursors
 from resolvers.services import share_reads
+from values import credentials
 
 
 async def cursors(connection: HTTPConnection) -> Cursors:

@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from data import comparison_details as details
 from data.comparison import THREADED_AFTER
 from data.comparison_details import ChunkDetail, PageDetails
-from indexer import credentials
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.results import (
     MatchResult,
@@ -29,6 +28,7 @@ from resolvers.rules import ranking
 from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts, ProbeKind, calibration, cut_points
 from resolvers.rules.degraded import Facts, degraded, reasons_for
 from resolvers.tuning import Tuning
+from values import credentials
 
 # Large batches (data.comparison.THREADED_AFTER) are assembled in a worker thread, this many
 # comparisons at a time: each step is short, and frees what it made before the next, so

@@ -11,7 +11,6 @@ from uuid import UUID
 
 from data.comparison_details import ChunkDetail
 from data.sessions import SessionRow
-from indexer import credentials
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.legs import LegAnswer
 from resolvers.cursors import Position
@@ -19,6 +18,7 @@ from resolvers.rules import ranking
 from resolvers.rules.calibration import CONTRACT_CUTS, BandCuts
 from resolvers.rules.degraded import Degraded
 from resolvers.rules.ranking import MIN_SIMILAR_SIMILARITY
+from values import credentials
 from values.lookups import LookupPath
 
 CONSOLE_PATH = "/console/runtime-sessions?sessionId="

@@ -23,7 +23,7 @@ from data.indexing import pending_count
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
 from data.vector_slots import Space, VectorSlot
-from indexer import credentials, lexical
+from indexer import lexical
 from indexer.query import QueryNotEmbedded, embed_query
 from resolvers.arguments import SimilarArgs, plain_text
 from resolvers.comparison.answer import elapsed_ms, neighbour_of
@@ -36,6 +36,7 @@ from resolvers.rules.calibration import ProbeKind, calibration
 from resolvers.rules.degraded import degraded
 from resolvers.rules.lookup_plan import Caller, plan
 from resolvers.services import Services
+from values import credentials
 from values.reasons import ASKED, Reason
 
 MAX_SEARCH_CHARS = 2000

@@ -13,11 +13,11 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data import fits
-from indexer.credentials import SHOWN_FEATURE
 from indexer.lexical import Fit
 from tests.support.comparisons import bearer, graphql
 from tests.support.search_world import MODEL, vector
 from tests.support.world import T0, World
+from values.credentials import SHOWN_FEATURE
 
 AWS = "AKIAIOSFODNN7EXAMPLE"
 PASSWORD = "hunter2-prod"

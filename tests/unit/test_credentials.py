@@ -16,9 +16,9 @@ from detect_secrets.plugins.base import RegexBasedDetector
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer import credentials
 from indexer.lexical import Fit, LexicalEmbedder, features
 from resolvers.rules.shared_terms import shared_terms
+from values import credentials
 
 
 def _jwt() -> str:

@@ -4,8 +4,8 @@ longer recognises (issue 59: 34 of a token's 36 characters showed)."""
 
 from __future__ import annotations
 
-from indexer import credentials
 from transfer.formats.conversation import TITLE_CHARS, Turn, cut_between_words, title_of
+from values import credentials
 
 TOKEN = "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"
 
