@@ -176,7 +176,11 @@ _RESET = {
 
 
 def _upsert() -> sa.Insert:
-    stmt = insert(t.session_chunks)
+    """Each row's `searchable` (its content with the credentials left out) becomes its
+    search words."""
+    stmt = insert(t.session_chunks).values(
+        search_terms=sa.func.search_terms_of(sa.bindparam("searchable", type_=sa.Text))
+    )
     kept = ("account_id", "id", "redaction_state")
     updated = {
         c.name: stmt.excluded[c.name]

@@ -134,6 +134,7 @@ _STAGED: dict[str, dict[str, str]] = {
         },
         "embedding": "CAST(s.embedding AS vector)",
         "embedded_at": "s.embedded_at",
+        "search_terms": "search_terms_of(s.searchable)",
     },
 }
 IMPORT_COLUMNS = {kind: tuple(columns) for kind, columns in _STAGED.items()}  # in order

@@ -45,6 +45,7 @@ STAGE_COLUMNS = (
     ("embedding_model", "text"),
     ("embedding", "text"),  # pgvector's text form: read by vector_in, no array codec
     ("embedded_at", "timestamptz"),
+    ("searchable", "text"),  # a chunk's content with its credentials left out
 )
 STAGE_COLUMN_NAMES = tuple(name for name, _ in STAGE_COLUMNS)
 

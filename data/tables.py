@@ -224,8 +224,10 @@ session_chunks = sa.Table(
     # it while one of them is within).
     sa.Column("repeats_until", TZ),
     # The words of the content, stemmed, and the character pairs of its unspaced scripts
-    # (migrations 0009, 0013): what a search's lexical leg ranks.
-    sa.Column("search_terms", TSVECTOR, sa.Computed("search_terms_of(content)", persisted=True)),
+    # (migrations 0009, 0013): what a search's lexical leg ranks. Made from the content with
+    # its credentials left out (values/credentials.without), written with it by the indexer
+    # and the import (migration 0021), so a guessed secret finds no passage.
+    sa.Column("search_terms", TSVECTOR),
     # The vector of the account's dense model beside its configured one (a search's dense
     # leg), with its own state, attempts and error; the same passage, another model's space.
     sa.Column("dense_embedding", Vector()),

@@ -16,6 +16,7 @@ from data.sessions import activity_by_session
 from indexer import lexical
 from indexer.chunking import Chunk, ChunkPolicy, Turn, chunk_id, chunk_session
 from indexer.embedders import Embedder
+from values import credentials
 
 
 def policy_for(policy: ChunkPolicy, embedder: Embedder) -> ChunkPolicy:
@@ -92,6 +93,7 @@ def _row(account_id: UUID, session_id: UUID, chunk: Chunk, offset: int) -> dict[
         "role": chunk.role,
         "content": chunk.content,
         "content_hash": content_hash(chunk.content),
+        "searchable": credentials.without(chunk.content),
     }
 
 

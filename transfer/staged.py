@@ -12,6 +12,7 @@ from data.accounts import hash_key
 from data.import_rows import content_hash, key_owners
 from data.staging import Conflict
 from transfer.import_format import AccountRecord, ActivityRecord, ChunkRecord, Record, SessionRecord
+from values import credentials
 
 
 def stage_row(line: int, record: SessionRecord | ActivityRecord | ChunkRecord) -> tuple[Any, ...]:
@@ -25,18 +26,19 @@ def stage_row(line: int, record: SessionRecord | ActivityRecord | ChunkRecord) -
             *(r.occurred_at, r.role, None, r.content, None),
             *(r.source_kind, r.source_id, r.chunk_index, content_hash(r.content)),
             *(r.redaction_state, state, r.embedding_model, r.embedding_text, r.embedded_at),
+            credentials.without(r.content),
         )
     if isinstance(r, ActivityRecord):
         return (
             *(line, "activity", r.id, None, r.runtime_session_id),
             *(None,) * 7,
             *(r.ordinal, r.occurred_at, r.role, r.kind, r.content, r.api_usage_id),
-            *(None,) * 9,
+            *(None,) * 10,
         )
     return (
         *(line, "session", r.id, r.account_id, None, r.title, r.source_type, r.source_id),
         *(r.reference, r.status, r.started_at, r.last_activity_at),
-        *(None,) * 15,
+        *(None,) * 16,
     )
 
 

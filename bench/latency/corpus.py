@@ -93,9 +93,10 @@ def session_lengths(rng: np.random.Generator, size: int, longest: int = 400) -> 
     return lengths
 
 
-# The columns an import writes, in its order: the COPY here writes the same.
+# The columns an import writes, in its order: the COPY here writes the same, but for a
+# chunk's search words (made in the database from its content): nothing here searches.
 SESSION_COLUMNS = IMPORT_COLUMNS["session"]
-CHUNK_COLUMNS = IMPORT_COLUMNS["chunk"]
+CHUNK_COLUMNS = tuple(c for c in IMPORT_COLUMNS["chunk"] if c != "search_terms")
 _SESSION_KEYS, _CHUNK_KEYS = frozenset(SESSION_COLUMNS), frozenset(CHUNK_COLUMNS)
 Row = tuple[object, ...]
 

@@ -291,10 +291,11 @@ FROM copied m JOIN runtime_sessions s ON s.account_id = $2 AND s.id = m.source""
 COPY_CHUNKS = """
 INSERT INTO session_chunks (account_id, id, runtime_session_id, source_kind, source_id,
   chunk_index, occurred_at, role, content, content_hash, redaction_state, embedding_state,
-  embedding, embedding_model, embedded_at)
+  embedding, embedding_model, embedded_at, search_terms)
 SELECT $1, gen_random_uuid(), m.id, c.source_kind, c.source_id, c.chunk_index,
   c.occurred_at + m.n * interval '1 minute', c.role, c.content, c.content_hash,
-  c.redaction_state, c.embedding_state, c.embedding, c.embedding_model, c.embedded_at
+  c.redaction_state, c.embedding_state, c.embedding, c.embedding_model, c.embedded_at,
+  c.search_terms
 FROM copied m JOIN session_chunks c ON c.account_id = $2 AND c.runtime_session_id = m.source"""
 
 

@@ -49,11 +49,11 @@ _COPY_CHUNKS = """
 INSERT INTO session_chunks (account_id, id, runtime_session_id, source_kind, source_id,
   chunk_index, occurred_at, role, content, content_hash, redaction_state, embedding_state,
   embedding, embedding_model, embedded_at, dense_embedding, dense_model, dense_state,
-  dense_embedded_at)
+  dense_embedded_at, search_terms)
 SELECT c.account_id, md5(c.id::text || :copy)::uuid, md5(c.runtime_session_id::text || :copy)::uuid,
   c.source_kind, c.source_id, c.chunk_index, c.occurred_at, c.role, c.content, c.content_hash,
   c.redaction_state, c.embedding_state, c.embedding, c.embedding_model, c.embedded_at,
-  c.dense_embedding, c.dense_model, c.dense_state, c.dense_embedded_at
+  c.dense_embedding, c.dense_model, c.dense_state, c.dense_embedded_at, c.search_terms
 FROM session_chunks c JOIN runtime_sessions s
   ON s.account_id = c.account_id AND s.id = c.runtime_session_id AND s.source_id NOT LIKE '%#%'
 WHERE c.account_id = :a"""

@@ -10,10 +10,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data import fits
+from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.lexical import Fit
+from indexer.passes import IndexerConfig
+from indexer.worker import index_once
 from tests.support.comparisons import bearer, graphql
 from tests.support.search_world import MODEL, vector
 from tests.support.world import T0, World
@@ -24,6 +28,10 @@ PASSWORD = "hunter2-prod"
 VIEWED = f"deploy failed: AWS_ACCESS_KEY_ID={AWS} password={PASSWORD} refused by orders database"
 TWIN = f"deploy failed again: key {AWS} and password={PASSWORD} refused by orders database"
 OTHER = "the customer asked for a refund of the cancelled flight to Seattle"
+ENGLISH = (
+    "The deploy failed because the readiness probe timed out twice",
+    "The invoice total was wrong: the currency rate was stale",
+)
 SIMILAR = """query($id: UUID!) { runtimeSession(id: $id) {
   title sourceId reference replay { content contentTruncated }
   similarSessions(maxMatchesPerSession: 1) { results { title sessionSourceId sessionReference
@@ -175,3 +183,44 @@ async def test_the_session_list_search_cannot_confirm_a_guessed_secret(
     shown = await secrets_world(engine, SHOWN_FEATURE)
     seen = await graphql(client, shown["key"], listed, q=body, first=5)
     assert len(seen["data"]["runtimeSessions"]["nodes"]) == 3  # shown in clear: found
+
+
+GUESSES = (PASSWORD.split("-")[0], AWS.lower(), PASSWORD)
+
+
+async def test_a_guessed_secret_finds_no_passage(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    """A bare value (`hunter2`, a key in lower case) is no credential in a search text, but
+    in the passages it was one: their search words leave it out, so the guess finds nothing
+    (the passages are imported; the indexer's own are checked below)."""
+    world = await secrets_world(engine)
+    for guess in GUESSES:
+        found = (await graphql(client, world["key"], SEARCH, q=guess))["data"]["searchSessions"]
+        assert found["results"] == [], guess
+    words = await graphql(client, world["key"], SEARCH, q="refused orders")
+    assert {r["runtimeSessionId"] for r in words["data"]["searchSessions"]["results"]} == {
+        world["viewed"],
+        world["twin"],
+    }
+
+
+async def test_the_indexers_passages_leave_credentials_out_of_their_search_words(
+    client: httpx.AsyncClient, engine: AsyncEngine
+) -> None:
+    world = World()
+    account, key = world.account(model=str(DEFAULT_MODEL), features=("similarSessions",))
+    for n, text in enumerate([VIEWED, TWIN, OTHER, *ENGLISH]):
+        world.activity(world.session(account, f"session {n}"), 0, text)
+    await world.write(engine)
+    await index_once(engine, Registry(), IndexerConfig(progress=False), account_ids=[account])
+    async with engine.connect() as conn:
+        terms = await conn.execute(
+            sa.text("SELECT search_terms::text FROM session_chunks WHERE account_id = :a"),
+            {"a": account},
+        )
+        stored = " ".join(row[0] for row in terms)
+    assert "refus" in stored and "hunter2" not in stored and "akia" not in stored
+    for guess in GUESSES:
+        found = (await graphql(client, key, SEARCH, q=guess))["data"]["searchSessions"]
+        assert found["results"] == [], guess

@@ -50,3 +50,30 @@ async def test_a_vector_stays_in_its_row_beside_a_long_passage(engine: AsyncEngi
         ).one()
     assert row.vector_out is None, "the vector was moved out of its row"
     assert row.content_out is not None, "the passage was meant to pass the threshold"
+
+
+async def test_the_search_words_written_before_0021_lose_their_credentials(
+    engine: AsyncEngine,
+) -> None:
+    """Downgraded, the words are generated from the content, credentials and all; upgraded
+    again, every passage's words are made from its content with them left out."""
+    world = World()
+    account, _ = world.account()
+    text = "deploy refused: password=hunter2-prod and key AKIAIOSFODNN7EXAMPLE"
+    for n in range(3):
+        world.chunk(world.session(account), unit(direction(n)), content=f"{text} ({n})")
+    await world.write(engine)
+
+    async def words() -> str:
+        async with engine.connect() as conn:
+            rows = await conn.execute(sa.text("SELECT search_terms::text FROM session_chunks"))
+            return " ".join(row[0] for row in rows)
+
+    async with engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.downgrade(alembic_config(sync), "0020"))
+    before = await words()
+    assert before.count("hunter2") >= 3 and "akiaiosfodnn7example" in before
+    await migrate(engine)
+    after = await words()
+    assert after.count("'refus'") == 3
+    assert "hunter2" not in after and "akia" not in after

@@ -12,10 +12,10 @@ from tests.support.world import World, direction, unit
 REPEAT = """
 INSERT INTO session_chunks (account_id, id, runtime_session_id, source_kind, source_id,
   chunk_index, occurred_at, role, content, content_hash, redaction_state, embedding_state,
-  embedding, embedding_model, embedded_at)
+  embedding, embedding_model, embedded_at, search_terms)
 SELECT account_id, gen_random_uuid(), runtime_session_id, source_kind, gen_random_uuid(), g,
   occurred_at + g * interval '1 second', role, content, content_hash, redaction_state,
-  embedding_state, embedding, embedding_model, embedded_at
+  embedding_state, embedding, embedding_model, embedded_at, search_terms
 FROM session_chunks, generate_series(1, :n) AS g
 WHERE runtime_session_id = :session
 """
