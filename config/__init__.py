@@ -1,1 +1,2 @@
-"""Configuration: the settings read from the environment, and structured logging."""
+"""Configuration: the settings read from the environment, structured logging, and the
+process's heap under glibc."""

@@ -18,8 +18,8 @@ from uuid import UUID
 
 from cachetools import TTLCache
 
+from config import heap
 from data.failures import InWindow, Pin
-from resolvers import heap
 from resolvers.rules import failure_groups as rules
 from resolvers.rules.calibration import BandCuts
 

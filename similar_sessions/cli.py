@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from alerts.manage import UnknownAccount
 from alerts.worker import AlertWorker
+from config import heap
 from config.logs import configure_logging
 from config.settings import Settings, SettingsError
 from data.account_indexes import BuiltIndex
@@ -26,7 +27,6 @@ from data.model_indexes import BUILT_KIND
 from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
-from resolvers import heap
 from resolvers.errors import BadArgument
 from similar_sessions import mcp_stdio
 from similar_sessions.alerts_cli import alerts_arguments, alerts_work
@@ -181,6 +181,9 @@ def cmd_revoke_key(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_index(settings: Settings, args: argparse.Namespace) -> int:
     from indexer.commands import run_index
+
+    if args.watch:
+        heap.tune()  # the arenas and the mmap threshold, as `serve` sets them (config/heap.py)
 
     def work(engine: AsyncEngine) -> Awaitable[int]:
         hook = AlertWorker.of(engine, settings) if args.watch else None
@@ -358,11 +361,17 @@ def parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     return top, commands
 
 
+def _runs_on(args: argparse.Namespace) -> bool:
+    """Whether the command runs until stopped (`serve`, `index --watch`), and so is started
+    again under the allocator that gives memory back."""
+    return bool(args.command == "serve" or (args.command == "index" and args.watch))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     top, commands = parser()
     args = top.parse_args(argv)
-    if args.command == "serve" and argv is None:  # the process's own command line
-        again = heap.restart()  # under the allocator that gives memory back (resolvers/heap.py)
+    if _runs_on(args) and argv is None:  # the process's own command line
+        again = heap.restart()  # under the allocator that gives memory back (config/heap.py)
         if again is not None:
             again.run()
     try:

@@ -12,11 +12,11 @@ import socket
 import subprocess
 import sys
 
+from config.heap import tune as tune_heap
 from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
-from resolvers.heap import tune as tune_heap
 
 APP_FACTORY = "similar_sessions.app:create_app"  # called with no arguments: settings from env
 
@@ -61,7 +61,7 @@ def serve(settings: Settings, host: str, port: int, workers: int) -> int:
     from uvicorn.supervisors import Multiprocess
 
     sock = bind(host, port)
-    workers_heap = tune_heap()  # before the server's threads allocate (resolvers/heap.py)
+    workers_heap = tune_heap()  # before the server's threads allocate (config/heap.py)
     url = resolve_url(settings.database_url, settings.data_dir)  # starts the embedded server
     os.environ.update(workers_heap)  # for the workers, not the embedded server's processes
     os.environ["DATABASE_URL"] = url  # the workers open this database and start no server

@@ -63,7 +63,7 @@ async def test_serve_with_two_workers_answers_on_the_bound_port(
         assert line.startswith(f"serving on http://127.0.0.1:{port} with 2 worker processes")
         base = f"http://127.0.0.1:{port}"
         await _until_both_workers_answer(base, server.pid)
-        # started again under glibc's malloc (resolvers/heap.py), the workers with it
+        # started again under glibc's malloc (config/heap.py), the workers with it
         for process in [psutil.Process(server.pid), *psutil.Process(server.pid).children()]:
             if process.pid == server.pid or _is_worker(process):
                 assert process.environ().get("PYTHONMALLOC") == "malloc"

@@ -1,14 +1,18 @@
 """A watching indexer (indexer/watching.py): woken at the receiver's commit, its full passes
 kept at their interval under a steady stream, the own indexes' tails merged beside its
-passes."""
+passes, its heap given back after each full pass and run under glibc's malloc."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import sys
 import time
 import uuid
 from typing import Any
 
+import psutil
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from indexer.embedders import Registry
@@ -152,3 +156,71 @@ async def test_a_watching_indexer_merges_a_due_tail(engine: AsyncEngine) -> None
     finally:
         stop.set()
         await watching
+
+
+async def test_the_heap_goes_back_after_each_full_pass(
+    engine: AsyncEngine, monkeypatch: Any
+) -> None:
+    """What the passes freed goes back to the system after each full pass (config/heap.py),
+    not after every pass the receiver wakes."""
+    from config import heap
+    from data.ingest import CHANNEL
+    from indexer import watching
+    from indexer.passes import PassReport
+
+    account, _ = await an_account(engine)
+    events: list[str] = []
+
+    async def a_pass(*args: Any, account_ids: list[uuid.UUID] | None = None, **kw: Any) -> Any:
+        events.append("full" if account_ids is None else "woken")
+        await asyncio.sleep(0.05)
+        return PassReport()
+
+    async def no_idle(*args: Any) -> int:
+        return 0
+
+    monkeypatch.setattr(watching, "index_once", a_pass)
+    monkeypatch.setattr(watching, "complete_idle", no_idle)
+    monkeypatch.setattr(heap, "trim", lambda: events.append("trim"))
+    stop = asyncio.Event()
+    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 0.4, stop))
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await running
+    full = [n for n, event in enumerate(events) if event == "full"]
+    assert len(full) >= 2 and events.count("woken") >= 3, events
+    assert [events[n + 1] for n in full] == ["trim"] * len(full), events
+    assert events.count("trim") == len(full), events
+
+
+async def test_a_watching_indexer_started_alone_runs_under_glibcs_malloc(database_url: str) -> None:
+    """`index --watch` started by hand, not by `serve`, starts itself again under the
+    allocator that gives memory back, as `serve` does (config/heap.py)."""
+    env = {**os.environ, "DATABASE_URL": database_url}
+    env.pop("PYTHONMALLOC", None)
+    indexer = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "similar_sessions.cli", "index", "--watch"],
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert indexer.stderr is not None
+        line = b""
+        while b"indexing every" not in line:
+            line = await asyncio.wait_for(indexer.stderr.readline(), 60)
+            assert line, "the indexer ended before it watched"
+        assert psutil.Process(indexer.pid).environ().get("PYTHONMALLOC") == "malloc"
+    finally:
+        indexer.send_signal(signal.SIGINT)
+        try:
+            await asyncio.wait_for(indexer.wait(), 30)
+        except TimeoutError:
+            indexer.kill()
+            await indexer.wait()
+    assert indexer.returncode == 0

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from resolvers import groupings, heap
+from config import heap
+from resolvers import groupings
 
 
 async def test_the_heap_is_trimmed_once_after_the_pass(monkeypatch: pytest.MonkeyPatch) -> None:

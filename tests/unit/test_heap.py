@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from resolvers import heap
+from config import heap
 
 ARENAS = "MALLOC_ARENA_MAX"
 THRESHOLD = "MALLOC_MMAP_THRESHOLD_"

@@ -18,13 +18,15 @@ block is mapped on its own, and giving back what a large pass freed (issue #37).
   with the rest of the heap: the server kept +18% after that load instead of +30%
   (bench.fairness, the same session), its first pages as fast within the runs' spread
   (bench.latency.failure_modes, the two alternated). The allocator is chosen before the
-  interpreter starts, so `similar-sessions serve` starts itself again under it (`restart`).
+  interpreter starts, so `similar-sessions serve` and `index --watch` start themselves again
+  under it (`restart`).
 
 `similar-sessions serve` sets the arenas and the threshold for itself (mallopt) and exports
-glibc's variables for the worker processes it starts (which read them at their start) once
-the embedded PostgreSQL is up, so that the database's own processes keep glibc's defaults.
-A setting the operator made, by its variable or its tunable, is left as it is, and so is an
-allocator chosen by PYTHONMALLOC. Elsewhere than glibc, nothing is done."""
+glibc's variables for the worker processes it starts (which read them at their start) once the
+embedded PostgreSQL is up, so that the database's own processes keep glibc's defaults; `index
+--watch` sets them for itself, and gives the heap back after each full pass. A setting the
+operator made, by its variable or its tunable, is left as it is, and so is an allocator chosen
+by PYTHONMALLOC. Elsewhere than glibc, nothing is done."""
 
 from __future__ import annotations
 
