@@ -231,14 +231,27 @@ def slope_of(samples: list[tuple[float, float]]) -> float:
     return float(np.polyfit([t for t, _ in half], [mb for _, mb in half], 1)[0]) * 60
 
 
-def rss_row(name: str, samples: list[tuple[float, float]], start: float, end: float) -> str:
+def by_minute(samples: list[tuple[float, float]], started: float, ended: float) -> str:
+    """The median of each minute of the stream's samples (MB), so that a step (a refit's
+    memory) reads apart from a climb."""
+    medians = []
+    for minute in range(math.ceil((ended - started) / 60)):
+        first = started + 60 * minute
+        inside = [mb for t, mb in samples if first <= t < min(first + 60, ended)]
+        medians.append(f"{p50(inside):.0f}" if inside else "-")
+    return " ".join(medians)
+
+
+def rss_row(
+    name: str, samples: list[tuple[float, float]], s: Stream, start: float, end: float
+) -> str:
     if not samples:
-        return f"| {name} | - | - | - | - |"
+        return f"| {name} | - | - | - | - | - |"
     peak = max(mb for _, mb in samples)
     slope = slope_of(samples)
     return (
         f"| {name} | {start:.0f} | {peak:.0f} | {end:.0f} ({(end - start) / start:+.0%}) "
-        f"| {slope:+.1f} MB/min |"
+        f"| {slope:+.1f} MB/min | {by_minute(samples, s.started, s.ended)} |"
     )
 
 
@@ -400,12 +413,13 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         slowest(s),
         "",
         "Resident memory, MB (sampled each second; start: before the stream, end: "
-        f"{args.settle:g} s after it; slope over the second half of the samples):",
+        f"{args.settle:g} s after it; slope over the second half of the samples; the median "
+        f"of each minute of the stream, its refits at {refit_at or 'none'} s):",
         "",
-        "| process | start | peak | end | slope |",
-        "|---|---|---|---|---|",
-        rss_row("serve", s.serve_samples, serve_start, serve_end),
-        rss_row("its indexer (index --watch)", s.indexer_samples, indexer_start, indexer_end),
+        "| process | start | peak | end | slope | each minute of the stream |",
+        "|---|---|---|---|---|---|",
+        rss_row("serve", s.serve_samples, s, serve_start, serve_end),
+        rss_row("its indexer (index --watch)", s.indexer_samples, s, indexer_start, indexer_end),
         "",
     ]
     if run.steps:

@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data.ingest import CHANNEL
 from indexer.embedders import Registry
 from indexer.watching import watch
 from indexer.worker import index_once
@@ -53,7 +54,6 @@ async def test_full_passes_keep_their_interval_under_a_steady_stream(
 ) -> None:
     """A full pass (which also completes idle sessions) still runs every interval while
     notified passes run back to back: one that falls due during a notified pass runs next."""
-    from data.ingest import CHANNEL
     from indexer import watching
     from indexer.passes import PassReport
 
@@ -70,17 +70,7 @@ async def test_full_passes_keep_their_interval_under_a_steady_stream(
 
     monkeypatch.setattr(watching, "index_once", a_pass)
     monkeypatch.setattr(watching, "complete_idle", no_idle)
-    stop = asyncio.Event()
-    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 0.5, stop))
-    try:
-        started = time.monotonic()
-        while time.monotonic() - started < 2.6:  # a stream notifying the account steadily
-            async with engine.begin() as conn:
-                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await running
+    await _watched_while_notified(engine, CONFIG, 0.5, account, 2.6)
     full = [p for p in passes if p is None]
     assert len(passes) - len(full) >= 3, passes  # the notified passes ran
     assert len(full) >= 4, f"{len(full)} full passes in 2.6 s at an interval of 0.5 s"
@@ -91,7 +81,6 @@ async def test_a_watching_indexer_merges_tails_beside_its_passes(
 ) -> None:
     """A merge builds a whole index again (seconds on a large account): the passes the
     receiver wakes go on meanwhile, rather than wait for it."""
-    from data.ingest import CHANNEL
     from indexer import watching
     from indexer.passes import IndexerConfig, PassReport
 
@@ -115,17 +104,7 @@ async def test_a_watching_indexer_merges_tails_beside_its_passes(
     monkeypatch.setattr(watching, "index_once", a_pass)
     monkeypatch.setattr(watching, "merge_tails", a_merge)
     config = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
-    stop = asyncio.Event()
-    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), config, 3600, stop))
-    try:
-        started = time.monotonic()
-        while time.monotonic() - started < 2.5:
-            async with engine.begin() as conn:
-                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await running
+    await _watched_while_notified(engine, config, 3600, account, 2.5)
     assert merging, "no merge ran"
     first, ended = merging[0]
     during = [at for at in passes if first < at < ended]
@@ -164,7 +143,6 @@ async def test_the_heap_goes_back_after_each_full_pass(
     """What the passes freed goes back to the system after each full pass (config/heap.py),
     not after every pass the receiver wakes."""
     from config import heap
-    from data.ingest import CHANNEL
     from indexer import watching
     from indexer.passes import PassReport
 
@@ -182,17 +160,7 @@ async def test_the_heap_goes_back_after_each_full_pass(
     monkeypatch.setattr(watching, "index_once", a_pass)
     monkeypatch.setattr(watching, "complete_idle", no_idle)
     monkeypatch.setattr(heap, "trim", lambda: events.append("trim"))
-    stop = asyncio.Event()
-    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), CONFIG, 0.4, stop))
-    try:
-        started = time.monotonic()
-        while time.monotonic() - started < 1.5:
-            async with engine.begin() as conn:
-                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
-            await asyncio.sleep(0.05)
-    finally:
-        stop.set()
-        await running
+    await _watched_while_notified(engine, CONFIG, 0.4, account, 1.5)
     full = [n for n, event in enumerate(events) if event == "full"]
     assert len(full) >= 2 and events.count("woken") >= 3, events
     assert [events[n + 1] for n in full] == ["trim"] * len(full), events
@@ -224,3 +192,20 @@ async def test_a_watching_indexer_started_alone_runs_under_glibcs_malloc(databas
             indexer.kill()
             await indexer.wait()
     assert indexer.returncode == 0
+
+
+async def _watched_while_notified(
+    engine: AsyncEngine, config: Any, interval_s: float, account: uuid.UUID, seconds: float
+) -> None:
+    """A watching indexer run while a steady stream notifies the account (every 50 ms)."""
+    stop = asyncio.Event()
+    running = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), config, interval_s, stop))
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < seconds:
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(f"SELECT pg_notify('{CHANNEL}', '{account}')")
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await running
