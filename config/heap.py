@@ -24,9 +24,9 @@ block is mapped on its own, and giving back what a large pass freed (issue #37).
 `similar-sessions serve` sets the arenas and the threshold for itself (mallopt) and exports
 glibc's variables for the worker processes it starts (which read them at their start) once the
 embedded PostgreSQL is up, so that the database's own processes keep glibc's defaults; `index
---watch` sets them for itself, and gives the heap back after each full pass. A setting the
-operator made, by its variable or its tunable, is left as it is, and so is an allocator chosen
-by PYTHONMALLOC. Elsewhere than glibc, nothing is done."""
+--watch` sets them for itself. A setting the operator made, by its variable or its tunable, is
+left as it is, and so is an allocator chosen by PYTHONMALLOC. Elsewhere than glibc, nothing is
+done."""
 
 from __future__ import annotations
 

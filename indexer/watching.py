@@ -11,7 +11,6 @@ from uuid import UUID
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from config import heap
 from data import indexing as sql
 from data import ingest as ingest_sql
 from data.changes import Wakeups, listening
@@ -35,9 +34,8 @@ async def watch(
     notifies an account's change (data/changes.py), a pass over the accounts notified; the
     hook told after each which accounts it embedded, and woken when it is due. The own
     indexes' tails are merged beside the passes, one merge at a time, so that a build of a
-    whole index (seconds) never holds up a running session's passages. After each full pass
-    the heap's free pages go back to the system (config/heap.py), or the process keeps its
-    high water. A failed pass is logged and the next one retries."""
+    whole index (seconds) never holds up a running session's passages. A failed pass is
+    logged and the next one retries."""
     stop = stop or asyncio.Event()
     beside = None if hook is None else asyncio.ensure_future(hook.run(stop))
     merges = _Merges(engine, config.account_index_min_chunks)
@@ -49,7 +47,6 @@ async def watch(
                 embedded = await _pass(engine, registry, config, wakeups, full)
                 if full:  # the next full pass an interval on, whether this one failed or not
                     due = time.monotonic() + interval_s
-                    await asyncio.to_thread(heap.trim)  # what the passes freed goes back
                 merges.after(None if full else embedded or set())
                 wait = due - time.monotonic()
                 if hook is not None:

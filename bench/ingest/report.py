@@ -235,9 +235,11 @@ def by_minute(samples: list[tuple[float, float]], started: float, ended: float) 
     """The median of each minute of the stream's samples (MB), so that a step (a refit's
     memory) reads apart from a climb."""
     medians = []
-    for minute in range(math.ceil((ended - started) / 60)):
+    minutes = max(1, int((ended - started) // 60))  # the last takes the seconds left over
+    for minute in range(minutes):
         first = started + 60 * minute
-        inside = [mb for t, mb in samples if first <= t < min(first + 60, ended)]
+        last = ended if minute == minutes - 1 else first + 60
+        inside = [mb for t, mb in samples if first <= t <= last]
         medians.append(f"{p50(inside):.0f}" if inside else "-")
     return " ".join(medians)
 

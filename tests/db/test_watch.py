@@ -1,6 +1,6 @@
 """A watching indexer (indexer/watching.py): woken at the receiver's commit, its full passes
 kept at their interval under a steady stream, the own indexes' tails merged beside its
-passes, its heap given back after each full pass and run under glibc's malloc."""
+passes, and run under glibc's malloc when started by hand."""
 
 from __future__ import annotations
 
@@ -135,36 +135,6 @@ async def test_a_watching_indexer_merges_a_due_tail(engine: AsyncEngine) -> None
     finally:
         stop.set()
         await watching
-
-
-async def test_the_heap_goes_back_after_each_full_pass(
-    engine: AsyncEngine, monkeypatch: Any
-) -> None:
-    """What the passes freed goes back to the system after each full pass (config/heap.py),
-    not after every pass the receiver wakes."""
-    from config import heap
-    from indexer import watching
-    from indexer.passes import PassReport
-
-    account, _ = await an_account(engine)
-    events: list[str] = []
-
-    async def a_pass(*args: Any, account_ids: list[uuid.UUID] | None = None, **kw: Any) -> Any:
-        events.append("full" if account_ids is None else "woken")
-        await asyncio.sleep(0.05)
-        return PassReport()
-
-    async def no_idle(*args: Any) -> int:
-        return 0
-
-    monkeypatch.setattr(watching, "index_once", a_pass)
-    monkeypatch.setattr(watching, "complete_idle", no_idle)
-    monkeypatch.setattr(heap, "trim", lambda: events.append("trim"))
-    await _watched_while_notified(engine, CONFIG, 0.4, account, 1.5)
-    full = [n for n, event in enumerate(events) if event == "full"]
-    assert len(full) >= 2 and events.count("woken") >= 3, events
-    assert [events[n + 1] for n in full] == ["trim"] * len(full), events
-    assert events.count("trim") == len(full), events
 
 
 async def test_a_watching_indexer_started_alone_runs_under_glibcs_malloc(database_url: str) -> None:
