@@ -58,7 +58,8 @@ from bench.ingest.probes import (
     handled_within,
     postgres_cpu_seconds,
 )
-from bench.ingest.report import Run, Step, Stream, report, step_of
+from bench.ingest.report import Run, Stream, report
+from bench.ingest.steps import Step, step_of
 from bench.ingest.world import INGEST_KEY, OTHER_KEY, OTHER_SESSION, VIEW_KEY, World, prepare
 from config.logs import configure_logging
 from config.settings import Settings
