@@ -15,7 +15,7 @@ with its variables), after the bound on its selections (schema/selection_bound.p
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from graphql import (
 )
 from graphql.execution.values import get_variable_values
 from graphql.utilities import get_operation_ast
+from strawberry.extensions import FieldExtension
 
 from resolvers.budgets import MAX_SIMILAR_PER_REQUEST, Cost, Path, Refusal
 from resolvers.context import Context
@@ -84,10 +85,20 @@ WHOLE_PASS, MANY, ONE = 3, 2, 1
 SEATS = {"failureModes": WHOLE_PASS, "searchSessions": MANY, "runtimeSessions": MANY}
 
 
-def require_granted(info: strawberry.Info[Context, None]) -> None:
-    """Raise LimitExceeded unless this comparing field was granted by the request's Cost."""
-    path = tuple(key for key in info.path.as_list() if isinstance(key, str))
-    info.context.budget.require(path)
+class Granted(FieldExtension):
+    """A comparing field (one of BUDGETED) runs only when the request's Cost granted it:
+    LimitExceeded, before its resolver, otherwise."""
+
+    async def resolve_async(
+        self,
+        next_: Callable[..., Awaitable[Any]],
+        source: Any,
+        info: strawberry.Info[Context, None],
+        **kwargs: Any,
+    ) -> Any:
+        path = tuple(key for key in info.path.as_list() if isinstance(key, str))
+        info.context.budget.require(path)
+        return await next_(source, info, **kwargs)
 
 
 def price(

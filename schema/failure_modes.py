@@ -6,7 +6,6 @@ declarations (similar_sessions/rest.py)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -15,7 +14,6 @@ import strawberry
 
 from alerts.rules import matched
 from data.alerts import alerted_groups
-from resolvers.arguments import FAILURE_ARGUMENTS, FailureArgs
 from resolvers.context import Context
 from resolvers.failure_members import members_page
 from resolvers.failure_modes import failure_modes
@@ -26,14 +24,11 @@ from resolvers.failure_results import (
     MemberPageResult,
 )
 from resolvers.turns import TakesTurn
-from schema.arguments import FAILURE_NAMES, with_failure_arguments
-from schema.cost import require_granted
+from schema.arguments import MEMBER_MATCH, failure_request, selects, with_failure_arguments
+from schema.cost import Granted
 from schema.mapping import from_result
-from schema.selection import selects
 from schema.sessions import RuntimeSession
 from schema.similar import Degraded, Match, TimelineCount
-
-_MATCH = ("members", "nodes", "match")
 
 
 @strawberry.type(description="A session of a failure group, and its closest tie in the group.")
@@ -142,7 +137,7 @@ class FailureGroup:
     async def members(
         self, info: strawberry.Info[Context, None], first: int = 10, after: str | None = None
     ) -> FailureMemberPage:
-        terms = selects(info.selected_fields, *_MATCH, "sharedTerms")
+        terms = selects(info.selected_fields, *MEMBER_MATCH, "sharedTerms")
         page = await members_page(info.context, self.found, first, after, terms)
         return FailureMemberPage.of(page)
 
@@ -195,24 +190,10 @@ class FailureModes:
         )
 
 
-def _texts_selected(info: strawberry.Info[Context, None]) -> tuple[bool, bool]:
-    """(a text or a term selected anywhere under the field, a term selected)."""
-    fields, groups = info.selected_fields, ("failureModes", "groups")
-    terms = (
-        selects(fields, *groups, "sharedTerms")
-        or selects(fields, *groups, *_MATCH, "sharedTerms")
-        or selects(fields, "failureModes", "sharedTermsModel")
-    )
-    texts = terms or any(
-        selects(fields, *groups, *_MATCH, *leaf) for leaf in (("text",), ("probe", "text"))
-    )
-    return texts, terms
-
-
 @strawberry.type
 class FailureQuery:
     @strawberry.field(
-        extensions=[TakesTurn()],
+        extensions=[Granted(), TakesTurn()],
         description="Which failures recur and which are new: the account's sessions of these "
         "statuses that started in the last `windowDays` days (the newest "
         "SIMILAR_SESSIONS_FAILURE_MODES_SESSIONS of them), compared with each other as "
@@ -225,15 +206,6 @@ class FailureQuery:
     async def failure_modes(
         self, info: strawberry.Info[Context, None], **given: Any
     ) -> FailureModes | None:
-        require_granted(info)
-        texts, terms = _texts_selected(info)
-        values = {a.field: given[a.param] for a in FAILURE_ARGUMENTS}
-        args = FailureArgs.checked(
-            values,
-            names=FAILURE_NAMES,
-            account_id=info.context.principal.account_id,
-            cursors=info.context.cursors,
-        )
-        args = replace(args, include_match_text=texts)
+        args, terms = failure_request(info, given)
         result = await failure_modes(info.context, args, terms)
         return FailureModes.of(result)

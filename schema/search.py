@@ -12,10 +12,9 @@ from resolvers.comparison.search import checked_text
 from resolvers.context import Context
 from resolvers.sessions import search_list, search_sessions
 from resolvers.turns import TakesTurn
-from schema.arguments import ranked_args, with_ranked_arguments
-from schema.cost import require_granted
+from schema.arguments import ranked_request, with_ranked_arguments
+from schema.cost import Granted
 from schema.mapping import from_result
-from schema.selection import selects_passage_text, selects_shared_terms
 from schema.sessions import RankedSession, ranked
 from schema.similar import NEAREST, RankedAnswer, SearchLeg, SearchMatch, answer_fields
 
@@ -23,7 +22,7 @@ from schema.similar import NEAREST, RankedAnswer, SearchLeg, SearchMatch, answer
 @strawberry.type
 class SearchQuery:
     @strawberry.field(
-        extensions=[TakesTurn()],
+        extensions=[Granted(), TakesTurn()],
         description="The account's sessions with passages most like the text (an error, a "
         "failure described in words): its words ranked by BM25 (the lexical leg) and, when "
         "the account has a dense model, its meaning by that model (the dense leg), the two "
@@ -34,12 +33,9 @@ class SearchQuery:
     async def search_sessions(
         self, info: strawberry.Info[Context, None], text: str, **ranked: Any
     ) -> SessionSearch | None:
-        require_granted(info)
         text = checked_text(text, "text")
-        terms = selects_shared_terms(info.selected_fields, "searchSessions")
-        selected = terms or selects_passage_text(info.selected_fields, "searchSessions")
         listed = search_list(info.context.principal.account_id, text)
-        args = ranked_args(info, ranked, listed, selected)
+        args, terms = ranked_request(info, ranked, "searchSessions", listed)
         result = await search_sessions(info.context, text, args, terms)
         return SessionSearch.of(result)
 

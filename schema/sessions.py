@@ -17,11 +17,10 @@ from resolvers.context import Context
 from resolvers.replay import DEFAULT_REPLAY_PAGE, replay_cursor, replay_page
 from resolvers.sessions import similar_list, similar_sessions, similar_timeline
 from resolvers.turns import TakesTurn
-from schema.arguments import ranked_args, with_ranked_arguments
-from schema.cost import require_granted
+from schema.arguments import ranked_request, with_ranked_arguments
+from schema.cost import Granted
 from schema.mapping import from_result
 from schema.replay import REPLAY_PAGING, ReplayEntry, ReplayPage
-from schema.selection import selects_passage_text, selects_shared_terms
 from schema.similar import (
     NEAREST,
     Lookup,
@@ -86,6 +85,7 @@ class RuntimeSession:
         )
 
     @strawberry.field(
+        extensions=[Granted()],
         description="Other sessions of this account that went the same way; null, with an "
         "error, when refused (BAD_USER_INPUT, or LIMIT_EXCEEDED: more comparisons than one "
         "request may ask for, counted from the query before any runs).",
@@ -94,10 +94,7 @@ class RuntimeSession:
     async def similar_sessions(
         self, info: strawberry.Info[Context, None], **ranked: Any
     ) -> SimilarSessions | None:
-        require_granted(info)
-        terms = selects_shared_terms(info.selected_fields, "similarSessions")
-        selected = terms or selects_passage_text(info.selected_fields, "similarSessions")
-        args = ranked_args(info, ranked, similar_list(self.id), selected)
+        args, terms = ranked_request(info, ranked, "similarSessions", similar_list(self.id))
         result = await similar_sessions(info.context, self.id, args, terms)
         assert result is not None, "the session was read through the same account"
         return SimilarSessions.of(result)
@@ -158,14 +155,13 @@ class SimilarSessions(RankedAnswer):
     args: strawberry.Private[SimilarArgs]
 
     @strawberry.field(
-        extensions=[TakesTurn()],
+        extensions=[Granted(), TakesTurn()],
         description="How often this has happened, counted by bucket; null, with an error, "
         "when refused (LIMIT_EXCEEDED: it counts as a comparison of the request's budget).",
     )
     async def timeline(
         self, info: strawberry.Info[Context, None], bucket: TimelineBucket = TimelineBucket.WEEK
     ) -> Timeline | None:
-        require_granted(info)
         result = await similar_timeline(info.context, self.runtime_session_id, self.args, bucket)
         return Timeline.of(result)
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from graphql import GraphQLList, GraphQLNonNull, GraphQLObjectType, get_named_type, parse
+from strawberry.types.base import StrawberryObjectDefinition
+from strawberry.utils.str_converters import to_camel_case
 
 from schema import schema
-from schema.cost import BOUNDED_LISTS, price
+from schema.cost import BOUNDED_LISTS, BUDGETED, Granted, price
 from schema.selection_bound import Bounded
 
 GRAPHQL = schema._schema
@@ -125,3 +127,18 @@ def test_a_field_skip_or_include_leaves_out_costs_nothing() -> None:
         ("e", "similarSessions"),
     }
     assert plan(query, off=True, on=False) == {("a",)}  # a runs: it takes the whole budget
+
+
+def test_every_priced_comparing_field_runs_only_when_granted() -> None:
+    """The fields the Cost prices (BUDGETED) are the fields that check their grant (Granted):
+    a comparing field the price missed could not run unpriced, nor one priced go unchecked."""
+    checked = {
+        (definition.name, field.graphql_name or to_camel_case(field.python_name))
+        for definition in (
+            schema.get_type_by_name(name) for name in GRAPHQL.type_map if not name.startswith("__")
+        )
+        if isinstance(definition, StrawberryObjectDefinition)
+        for field in definition.fields
+        if any(isinstance(e, Granted) for e in field.extensions)
+    }
+    assert checked == BUDGETED
