@@ -29,12 +29,12 @@ from data.accounts import Principal
 from observability.metrics import REFUSED
 from resolvers.budgets import Cost
 from similar_sessions.rate_limit import RateLimits, describe
-from transfer.formats.otlp_wire import JSON, PROTOBUF, Decoded, Undecodable, decode, response
+from transfer.formats.otlp_wire import JSON, PROTOBUF, Checked, Undecodable, check, response
 from transfer.live import accept
 
 log = structlog.get_logger(__name__)
 PATH = "/v1/traces"
-OFF_LOOP_BYTES = 64 * 1024  # a body this large is inflated and decoded in a thread
+OFF_LOOP_BYTES = 64 * 1024  # a body this large is inflated and checked in a thread
 ENCODINGS = {PROTOBUF: PROTOBUF, "application/json": JSON}
 # google.rpc.Code of each refusal, as the OTLP specification pairs them with HTTP statuses
 _CODES = {400: 3, 413: 8, 415: 3, 429: 8}
@@ -79,34 +79,35 @@ async def traces(request: Request) -> Response:
             raise Refused(415, f"the body is {PROTOBUF} or application/json")
         settings: Settings = request.app.state.settings
         raw = await request.body()
-        decoded = await _decoded(
+        checked = await _checked(
             raw, request.headers.get("content-encoding", ""), encoding, settings
         )
         principal: Principal = request.state.principal
-        # The Cost admission priced from the body's bytes, its spans counted once decoded.
+        # The Cost admission priced from the body's bytes, its spans counted once checked.
         priced: Cost = getattr(request.state, "cost", Cost(bytes=len(raw)))
-        cost = dataclasses.replace(priced, spans=len(decoded.spans))
+        cost = dataclasses.replace(priced, spans=checked.accepted)
         await request.app.state.ingest_rates.admit(str(principal.account_id), cost)
     except Undecodable as exc:
         return refusal(Refused(400, str(exc)), encoding or JSON)
     except Refused as exc:
         return refusal(exc, encoding or JSON)
-    if decoded.spans:  # stored as sent; the indexer makes the sessions (transfer/live.py)
+    if checked.accepted:  # stored as sent; the indexer makes the sessions (transfer/live.py)
         gzipped = request.headers.get("content-encoding", "").strip().lower() == "gzip"
         await accept(
             request.app.state.services.engine, principal.account_id, encoding, gzipped, raw
         )
-        log.info("accepted", spans=len(decoded.spans), rejected=decoded.rejected, bytes=len(raw))
-    return Response(response(decoded, encoding), media_type=encoding)
+        log.info("accepted", spans=checked.accepted, rejected=checked.rejected, bytes=len(raw))
+    return Response(response(checked, encoding), media_type=encoding)
 
 
-async def _decoded(raw: bytes, coding: str, encoding: str, settings: Settings) -> Decoded:
-    """The body inflated and decoded; a large one in a thread (one hop for both), so that the
-    event loop serves other accounts' requests meanwhile (a 4 MB batch takes tens of
+async def _checked(raw: bytes, coding: str, encoding: str, settings: Settings) -> Checked:
+    """The body inflated and its spans checked (otlp_wire.check: what the indexer's decoding
+    will accept and reject); a large one in a thread (one hop for both), so that the event
+    loop serves other accounts' requests meanwhile (a 4 MB batch takes tens of
     milliseconds)."""
 
-    def read() -> Decoded:
-        return decode(inflated(raw, coding, settings.ingest_body_bytes), encoding)
+    def read() -> Checked:
+        return check(inflated(raw, coding, settings.ingest_body_bytes), encoding)
 
     return read() if len(raw) < OFF_LOOP_BYTES else await asyncio.to_thread(read)
 

@@ -27,6 +27,8 @@ MAX_JSON_DEPTH = 64
 # A string, to its closing quote or the end of the text (possessive: linear in its length).
 _STRINGS = re.compile(r'"(?:[^"\\]++|\\.?)*+"?', re.DOTALL)
 _NOT_BRACKETS = re.compile(r"[^\[\]{}]++")
+# JSON's escape of a NUL or an opening bracket (any case of its hex digits)
+_ESCAPED = re.compile(r"u00(?:00|5[bB]|7[bB])")
 INSTRUCTIONS, EVENT_CONTENT = "gen_ai.system_instructions", "gen_ai.event.content"
 INPUT = "gen_ai.input.messages"
 ARGUMENTS, RESULT = "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"
@@ -72,12 +74,41 @@ def nested_deeper(text: str, limit: int) -> bool:
     in strings aside), valid JSON or not; one pass, no recursion."""
     if text.count("[") + text.count("{") <= limit:
         return False
+    return _deeper(_STRINGS.sub("", text), limit)
+
+
+def _deeper(unquoted: str, limit: int) -> bool:
     depth = 0
-    for bracket in _NOT_BRACKETS.sub("", _STRINGS.sub("", text)):
+    for bracket in _NOT_BRACKETS.sub("", unquoted):
         depth += 1 if bracket in "[{" else -1
         if depth > limit:
             return True
     return False
+
+
+def plainly_within(texts: list[str]) -> bool:
+    """Whether no reading of the texts can refuse one for its nesting or hold a NUL: neither
+    a text as JSON nor any string in it read as JSON again, at any depth, nests deeper than
+    MAX_JSON_DEPTH, and no NUL is in them or escaped in them. True is sure; False only means
+    the texts must be read to know (transfer/formats/otlp_wire.py `check`).
+
+    Sure because a bracket or a NUL can come from a JSON string only as itself or by the
+    escapes \\u005b, \\u007b and \\u0000 (at any depth their letters stay in the text), and
+    the brackets inside a text's strings, all counted, bound the nesting of any JSON read
+    from them."""
+    text = "\n".join(texts)
+    if "\x00" in text or ("u00" in text and _ESCAPED.search(text)):
+        return False
+    return text.count("[") + text.count("{") <= MAX_JSON_DEPTH or all(map(_shallow, texts))
+
+
+def _shallow(text: str) -> bool:
+    opens = text.count("[") + text.count("{")
+    if opens <= MAX_JSON_DEPTH:
+        return True
+    unquoted = _STRINGS.sub("", text)
+    quoted = opens - unquoted.count("[") - unquoted.count("{")
+    return quoted <= MAX_JSON_DEPTH and not _deeper(unquoted, MAX_JSON_DEPTH)
 
 
 def _messages(attributes: dict[str, Any], name: str) -> list[dict[str, Any]]:

@@ -25,10 +25,16 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from transfer.formats import otlp
+from transfer.formats.genai import plainly_within
 from transfer.formats.spans import SpanFacts, facts_of
 from transfer.import_format import describe
+from transfer.values import MAX_TURN_CHARS
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
+# A span's texts together at most this long make no turn past MAX_TURN_CHARS: a turn is made
+# of them, and written out again (json.dumps) a character takes at most 6 (`\\u001f`), a
+# number at most 4.5 (`1E15`), a separator 2, a part's joint 1; with a tool's name beside.
+PLAIN_CHARS = (MAX_TURN_CHARS - 64) // 8
 
 
 class Undecodable(ValueError):
@@ -53,7 +59,7 @@ def decode(body: bytes, encoding: str) -> Decoded:
     return decode_protobuf(body) if encoding == PROTOBUF else decode_json(body)
 
 
-def response(decoded: Decoded, encoding: str) -> bytes:
+def response(decoded: Decoded | Checked, encoding: str) -> bytes:
     """The ExportTraceServiceResponse, in the request's encoding: empty, or a partial success
     naming the spans rejected and the first reason."""
     message = ExportTraceServiceResponse()
@@ -65,21 +71,102 @@ def response(decoded: Decoded, encoding: str) -> bytes:
     return MessageToJson(message, indent=None).encode()
 
 
+@dataclass
+class Checked:
+    """What `decode` of a request accepts and rejects, counted: the spans accepted, those
+    rejected with the first reason, and how many spans were read whole to be sure."""
+
+    accepted: int = 0
+    rejected: int = 0
+    reason: str | None = None
+    read_whole: int = 0
+
+
+def check(body: bytes, encoding: str) -> Checked:
+    """The spans `decode` accepts and rejects, with its first reason, without reading every
+    span's turns (the receiver's answer; the indexer decodes the body later). A protobuf span
+    whose every text is plainly storable (`_plain`) is counted as it is; any other is read
+    whole, as `decode` reads it. OTLP/JSON is decoded."""
+    if encoding != PROTOBUF:
+        decoded = decode_json(body)
+        read = len(decoded.spans) + decoded.rejected
+        return Checked(len(decoded.spans), decoded.rejected, decoded.reason, read)
+    checked, decoded = Checked(), Decoded()
+    for resource_spans in _request(body).resource_spans:
+        attributes = resource_spans.resource.attributes
+        plain = all("\x00" not in v for v in _strings(attributes))
+        resource: dict[str, Any] | None = None
+        for scope in resource_spans.scope_spans:
+            for span in scope.spans:
+                if plain and _plainly_storable(span):
+                    checked.accepted += 1
+                    continue
+                resource = _attributes(attributes) if resource is None else resource
+                checked.read_whole += 1
+                _read(span, resource, decoded)
+    checked.accepted += len(decoded.spans)
+    checked.rejected, checked.reason = decoded.rejected, decoded.reason
+    return checked
+
+
+def _plainly_storable(span: Span) -> bool:
+    """Whether `decode` surely accepts the span without reading it whole: its ids of their
+    lengths (its times, fixed64 nanoseconds, end before the year 2555), and its texts (name, attributes and events,
+    keys and values at any depth) holding no NUL, nesting within bounds at any reading
+    (genai.plainly_within), and so short together that no turn made of them, however it is
+    written out again, can pass MAX_TURN_CHARS."""
+    if len(span.trace_id) != 16 or len(span.span_id) != 8 or not any(span.trace_id):
+        return False
+    parent = span.parent_span_id
+    if not any(span.span_id) or (parent and (len(parent) != 8 or not any(parent))):
+        return False
+    texts = [span.name, *_strings(span.attributes)]
+    for event in span.events:
+        texts += [event.name, *_strings(event.attributes)]
+    if sum(map(len, texts)) > PLAIN_CHARS:
+        return False
+    return plainly_within(texts)
+
+
+def _strings(pairs: Any) -> Iterator[str]:
+    """Every key and string value of the attributes, at any depth (bytes as base64 are
+    plain)."""
+    stack = list(pairs)
+    while stack:
+        pair = stack.pop()
+        yield pair.key
+        value = pair.value
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            yield value.string_value
+        elif kind == "kvlist_value":
+            stack += value.kvlist_value.values
+        elif kind == "array_value":
+            stack += (KeyValue(value=v) for v in value.array_value.values)
+
+
 def decode_protobuf(body: bytes) -> Decoded:
-    try:
-        request = ExportTraceServiceRequest.FromString(body)
-    except (DecodeError, RecursionError) as exc:
-        raise Undecodable(f"the body is not an OTLP ExportTraceServiceRequest ({exc})") from None
     decoded = Decoded()
-    for resource_spans in request.resource_spans:
+    for resource_spans in _request(body).resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         for scope in resource_spans.scope_spans:
             for span in scope.spans:
-                try:
-                    decoded.spans.append(_facts(span, resource))
-                except ValueError as exc:
-                    decoded.reject(1, f"span {span.span_id.hex() or '(none)'}: {exc}")
+                _read(span, resource, decoded)
     return decoded
+
+
+def _request(body: bytes) -> ExportTraceServiceRequest:
+    try:
+        return ExportTraceServiceRequest.FromString(body)
+    except (DecodeError, RecursionError) as exc:
+        raise Undecodable(f"the body is not an OTLP ExportTraceServiceRequest ({exc})") from None
+
+
+def _read(span: Span, resource: dict[str, Any], decoded: Decoded) -> None:
+    try:
+        decoded.spans.append(_facts(span, resource))
+    except ValueError as exc:
+        decoded.reject(1, f"span {span.span_id.hex() or '(none)'}: {exc}")
 
 
 def _facts(span: Span, resource: dict[str, Any]) -> SpanFacts:
