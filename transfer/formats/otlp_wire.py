@@ -111,10 +111,10 @@ def check(body: bytes, encoding: str) -> Checked:
 
 def _plainly_storable(span: Span) -> bool:
     """Whether `decode` surely accepts the span without reading it whole: its ids of their
-    lengths (its times, fixed64 nanoseconds, end before the year 2555), and its texts (name, attributes and events,
-    keys and values at any depth) holding no NUL, nesting within bounds at any reading
-    (genai.plainly_within), and so short together that no turn made of them, however it is
-    written out again, can pass MAX_TURN_CHARS."""
+    lengths (its times, fixed64 nanoseconds, end before the year 2555), and its texts (name,
+    attributes and events, keys and values at any depth) holding no NUL, nesting within
+    bounds at any reading (genai.plainly_within), and so short together that no turn made of
+    them, however it is written out again, can pass MAX_TURN_CHARS."""
     if len(span.trace_id) != 16 or len(span.span_id) != 8 or not any(span.trace_id):
         return False
     parent = span.parent_span_id
