@@ -82,6 +82,7 @@ class Offered:
     behind_s: float  # how far the pacing was behind its schedule at the end
     exports: list[Export]
     cpu_s: float = 0.0  # CPU seconds the agents' process used (its threads together)
+    started: float = 0.0  # time.monotonic() when its agents began (its process spawned)
 
 
 class RecordingSession(requests.Session):
@@ -343,7 +344,8 @@ def offer(offer: Offer, acked: Callable[[str, float], None] | None = None) -> Of
             yield item
 
     pacer = Pacer(offer.rate)
-    until = time.monotonic() + offer.seconds
+    started = time.monotonic()
+    until = started + offer.seconds
     threads = [
         threading.Thread(target=a.session, args=(replays(), pacer, until), daemon=True)
         for a in agents
@@ -357,7 +359,8 @@ def offer(offer: Offer, acked: Callable[[str, float], None] | None = None) -> Of
         agent.provider.force_flush(timeout_millis=60_000)
     for agent in agents:
         agent.provider.shutdown()
-    return Offered(sum(a.ended for a in agents), behind, exports, time.process_time() - cpu_started)
+    cpu = time.process_time() - cpu_started
+    return Offered(sum(a.ended for a in agents), behind, exports, cpu, started)
 
 
 def _child(offer_: Offer, acks: Queue[Any] | None, out: Queue[Any]) -> None:

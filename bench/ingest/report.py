@@ -372,6 +372,7 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
 
 
 STEP_PROCESSES_TEXT = (
-    "two processes of simulated agents (in each, one agent per 50 spans/s of its half, two at "
-    "least: every agent's batches alike, about 250 spans a POST)"
+    "processes of simulated agents, one per 250 spans/s (two at least; in each, one agent per "
+    "50 spans/s of its share, two at least: every agent's batches alike, about 250 spans a "
+    "POST)"
 )

@@ -98,12 +98,18 @@ def step_of(
 ) -> Step:
     """A step's figures. Its acknowledged rate: the spans acknowledged by HOLD_P95_S after the
     offering ended, over the offering's time (the agents' final flush is sent as it ends: a
-    server that keeps up has answered it by then)."""
+    server that keeps up has answered it by then); each process of agents offers for
+    `seconds` from when it began, however long it took to start."""
     exports = [e for r in results for e in r.exports]
     ok = [e for e in exports if e.ok]
     acked = sum(e.spans for e in ok)
-    deadline = started + seconds + HOLD_P95_S
-    in_time = sum(e.spans for e in ok if e.started + e.seconds <= deadline)
+    in_time = sum(
+        e.spans
+        for r in results
+        for e in r.exports
+        if e.ok and e.started + e.seconds <= (r.started or started) + seconds + HOLD_P95_S
+    )
+    started = min((r.started for r in results if r.started), default=started)
     last = max((e.started + e.seconds for e in ok), default=started + seconds)
     return Step(
         rate,
