@@ -62,7 +62,7 @@ async def ensure_fit(
                 )
                 await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
         return replace(work, identity=fit.identity), registry.fitted(fit)
-    fit = await _built_fit(engine, work.account_id, template_min_sessions, repeat)
+    fit = await built_fit(engine, work.account_id, template_min_sessions, repeat)
     async with engine.begin() as conn:
         await fits.save_fit(conn, work.account_id, fit.identity, fit.sessions, fit.to_bytes())
         waiting = await fits.use_model(
@@ -83,7 +83,7 @@ async def ensure_fit(
     return replace(work, identity=fit.identity), registry.fitted(fit)
 
 
-async def _built_fit(
+async def built_fit(
     engine: AsyncEngine, account_id: UUID, template_min_sessions: int, repeat: sql.RepeatRule
 ) -> Fit:
     """A fit of the account's clear passages, streamed twice: their templates, then the rest."""
