@@ -96,7 +96,13 @@ async def traces(request: Request) -> Response:
         await accept(
             request.app.state.services.engine, principal.account_id, encoding, gzipped, raw
         )
-        log.info("accepted", spans=checked.accepted, rejected=checked.rejected, bytes=len(raw))
+        log.info(
+            "accepted",
+            spans=checked.accepted,
+            rejected=checked.rejected,
+            read_whole=checked.read_whole,
+            bytes=len(raw),
+        )
     return Response(response(checked, encoding), media_type=encoding)
 
 
