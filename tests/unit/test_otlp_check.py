@@ -132,7 +132,9 @@ def test_each_refusal_is_found_and_named_as_decoding_names_it() -> None:
 
 def test_a_resource_holding_a_nul_has_its_spans_read() -> None:
     raw = body([chat("fine"), chat("fine too", "d")], {"service.name": text("bot\x00")})
-    assert agree(raw) == (0, 2, agree(raw)[2], 2)
+    accepted, rejected, reason, read = agree(raw)
+    assert (accepted, rejected, read) == (0, 2, 2)
+    assert reason is not None and "NUL" in reason
 
 
 def test_what_only_looks_refusable_is_read_and_accepted() -> None:
