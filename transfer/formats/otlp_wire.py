@@ -85,8 +85,8 @@ class Checked:
 def check(body: bytes, encoding: str) -> Checked:
     """The spans `decode` accepts and rejects, with its first reason, without reading every
     span's turns (the receiver's answer; the indexer decodes the body later). A protobuf span
-    whose every text is plainly storable (`_plain`) is counted as it is; any other is read
-    whole, as `decode` reads it. OTLP/JSON is decoded."""
+    plainly storable (`_plainly_storable`) is counted as it is; any other is read whole, as
+    `decode` reads it. OTLP/JSON is decoded."""
     if encoding != PROTOBUF:
         decoded = decode_json(body)
         read = len(decoded.spans) + decoded.rejected
