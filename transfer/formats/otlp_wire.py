@@ -59,13 +59,13 @@ def decode(body: bytes, encoding: str) -> Decoded:
     return decode_protobuf(body) if encoding == PROTOBUF else decode_json(body)
 
 
-def response(decoded: Decoded | Checked, encoding: str) -> bytes:
+def response(checked: Checked, encoding: str) -> bytes:
     """The ExportTraceServiceResponse, in the request's encoding: empty, or a partial success
     naming the spans rejected and the first reason."""
     message = ExportTraceServiceResponse()
-    if decoded.rejected:
-        message.partial_success.rejected_spans = decoded.rejected
-        message.partial_success.error_message = decoded.reason or ""
+    if checked.rejected:
+        message.partial_success.rejected_spans = checked.rejected
+        message.partial_success.error_message = checked.reason or ""
     if encoding == PROTOBUF:
         return bytes(message.SerializeToString())
     return MessageToJson(message, indent=None).encode()
