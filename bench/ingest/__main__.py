@@ -48,7 +48,8 @@ import httpx
 
 from bench.common.paths import result
 from bench.common.serving import serve
-from bench.ingest.agents import Offer, Offered, offer_in_process
+from bench.ingest.agents import Offer
+from bench.ingest.offering import Offered, offer_in_process
 from bench.ingest.probes import (
     Asker,
     Backlog,

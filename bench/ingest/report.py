@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.common.timing import p50, pct
-from bench.ingest.agents import Export, Offered
+from bench.ingest.exports import Export
+from bench.ingest.offering import Offered
 from bench.ingest.probes import Fresh
 from bench.ingest.steps import HOLD_P95_S, HOLD_SHARE, Step, answers, refusals
 from bench.ingest.world import World

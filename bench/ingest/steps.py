@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.common.timing import pct
-from bench.ingest.agents import Export, Offered
+from bench.ingest.exports import Export
+from bench.ingest.offering import Offered
 
 HOLD_SHARE = 0.95  # a step holds when this share of its offered rate is acknowledged
 HOLD_P95_S = 1.0  # with the acknowledgement p95 under this
