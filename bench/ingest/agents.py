@@ -49,6 +49,7 @@ class Offer:
     run: str  # part of every conversation id: a run's sessions are its own
     sized: bool = False  # spans of 1-8 KB (the steps), else the conversation so far
     seed: int = 0
+    exporter: type[TimedExporter] = TimedExporter  # each agent's
 
 
 class Pacer:
@@ -99,7 +100,7 @@ class Agent:
     ) -> None:
         self.number = number
         self.offer = offer
-        self.exporter = TimedExporter(offer.endpoint, offer.key, sink, acked)
+        self.exporter = offer.exporter(offer.endpoint, offer.key, sink, acked)
         self.provider = TracerProvider(
             resource=Resource.create({"service.name": f"bench-ingest-agent-{number}"})
         )
