@@ -30,6 +30,13 @@ POOL_WAIT = Histogram(
     "time to get a database connection from the pool (a new connection's connect included)",
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
+ADMISSION_WAIT = Histogram(
+    "similar_sessions_admission_wait_seconds",
+    "time a request waited for its seats in its account's fair queue, by edge (ingest: "
+    "POST /v1/traces; graphql; rest; mcp: a tool call); 0 when it started at once",
+    ["edge"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
 UNAVAILABLE = Counter(
     "similar_sessions_unavailable_answers",
     "answers of 503 (REST, auth) or UNAVAILABLE (GraphQL), by cause "

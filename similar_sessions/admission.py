@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from data.accounts import Principal, hash_key
-from observability.metrics import REFUSED
+from observability.metrics import ADMISSION_WAIT, REFUSED
 from resolvers.budgets import Cost
 from schema.cost import MANY, ONE, WHOLE_PASS
 from similar_sessions.auth import INGEST_PATH, MCP_PATH, bearer_key
@@ -89,7 +90,7 @@ async def admit_operation(
     doors = Doors.of(state)
     await rated(doors, principal, hash_key(key).hex())
     cost = graphql_cost(state, query, variables, operation_name)
-    async with seated(doors, principal, cost):
+    async with seated(doors, principal, cost, "graphql"):
         yield cost
 
 
@@ -113,15 +114,18 @@ async def rated(doors: Doors, principal: Principal, key_id: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def seated(doors: Doors, principal: Principal, cost: Cost) -> AsyncIterator[None]:
+async def seated(doors: Doors, principal: Principal, cost: Cost, edge: str) -> AsyncIterator[None]:
     """Hold the seats the Cost says in the account's fair queue while the block runs, waiting
-    for them in turn; Refused when the account's queue is full."""
+    for them in turn (the wait counted by `edge`, a label of ADMISSION_WAIT); Refused when the
+    account's queue is full."""
     fair = doors.fair_queue
     async with contextlib.AsyncExitStack() as stack:
+        arrived = time.perf_counter()
         try:
             await stack.enter_async_context(fair.seated(str(principal.account_id), cost.seats))
         except QueueFull as full:
             raise _counted(queue_full(full, fair.queue_length)) from None
+        ADMISSION_WAIT.labels(edge).observe(time.perf_counter() - arrived)
         yield
 
 
@@ -149,10 +153,15 @@ class AdmissionMiddleware:
                 await rated(doors, principal, hash_key(key).hex())
             body, replayed = await buffered(receive)
             cost = scope["state"]["cost"] = cost_of(state, scope, body)
-            async with seated(doors, principal, cost):
+            async with seated(doors, principal, cost, edge_of(scope["path"])):
                 await self.app(scope, replayed, send)
         except Refused as refused:
             await refused.response(scope, receive, send)
+
+
+def edge_of(path: str) -> str:
+    """The edge a request came by, as ADMISSION_WAIT labels it."""
+    return {INGEST_PATH: "ingest", "/graphql": "graphql"}.get(path, "rest")
 
 
 def cost_of(state: State, scope: Scope, body: bytes) -> Cost:

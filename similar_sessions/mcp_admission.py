@@ -79,5 +79,5 @@ async def admitted(
     cost = price_call(tool, arguments)
     within_budgets(tool, cost, replay_turns)
     await rated(doors, principal, key_id)
-    async with seated(doors, principal, cost):
+    async with seated(doors, principal, cost, "mcp"):
         yield

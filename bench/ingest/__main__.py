@@ -51,6 +51,7 @@ from bench.common.serving import serve
 from bench.ingest.agents import Offer
 from bench.ingest.offering import Offered, offer_in_process
 from bench.ingest.probes import (
+    WAITED,
     Asker,
     Backlog,
     Freshness,
@@ -112,6 +113,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         rss_start = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)
         cpu_before = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
         handled_before = await handled(other)
+        waited_before = await handled(other, WAITED)
         offer = Offer(
             base + "/v1/traces",
             INGEST_KEY,
@@ -135,6 +137,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         await prober
         cpu_after = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
         handled_after = await handled(other)
+        waited_after = await handled(other, WAITED)
         await asyncio.sleep(args.settle)
         memory.sample()
         rss_end = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)
@@ -166,6 +169,10 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         handled=(
             handled_within(handled_before, handled_after, 50),
             handled_within(handled_before, handled_after, 95),
+        ),
+        waited=(
+            handled_within(waited_before, waited_after, 50),
+            handled_within(waited_before, waited_after, 95),
         ),
     )
 

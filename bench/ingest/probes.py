@@ -259,25 +259,32 @@ def postgres_cpu_seconds(data_dir: str) -> float:
     return float("nan")
 
 
-HANDLED = "similar_sessions_http_request_duration_seconds_bucket"
+# A histogram's buckets (its name) for the series whose labels include all of these: the
+# server's answers to `POST /v1/traces` with 200, from the request's arrival at the app to its
+# answer's end; and those requests' wait for a seat in their account's fair queue.
+HANDLED = (
+    "similar_sessions_http_request_duration_seconds_bucket",
+    ('route="/v1/traces"', 'method="POST"', 'status="200"'),
+)
+WAITED = ("similar_sessions_admission_wait_seconds_bucket", ('edge="ingest"',))
 
 
-async def handled(client: httpx.AsyncClient) -> dict[float, float]:
-    """The server's own histogram of its answers to `POST /v1/traces` with 200 (GET /metrics):
-    cumulative counts by bucket bound (seconds), from the request's arrival at the app to its
-    answer's end."""
-    return handled_in((await client.get("/metrics")).text)
+async def handled(
+    client: httpx.AsyncClient, histogram: tuple[str, tuple[str, ...]] = HANDLED
+) -> dict[float, float]:
+    """The server's own histogram (GET /metrics): cumulative counts by bucket bound
+    (seconds)."""
+    return handled_in((await client.get("/metrics")).text, histogram)
 
 
-def handled_in(text: str) -> dict[float, float]:
+def handled_in(text: str, histogram: tuple[str, tuple[str, ...]] = HANDLED) -> dict[float, float]:
+    name, labels = histogram
     counts: dict[float, float] = {}
     for line in text.splitlines():
-        if not line.startswith(HANDLED + "{") or 'route="/v1/traces"' not in line:
+        if not line.startswith(name + "{") or not all(label in line for label in labels):
             continue
-        if 'method="POST"' not in line or 'status="200"' not in line:
-            continue
-        labels, value = line.rsplit(" ", 1)
-        bound = labels.split('le="', 1)[1].split('"', 1)[0]
+        series, value = line.rsplit(" ", 1)
+        bound = series.split('le="', 1)[1].split('"', 1)[0]
         counts[math.inf if bound == "+Inf" else float(bound)] = float(value)
     return counts
 

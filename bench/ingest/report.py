@@ -48,6 +48,8 @@ class Stream:
     refits: list[float]
     # the server's own answer to a POST, from its histogram (to the bucket): p50, p95 seconds
     handled: tuple[float, float] = (math.nan, math.nan)
+    # of it, the wait for a seat in the account's fair queue (its histogram): p50, p95 seconds
+    waited: tuple[float, float] = (math.nan, math.nan)
 
     @property
     def exports(self) -> list[Export]:
@@ -240,6 +242,8 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         f"| ... of it the server's handling (its histogram of `POST /v1/traces` answered 200, "
         f"from the request's arrival at the app to its answer; to the bucket) p50 / p95 | "
         f"<= {s.handled[0] * 1000:.0f} / <= {s.handled[1] * 1000:.0f} ms |",
+        f"| ... of it the wait for a seat in the account's fair queue (its histogram, to the "
+        f"bucket) p50 / p95 | <= {s.waited[0] * 1000:.0f} / <= {s.waited[1] * 1000:.0f} ms |",
         f"| POSTs; spans per POST p50 / mean / max | {len(exports)}; "
         f"{p50([float(x) for x in spans]):.0f} / "
         f"{np.mean(spans) if spans else math.nan:.0f} / {max(spans, default=0)} |",

@@ -4,6 +4,7 @@ same price, the same rates and the same seats."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -23,7 +24,9 @@ from resolvers.cursors import Cursors
 from similar_sessions.admission import Refused, admit_operation, cost_of
 from similar_sessions.app import create_app
 from tests.support.comparisons import graphql
-from tests.support.world import pair_world
+from tests.support.otlp import Agent, post
+from tests.support.world import World, pair_world
+from transfer.importing import import_lines
 
 FAILURE_MODES = "query($w: Int!) { failureModes(windowDays: $w) { bound } }"
 
@@ -133,3 +136,45 @@ async def test_an_operation_admitted_by_another_edge_runs_on_its_one_price(
         result = await app.state.schema.execute(query, {"id": viewed}, context_value=context)
     assert result.errors is None and result.data == {"a": {"similarSessions": {"limit": 5}}}
     assert price.calls == 1
+
+
+def waited(edge: str) -> tuple[float, float]:
+    """ADMISSION_WAIT's count and sum (seconds) for `edge`."""
+    labels = {"edge": edge}
+    count = REGISTRY.get_sample_value("similar_sessions_admission_wait_seconds_count", labels)
+    total = REGISTRY.get_sample_value("similar_sessions_admission_wait_seconds_sum", labels)
+    return count or 0.0, total or 0.0
+
+
+async def test_an_export_waiting_for_a_seat_is_counted_as_the_ingest_edges_wait(
+    engine: AsyncEngine,
+) -> None:
+    """An export that finds its account's seats taken waits its turn, answered once it has
+    one, and its wait is counted by its edge: what tells an operator a slow acknowledgement
+    from a slow commit."""
+    world = World()
+    account, key = world.account("streams", scopes=("ingest_runtime_sessions",))
+    async with engine.begin() as conn:
+        await import_lines(conn, "accounts", [json.dumps(line) for line in world.lines])
+    app = create_app(
+        Settings.from_env({"SIMILAR_SESSIONS_SEATS": "1"}), engine=engine, run_migrations=False
+    )
+    agent = Agent("conv-waits")
+    agent.user("My invoice for March was charged twice.")
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://t") as client,
+    ):
+        before = waited("ingest")
+        fair = app.state.fair_queue
+        async with fair.seated(account, 1):  # the account's one seat, taken
+            export = asyncio.create_task(post(client, key, agent.spans))
+            while not fair.flows[account].waiting:  # authenticated, priced, queued
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)
+            assert not export.done()
+        response = await export
+    assert response.status_code == 200
+    after = waited("ingest")
+    assert after[0] == before[0] + 1 and after[1] - before[1] >= 0.2
