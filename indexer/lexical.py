@@ -21,7 +21,7 @@ import regex
 from data.model_identity import ModelIdentity
 from indexer import templates
 from indexer.keys import feature_key
-from values import credentials
+from indexer.masked import without_credentials
 
 FAMILY = "lexical-384"
 DIMENSIONS = 384
@@ -65,7 +65,7 @@ def features(text: str, common: frozenset[int] = frozenset()) -> Counter[str]:
     scripts (a lone character stands for itself), and symbols such as emoji. A credential is
     no feature: it is left out first (values/credentials.py), before the template's words are
     (which casefolds the text, and `akiaiosfodnn7example` is no AWS key any more)."""
-    text = templates.strip(credentials.without(text), common)
+    text = templates.strip(without_credentials(text), common)
     # Tokens never span whitespace, so the (usual) ASCII pieces take the fast path.
     pieces = _JSON_KEY.sub(" ", text).split()
     plain = " ".join(p for p in pieces if p.isascii()).lower()

@@ -16,7 +16,7 @@ from data.sessions import activity_by_session
 from indexer import lexical
 from indexer.chunking import Chunk, ChunkPolicy, Turn, chunk_id, chunk_session
 from indexer.embedders import Embedder
-from values import credentials
+from indexer.masked import without_credentials
 
 
 def policy_for(policy: ChunkPolicy, embedder: Embedder) -> ChunkPolicy:
@@ -63,7 +63,10 @@ async def rechunk_session(
         wanted = {
             row["id"]: row for row in (_row(account_id, session.id, c, offset) for c in chunks)
         }
-        changed = _to_write(wanted, stored, embedder.identity)
+        changed = [
+            {**row, "searchable": without_credentials(row["content"])}
+            for row in _to_write(wanted, stored, embedder.identity)
+        ]
         ours = [
             c.id for c in stored.values() if _derived(session.id, c) and c.chunk_index >= offset
         ]
@@ -93,7 +96,6 @@ def _row(account_id: UUID, session_id: UUID, chunk: Chunk, offset: int) -> dict[
         "role": chunk.role,
         "content": chunk.content,
         "content_hash": content_hash(chunk.content),
-        "searchable": credentials.without(chunk.content),
     }
 
 
