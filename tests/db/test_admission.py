@@ -170,7 +170,9 @@ async def test_an_export_waiting_for_a_seat_is_counted_as_the_ingest_edges_wait(
         fair = app.state.fair_queue
         async with fair.seated(account, 1):  # the account's one seat, taken
             export = asyncio.create_task(post(client, key, agent.spans))
-            while not fair.flows[account].waiting:  # authenticated, priced, queued
+            for _ in range(1000):  # until it is authenticated, priced and queued
+                if fair.flows[account].waiting:
+                    break
                 await asyncio.sleep(0.01)
             await asyncio.sleep(0.2)
             assert not export.done()
