@@ -56,10 +56,10 @@ from bench.ingest.probes import (
     Backlog,
     Freshness,
     Memory,
-    handled,
     handled_in,
     handled_within,
     postgres_cpu_seconds,
+    scraped,
 )
 from bench.ingest.report import Run, Stream, report
 from bench.ingest.steps import Step, step_of
@@ -112,8 +112,8 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         memory.sample()
         rss_start = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)
         cpu_before = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
-        handled_before = await handled(other)
-        waited_before = await handled(other, WAITED)
+        before = await scraped(other)
+        handled_before, waited_before = handled_in(before), handled_in(before, WAITED)
         offer = Offer(
             base + "/v1/traces",
             INGEST_KEY,
@@ -136,8 +136,8 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         during = await asking
         await prober
         cpu_after = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
-        handled_after = await handled(other)
-        waited_after = await handled(other, WAITED)
+        after = await scraped(other)
+        handled_after, waited_after = handled_in(after), handled_in(after, WAITED)
         await asyncio.sleep(args.settle)
         memory.sample()
         rss_end = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)

@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Tracer
 
 from bench.ingest.exports import CONVERSATION, Export, TimedExporter
+from bench.quality.labelled import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,11 @@ class Replay:
     name: str
     task: str
     turns: tuple[tuple[str, str, str], ...]
+
+    @classmethod
+    def of(cls, corpus: str, session: Session) -> Replay:
+        turns = tuple((t.role, t.kind, t.content) for t in session.turns)
+        return cls(corpus, session.name, session.task, turns)
 
 
 @dataclass(frozen=True, slots=True)

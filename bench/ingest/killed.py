@@ -60,12 +60,8 @@ class KeepingExporter(TimedExporter):
 
 
 def replays() -> tuple[Replay, ...]:
-    made = []
-    for corpus in (tau_bench(), coding_agents()):
-        for session in split(corpus)[1]:
-            turns = tuple((t.role, t.kind, t.content) for t in session.turns)
-            made.append(Replay(corpus.name, session.name, session.task, turns))
-    return tuple(made)
+    corpora = (tau_bench(), coding_agents())
+    return tuple(Replay.of(c.name, session) for c in corpora for session in split(c)[1])
 
 
 async def stored(url: str, run: str) -> set[tuple[str, str]]:

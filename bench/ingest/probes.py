@@ -269,15 +269,13 @@ HANDLED = (
 WAITED = ("similar_sessions_admission_wait_seconds_bucket", ('edge="ingest"',))
 
 
-async def handled(
-    client: httpx.AsyncClient, histogram: tuple[str, tuple[str, ...]] = HANDLED
-) -> dict[float, float]:
-    """The server's own histogram (GET /metrics): cumulative counts by bucket bound
-    (seconds)."""
-    return handled_in((await client.get("/metrics")).text, histogram)
+async def scraped(client: httpx.AsyncClient) -> str:
+    """The server's metrics (GET /metrics), read once for every histogram taken from them."""
+    return (await client.get("/metrics")).text
 
 
 def handled_in(text: str, histogram: tuple[str, tuple[str, ...]] = HANDLED) -> dict[float, float]:
+    """The histogram's cumulative counts by bucket bound (seconds), in the metrics' text."""
     name, labels = histogram
     counts: dict[float, float] = {}
     for line in text.splitlines():

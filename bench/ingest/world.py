@@ -151,8 +151,7 @@ async def prepare(settings: Settings, dense: bool) -> World:
                 if twin is None:
                     continue
                 twins[session.name] = history_id(corpus.name, twin.name)
-                turns = tuple((t.role, t.kind, t.content) for t in session.turns)
-                replays.append(Replay(corpus.name, session.name, session.task, turns))
+                replays.append(Replay.of(corpus.name, session))
         lines = [json.dumps(r) for r in records(history, dense)]
         async with engine.begin() as conn:
             await import_lines(conn, "bench-ingest-history", lines)
