@@ -227,7 +227,7 @@ async def ensure_account_index(
     started = time.perf_counter()
     await conn.execute(text(hnsw_index_ddl(name, identity, predicate, kind=BUILT_KIND)))
     seconds = time.perf_counter() - started
-    await register(conn, account_id, identity, chunks, watermark, kind=BUILT_KIND)
+    await register(conn, account_id, identity, chunks, watermark, kind=BUILT_KIND, seconds=seconds)
     if not fit:
         return BuiltIndex(account_id, identity, name, chunks, seconds)
     fitted = await fit_own_index(conn, account_id, identity)
@@ -255,20 +255,24 @@ async def register(
     watermark: int | None = None,
     name: str | None = None,
     kind: IndexKind = BUILT_KIND,
+    seconds: float | None = None,
 ) -> None:
     """Register the account's index of the model (its rows are then written out of the
     shared index), before or after it is built, with its watermark (None: not built yet, or
-    built holding every row), name (its first one unless given) and kind; a fit of an
-    earlier build is dropped."""
+    built holding every row), name (its first one unless given), kind and the seconds its
+    build took (None: not built yet, or not timed); a fit of an earlier build is dropped.
+    Its time of build is the clock's, not the transaction's start."""
     await conn.execute(
         text(
-            "INSERT INTO account_model_indexes "
-            "(account_id, model_identity, index_name, chunks_at_build, watermark, index_kind) "
-            "VALUES (:account_id, :identity, :name, :chunks, :watermark, :kind) "
+            "INSERT INTO account_model_indexes (account_id, model_identity, index_name, "
+            "chunks_at_build, watermark, index_kind, built_at, build_seconds) "
+            "VALUES (:account_id, :identity, :name, :chunks, :watermark, :kind, "
+            "clock_timestamp(), :seconds) "
             "ON CONFLICT (account_id, model_identity) DO UPDATE "
-            "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = now(), "
+            "SET chunks_at_build = EXCLUDED.chunks_at_build, built_at = EXCLUDED.built_at, "
             "index_name = EXCLUDED.index_name, watermark = EXCLUDED.watermark, "
-            "index_kind = EXCLUDED.index_kind, ef_search = NULL, ef_fit = NULL"
+            "index_kind = EXCLUDED.index_kind, build_seconds = EXCLUDED.build_seconds, "
+            "ef_search = NULL, ef_fit = NULL"
         ),
         {
             "account_id": account_id,
@@ -277,6 +281,7 @@ async def register(
             "chunks": chunks,
             "watermark": watermark,
             "kind": kind.value,
+            "seconds": seconds,
         },
     )
 

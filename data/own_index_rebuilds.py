@@ -58,6 +58,14 @@ DROP_LOCK_TIMEOUT_MS = 2000
 # An own index's tail is merged once it holds more rows than the exact-scan size and this
 # share of the index's rows.
 MERGE_SHARE = 0.05
+# The indexer's merges beside the live path (merge_due's `background`) also wait until the
+# index has been up this many times as long as its build took, and build by one process:
+# a merge builds the whole index again (about 0.6 ms a row of one core, or both cores of a
+# small machine for half as long), so under a stream that grows the account, merges at 5%
+# alone came ever closer to taking a core of their own. Rested, they take at most
+# 1 / (1 + MERGE_REST) of one process's time, and the tail (looked up exactly by the
+# account's own comparisons) is what grows instead.
+MERGE_REST = 3.0
 LOCK_NOT_AVAILABLE = "55P03"
 # How long an index moved to another kind is kept after the new one is registered: every
 # process reads the indexes' kinds again within INDEX_TTL_S, and orders by the old kind's
@@ -159,12 +167,24 @@ class Tail:
     indexed: int  # the rows the index was built over
     min_rows: int  # the exact-scan size: an exact pass over as many is as fast as an index
     marked: bool = True  # False: built before migration 0012, it has no tail (rows go in)
+    up_s: float = 0.0  # how long the index has been up
+    build_s: float | None = None  # how long its build took (None: not timed)
 
     @property
     def due(self) -> bool:
         """Whether the tail is worth a merge: more rows than min_rows (every lookup scans
         it), and MERGE_SHARE of the index's rows (a merge builds the whole index again)."""
         return self.rows > max(self.min_rows, MERGE_SHARE * self.indexed)
+
+    @property
+    def rested(self) -> bool:
+        """Whether the index has been up MERGE_REST times as long as its build took."""
+        return self.build_s is None or self.up_s >= MERGE_REST * self.build_s
+
+    @property
+    def rests_s(self) -> float:
+        """How much longer it rests before a merge in the background (0 once rested)."""
+        return 0.0 if self.build_s is None else max(0.0, MERGE_REST * self.build_s - self.up_s)
 
 
 async def tails(
@@ -173,7 +193,8 @@ async def tails(
     """The tail of every registered own index (of these accounts, when given)."""
     rows = await conn.execute(
         text(
-            "SELECT r.account_id, r.model_identity, r.watermark, r.chunks_at_build "
+            "SELECT r.account_id, r.model_identity, r.watermark, r.chunks_at_build, "
+            "extract(epoch FROM clock_timestamp() - r.built_at), r.build_seconds "
             "FROM account_model_indexes r "
             "WHERE CAST(:accounts AS uuid[]) IS NULL OR r.account_id = ANY(:accounts) "
             "ORDER BY r.account_id, r.model_identity"
@@ -181,14 +202,16 @@ async def tails(
         {"accounts": account_ids},
     )
     found = []
-    for account_id, model, watermark, indexed in rows.all():
+    for account_id, model, watermark, indexed, up_s, build_s in rows.all():
         identity = ModelIdentity.parse(model)
         if watermark is None:
             found.append(Tail(account_id, identity, 0, int(indexed), min_rows, marked=False))
             continue
         count = f"SELECT count(*) FROM session_chunks c WHERE {tail_predicate(identity, watermark)}"
         n = (await conn.execute(text(count), {"account_id": account_id})).scalar_one()
-        found.append(Tail(account_id, identity, int(n), int(indexed), min_rows))
+        found.append(
+            Tail(account_id, identity, int(n), int(indexed), min_rows, True, float(up_s), build_s)
+        )
     return found
 
 
@@ -198,18 +221,24 @@ async def merge_due(
     account_ids: list[UUID] | None = None,
     every: bool = False,
     on_merge: Callable[[Tail, BuiltIndex], None] | None = None,
+    background: bool = False,
 ) -> list[BuiltIndex]:
     """Merge the tail of each own index (of these accounts) that is due, one after the
     other; with `every`, each that has a tail, and each built before migration 0012 (built
-    again with a watermark). `on_merge` hears of each."""
+    again with a watermark). `on_merge` hears of each. In the `background` (the indexer's,
+    beside the live path), a due tail waits until its index has `rested`, and each merge
+    is built by one process (MERGE_REST)."""
     async with engine.connect() as conn:
         await lift_statement_budget(conn)
         found = await tails(conn, min_rows, account_ids)
     merged = []
+    workers = 0 if background else None
     for tail in found:
         if not (tail.due or (every and (tail.rows or not tail.marked))):
             continue
-        made = await merge_concurrently(engine, tail.account_id, tail.identity)
+        if background and not tail.rested:
+            continue
+        made = await merge_concurrently(engine, tail.account_id, tail.identity, workers=workers)
         if made is not None:
             merged.append(made)
             if on_merge is not None:
@@ -222,17 +251,25 @@ async def merge_concurrently(
     account_id: UUID,
     identity: ModelIdentity,
     grace_s: float = MOVE_GRACE_S,
+    workers: int | None = None,
 ) -> BuiltIndex | None:
     """The account's own index built again over all its rows (its tail merged in), under its
     other name, as BUILT_KIND, concurrently: the old one serves the account's comparisons,
     with the tail looked up exactly beside it, until the new one is registered; then it is
     dropped, `grace_s` later when its kind was another (every process has read the new kind
     by then, data/account_indexes.INDEX_TTL_S). None when the account has no valid own index
-    of the model."""
+    of the model. `workers`: the parallel workers the build may take besides its own process
+    (None: the server's max_parallel_maintenance_workers; 0 for a merge beside a stream,
+    which would otherwise hold every core of a small machine while it builds)."""
     async with maintenance(engine, _lock_key(account_id, identity)) as conn:
         own = await valid_own_index(conn, account_id, identity)
         if own is None:
             return None
+        if workers is not None:
+            await conn.execute(
+                text("SELECT set_config('max_parallel_maintenance_workers', :n, false)"),
+                {"n": str(workers)},
+            )
         name = merged_name(own.name, account_id, identity)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed merge's
         chunks, seconds = await _build_concurrently(conn, account_id, identity, name)
@@ -263,6 +300,7 @@ async def maintenance(engine: AsyncEngine, lock: str) -> AsyncIterator[AsyncConn
         finally:
             await conn.execute(text("RESET statement_timeout"))
             await conn.execute(text("RESET maintenance_work_mem"))
+            await conn.execute(text("RESET max_parallel_maintenance_workers"))
             await conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), key)
 
 
@@ -275,7 +313,7 @@ async def _build_concurrently(
     watermark = await written_so_far(conn)
     predicate = account_predicate(account_id, identity, watermark=watermark)
     chunks, seconds = await build_concurrently(conn, name, identity, predicate)
-    await register(conn, account_id, identity, chunks, watermark, name, BUILT_KIND)
+    await register(conn, account_id, identity, chunks, watermark, name, BUILT_KIND, seconds)
     return chunks, seconds
 
 

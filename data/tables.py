@@ -373,6 +373,9 @@ account_model_indexes = sa.Table(
     sa.Column("watermark", sa.BigInteger, nullable=True),
     # the index's kind (data/model_indexes.IndexKind; migration 0015)
     sa.Column("index_kind", sa.Text, nullable=False, server_default="vector"),
+    # how long its last build took (NULL: built before migration 0022): its tail rests
+    # MERGE_REST times as long before the next merge (data/own_index_rebuilds.py)
+    sa.Column("build_seconds", sa.Float, nullable=True),
     sa.CheckConstraint("ef_search BETWEEN 10 AND 1000", name="ef_search"),
     sa.CheckConstraint(
         "index_kind IN ('vector', 'halfvec')", name="account_model_indexes_index_kind"

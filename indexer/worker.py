@@ -165,7 +165,8 @@ async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: U
 
 async def merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID]) -> int:
     """The accounts' own indexes whose tails are due, built again over all their rows
-    (data/own_index_rebuilds.py); a merge that fails leaves its tail, retried next pass."""
+    (data/own_index_rebuilds.py), in the background: once each index has rested, by one
+    process; a merge that fails leaves its tail, retried next pass."""
 
     def merged(tail: Tail, made: BuiltIndex) -> None:
         log.info(
@@ -180,7 +181,8 @@ async def merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID
     count = 0
     for account_id in account_ids:  # one account's failing merge does not hold up the next
         try:
-            count += len(await merge_due(engine, min_rows, [account_id], on_merge=merged))
+            made = await merge_due(engine, min_rows, [account_id], on_merge=merged, background=True)
+            count += len(made)
         except DBAPIError as exc:
             log.warning("account_index_merge_failed", account_id=str(account_id), error=str(exc))
     return count

@@ -93,7 +93,12 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _tail_line(tail: Tail) -> str:
-    waits = "due, the indexer merges it" if tail.due else "not due for a merge yet"
+    if not tail.due:
+        waits = "not due for a merge yet"
+    elif tail.rests_s:
+        waits = f"due, the indexer merges it once its index has rested {tail.rests_s:.0f} s more"
+    else:
+        waits = "due, the indexer merges it"
     return (
         f"account {tail.account_id} {tail.identity}: {tail.rows} rows in its own index's "
         f"tail ({tail.indexed} in the index), looked up exactly; {waits} "

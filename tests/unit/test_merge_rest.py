@@ -1,0 +1,41 @@
+"""An own index's tail: when a merge is worth it, and when the indexer's merge in the
+background waits for the index to rest (data/own_index_rebuilds.py)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from data.model_identity import ModelIdentity
+from data.own_index_rebuilds import MERGE_REST, MERGE_SHARE, Tail
+
+IDENTITY = ModelIdentity.of("local", "words", 8)
+
+
+def tail(rows: int, up_s: float = 0.0, build_s: float | None = None) -> Tail:
+    return Tail(uuid.uuid4(), IDENTITY, rows, 100_000, 1_000, True, up_s, build_s)
+
+
+def test_a_tail_is_due_past_its_share_of_the_index_whatever_the_rest() -> None:
+    share = int(MERGE_SHARE * 100_000)
+    assert not tail(share).due and tail(share + 1).due
+    assert tail(share + 1, up_s=0.0, build_s=60.0).due  # due; the background waits
+
+
+@pytest.mark.parametrize(
+    ("up_s", "build_s", "rested", "rests_s"),
+    [
+        (0.0, None, True, 0.0),  # an index built before its build was timed
+        (0.0, 10.0, False, MERGE_REST * 10.0),
+        (MERGE_REST * 10.0 - 1.0, 10.0, False, 1.0),
+        (MERGE_REST * 10.0, 10.0, True, 0.0),
+        (1e6, 10.0, True, 0.0),
+    ],
+)
+def test_an_index_rests_its_builds_time_over(
+    up_s: float, build_s: float | None, rested: bool, rests_s: float
+) -> None:
+    made = tail(6_000, up_s, build_s)
+    assert made.rested is rested
+    assert made.rests_s == pytest.approx(rests_s)
