@@ -73,6 +73,9 @@ ALONE = {
     "SIMILAR_SESSIONS_INGEST_SPAN_RATE": "off",
     "SIMILAR_SESSIONS_INGEST_BYTE_RATE": "off",
 }
+# the stream account's own similarSessions (of a session of its history) asked this often
+# while it streams: its own index's tail, growing between merges, is looked up exactly
+OWN_EVERY_S = 2.0
 STEP_AGENT_RATE = 50  # spans a second one simulated agent of a step sends at most
 # spans a second one process of agents offers at most: a process's agents share its GIL, and
 # one whose threads wait for it acknowledges late, however soon the server answered
@@ -105,10 +108,13 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
     watching = asyncio.create_task(backlog.watch(stop))
     try:
         asker = Asker(other, OTHER_SESSION)
-        await asker.until(3.0)  # warm
-        asker.refused = 0
+        own = Asker(viewer, world.own_session, every=OWN_EVERY_S)
+        await asyncio.gather(asker.until(3.0), own.until(3.0))  # warm
+        asker.refused = own.refused = 0
         load_before = load()
-        idle = await asker.until(float(args.idle_seconds))
+        idle, own_idle = await asyncio.gather(
+            asker.until(float(args.idle_seconds)), own.until(float(args.idle_seconds))
+        )
         memory.sample()
         rss_start = (memory.serve[-1][1], memory.indexer[-1][1] if memory.indexer else math.nan)
         cpu_before = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
@@ -129,11 +135,12 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         done = asyncio.Event()
         prober = asyncio.create_task(fresh.run(done))
         asking = asyncio.create_task(asker.until(done))
+        own_asking = asyncio.create_task(own.until(done))
         offered: Offered = await asyncio.to_thread(running.result, args.soak_seconds + 600)
         ended = time.monotonic()
         load_during = load()
         done.set()
-        during = await asking
+        during, own_during = await asking, await own_asking
         await prober
         cpu_after = (*memory.cpu_seconds(), postgres_cpu_seconds(args.data_dir))
         after = await scraped(other)
@@ -153,6 +160,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         idle=idle,
         during=during,
         refused=asker.refused,
+        own=(own_idle, own_during, own.refused),
         fresh=fresh.samples,
         deeper=fresh.deeper,
         rss_start=rss_start,

@@ -50,6 +50,8 @@ class Stream:
     handled: tuple[float, float] = (math.nan, math.nan)
     # of it, the wait for a seat in the account's fair queue (its histogram): p50, p95 seconds
     waited: tuple[float, float] = (math.nan, math.nan)
+    # the stream account's own similarSessions: ms idle, ms during the stream, refused
+    own: tuple[list[float], list[float], int] = ([], [], 0)
 
     @property
     def exports(self) -> list[Export]:
@@ -71,6 +73,19 @@ class Stream:
             f"{self.ack_ms(50):.0f} ms p95 {self.ack_ms(95):.0f} ms, {len(self.fresh)} sessions "
             f"watched, found p95 {rank(found(self.fresh), 95):.2f} s"
         )
+
+
+def own_line(s: Stream) -> str:
+    """The stream account's own similarSessions, idle and streaming: its own index's tail
+    (the rows written since its last merge) is looked up exactly beside the index."""
+    idle, during, refused = s.own
+    if not idle or not during:
+        return "| the stream account's own similarSessions | not asked |"
+    return (
+        f"| the stream account's own similarSessions (its index's tail looked up exactly) "
+        f"p50 / p95, idle; streaming | {p50(idle):.0f} / {pct(idle, 95):.0f}; "
+        f"{p50(during):.0f} / {pct(during, 95):.0f} ms; refused {refused} |"
+    )
 
 
 def found(samples: Sequence[Fresh], corpus: str | None = None) -> list[float]:
@@ -298,6 +313,7 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         f"{during50:.0f} ms ({during50 / idle50:.2f}x) |",
         f"| ... p95 idle / streaming | {idle95:.0f} / {during95:.0f} ms "
         f"({during95 / idle95:.2f}x); refused {s.refused} |",
+        own_line(s),
         f"| CPU during the stream: server / indexer / PostgreSQL | {cpu_serve:.0f} / "
         f"{cpu_indexer:.0f} / {cpu_pg:.0f} s ({cpu_serve / s.seconds:.0%} / "
         f"{cpu_indexer / s.seconds:.0%} / {cpu_pg / s.seconds:.0%} of a core; "

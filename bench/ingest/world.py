@@ -49,6 +49,12 @@ class World:
     dense: bool
     prepared_s: float
 
+    @property
+    def own_session(self) -> UUID:
+        """A session of the stream account's history whose neighbours the bench asks for
+        while the account streams: the twin of the first coding session replayed."""
+        return self.twins[min(n for n in self.twins if not n.startswith("airline/"))]
+
 
 def history_id(corpus: str, name: str) -> UUID:
     return uuid5(NAMESPACE, f"{corpus}:{name}")
