@@ -9,6 +9,7 @@ import pytest
 
 from data.model_identity import ModelIdentity
 from data.own_index_rebuilds import MERGE_REST, MERGE_SHARE, Tail
+from similar_sessions.cli import _tail_line
 
 IDENTITY = ModelIdentity.of("local", "words", 8)
 
@@ -39,3 +40,12 @@ def test_an_index_rests_its_builds_time_over(
     made = tail(6_000, up_s, build_s)
     assert made.rested is rested
     assert made.rests_s == pytest.approx(rests_s)
+
+
+def test_the_import_says_when_the_indexer_merges_a_due_tail() -> None:
+    assert "not due for a merge yet" in _tail_line(tail(10))
+    assert _tail_line(tail(6_000)).endswith(
+        "due, the indexer merges it (or `similar-sessions merge-indexes`)"
+    )
+    resting = _tail_line(tail(6_000, up_s=10.0, build_s=20.0))
+    assert "once its index has rested 50 s more" in resting
