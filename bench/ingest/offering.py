@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import os
 import random
 import threading
 import time
@@ -74,6 +75,7 @@ def _child(offer_: Offer, acks: Queue[Any] | None, out: Queue[Any]) -> None:
     import logging
 
     logging.getLogger("opentelemetry").setLevel(logging.ERROR)
+    threading.Thread(target=_ended_with_parent, daemon=True).start()
     first: set[str] = set()
 
     def acked(conversation: str, at: float) -> None:
@@ -82,6 +84,16 @@ def _child(offer_: Offer, acks: Queue[Any] | None, out: Queue[Any]) -> None:
             acks.put((conversation, at))
 
     out.put(offer(offer_, acked if acks is not None else None))
+
+
+def _ended_with_parent() -> None:
+    """End this process of agents once the bench that spawned it is gone (killed, not
+    interrupted from a terminal): its agents would go on offering spans to a server no
+    longer there, and take CPU from the next run."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        parent.join()
+        os._exit(1)
 
 
 @dataclass
