@@ -63,7 +63,15 @@ from bench.ingest.probes import (
 )
 from bench.ingest.report import Run, Stream, report
 from bench.ingest.steps import Step, step_of
-from bench.ingest.world import INGEST_KEY, OTHER_KEY, OTHER_SESSION, VIEW_KEY, World, prepare
+from bench.ingest.world import (
+    INGEST_KEY,
+    OTHER_KEY,
+    OTHER_SESSION,
+    OWN_KEY,
+    VIEW_KEY,
+    World,
+    prepare,
+)
 from config.logs import configure_logging
 from config.settings import Settings
 
@@ -102,15 +110,19 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
     viewer = httpx.AsyncClient(
         base_url=base, headers={"authorization": f"Bearer {VIEW_KEY}"}, timeout=60
     )
+    reader = httpx.AsyncClient(
+        base_url=base, headers={"authorization": f"Bearer {OWN_KEY}"}, timeout=60
+    )
     stop = asyncio.Event()
     watcher = asyncio.create_task(memory.watch(stop))
     backlog = Backlog(world.url)
     watching = asyncio.create_task(backlog.watch(stop))
     try:
         asker = Asker(other, OTHER_SESSION)
-        own = Asker(viewer, world.own_session, every=OWN_EVERY_S)
+        own = Asker(reader, world.own_session, every=OWN_EVERY_S)
         await asyncio.gather(asker.until(3.0), own.until(3.0))  # warm
         asker.refused = own.refused = 0
+        asker.why, own.why = {}, {}
         load_before = load()
         idle, own_idle = await asyncio.gather(
             asker.until(float(args.idle_seconds)), own.until(float(args.idle_seconds))
@@ -154,13 +166,14 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         await watching
         await other.aclose()
         await viewer.aclose()
+        await reader.aclose()
     return Stream(
         offered=offered,
         seconds=ended - started,
         idle=idle,
         during=during,
-        refused=asker.refused,
-        own=(own_idle, own_during, own.refused),
+        refused=asker.refusals(),
+        own=(own_idle, own_during, own.refusals()),
         fresh=fresh.samples,
         deeper=fresh.deeper,
         rss_start=rss_start,

@@ -41,6 +41,7 @@ class Asker:
     session: UUID
     every: float = 0.5
     refused: int = 0
+    why: dict[str, int] = field(default_factory=dict)  # each refusal's status or first error
 
     async def ask(self) -> float:
         started = time.perf_counter()
@@ -48,9 +49,17 @@ class Asker:
             "/graphql", json={"query": SIMILAR, "variables": {"id": str(self.session)}}
         )
         ms = (time.perf_counter() - started) * 1000
-        if response.status_code != 200 or response.json().get("errors"):
+        errors = response.json().get("errors") if response.status_code == 200 else None
+        if response.status_code != 200 or errors:
             self.refused += 1
+            reason = str(response.status_code) if errors is None else errors[0].get("message")
+            self.why[str(reason)[:80]] = self.why.get(str(reason)[:80], 0) + 1
         return ms
+
+    def refusals(self) -> str:
+        """How many were refused, and why."""
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(self.why.items()))
+        return f"{self.refused}{f' ({why})' if why else ''}"
 
     async def until(self, stop: asyncio.Event | float) -> list[float]:
         """Asks until `stop` is set (or for that many seconds)."""

@@ -32,7 +32,7 @@ class Stream:
     seconds: float
     idle: list[float]
     during: list[float]
-    refused: int
+    refused: str  # how many, and why
     fresh: list[Fresh]
     deeper: int  # found past the twin's first page
     rss_start: tuple[float, float]
@@ -51,7 +51,7 @@ class Stream:
     # of it, the wait for a seat in the account's fair queue (its histogram): p50, p95 seconds
     waited: tuple[float, float] = (math.nan, math.nan)
     # the stream account's own similarSessions: ms idle, ms during the stream, refused
-    own: tuple[list[float], list[float], int] = ([], [], 0)
+    own: tuple[list[float], list[float], str] = ([], [], "0")
 
     @property
     def exports(self) -> list[Export]:

@@ -30,6 +30,8 @@ DATABASE = "ss_bench_ingest"
 NAMESPACE = UUID("5b0e2c4a-7f19-4d3e-9a61-0c8d2e4f6a17")
 STREAM_ACCOUNT = uuid5(NAMESPACE, "account:stream")
 VIEW_KEY = "sk-bench-ingest-view"
+# the stream account's own reads, asked apart from the freshness probes' (each key has its rate)
+OWN_KEY = "sk-bench-ingest-own"
 INGEST_KEY = "sk-bench-ingest-write"
 OTHER_KEY = demo.DEMO_API_KEY
 OTHER_SESSION = demo.session_id(0, 0)
@@ -96,6 +98,7 @@ def records(history: dict[str, list[Session]], dense: bool) -> Iterator[dict[str
         "name": "bench ingest stream",
         "api_keys": [
             {"key": VIEW_KEY, "scopes": ["view_runtime_sessions"]},
+            {"key": OWN_KEY, "scopes": ["view_runtime_sessions"]},
             {"key": INGEST_KEY, "scopes": ["ingest_runtime_sessions"]},
         ],
     }
