@@ -61,7 +61,8 @@ from bench.ingest.probes import (
     postgres_cpu_seconds,
     scraped,
 )
-from bench.ingest.report import Run, Stream, report
+from bench.ingest.report import report
+from bench.ingest.runs import Run, Stream
 from bench.ingest.steps import Step, step_of
 from bench.ingest.world import (
     INGEST_KEY,

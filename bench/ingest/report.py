@@ -1,4 +1,4 @@
-"""The figures of a run and its result file."""
+"""A run's result file: its figures written out as rows, held to the targets."""
 
 from __future__ import annotations
 
@@ -6,17 +6,23 @@ import argparse
 import math
 import os
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from bench.common.timing import p50, pct
-from bench.ingest.exports import Export
-from bench.ingest.offering import Offered
-from bench.ingest.probes import Fresh
-from bench.ingest.steps import HOLD_P95_S, HOLD_SHARE, Step, answers, refusals
-from bench.ingest.world import World
+from bench.ingest.figures import (
+    by_minute,
+    counted,
+    dense,
+    found,
+    rank,
+    seconds_of,
+    slope_of,
+    trio,
+    verdict,
+)
+from bench.ingest.runs import Run, Stream
+from bench.ingest.steps import HOLD_P95_S, HOLD_SHARE, answers, refusals
 
 # the targets the run is held to
 ACK_P95_MS = 50.0
@@ -24,93 +30,6 @@ FRESH_P95_S = 2.0
 OTHER_RATIO = 2.0
 SUSTAINED = 2000
 RSS_SLOPE = 0.02  # "flat": over the second half, growing less than 2% of the start a minute
-
-
-@dataclass(frozen=True)
-class Stream:
-    offered: Offered
-    seconds: float
-    idle: list[float]
-    during: list[float]
-    refused: str  # how many, and why
-    fresh: list[Fresh]
-    deeper: int  # found past the twin's first page
-    rss_start: tuple[float, float]
-    rss_end: tuple[float, float]
-    serve_samples: list[tuple[float, float]]
-    indexer_samples: list[tuple[float, float]]
-    cpu: tuple[float, ...]  # serve, indexer, PostgreSQL: CPU seconds during the stream
-    load_before: tuple[float, float, float]
-    load_during: tuple[float, float, float]
-    started: float
-    ended: float
-    backlog: list[tuple[float, str, int]]  # (time, the lexical model, passages waiting)
-    refits: list[float]
-    # the server's own answer to a POST, from its histogram (to the bucket): p50, p95 seconds
-    handled: tuple[float, float] = (math.nan, math.nan)
-    # of it, the wait for a seat in the account's fair queue (its histogram): p50, p95 seconds
-    waited: tuple[float, float] = (math.nan, math.nan)
-    # the stream account's own similarSessions: ms idle, ms during the stream, refused
-    own: tuple[list[float], list[float], str] = ([], [], "0")
-
-    @property
-    def exports(self) -> list[Export]:
-        return self.offered.exports
-
-    @property
-    def acked(self) -> int:
-        return sum(e.spans for e in self.exports if e.ok)
-
-    def ack_ms(self, q: float) -> float:
-        return pct([e.seconds * 1000 for e in self.exports], q)
-
-    def posted_ms(self, q: float) -> float:
-        return pct([e.posted * 1000 for e in self.exports], q)
-
-    def line(self) -> str:
-        return (
-            f"stream: {self.acked / self.seconds:.0f} acknowledged spans/s, ack p50 "
-            f"{self.ack_ms(50):.0f} ms p95 {self.ack_ms(95):.0f} ms, {len(self.fresh)} sessions "
-            f"watched, found p95 {rank(found(self.fresh), 95):.2f} s"
-        )
-
-
-def own_line(s: Stream) -> str:
-    """The stream account's own similarSessions, idle and streaming: its own index's tail
-    (the rows written since its last merge) is looked up exactly beside the index."""
-    idle, during, refused = s.own
-    if not idle or not during:
-        return "| the stream account's own similarSessions | not asked |"
-    return (
-        f"| the stream account's own similarSessions (its index's tail looked up exactly) "
-        f"p50 / p95, idle; streaming | {p50(idle):.0f} / {pct(idle, 95):.0f}; "
-        f"{p50(during):.0f} / {pct(during, 95):.0f} ms; refused {refused} |"
-    )
-
-
-def found(samples: Sequence[Fresh], corpus: str | None = None) -> list[float]:
-    """Seconds to be found, of every watched session (inf: not within the time out)."""
-    return [math.inf if s.found is None else s.found for s in samples if corpus in (None, s.corpus)]
-
-
-def counted(samples: Sequence[Fresh], corpus: str | None = None) -> list[float]:
-    return [
-        math.inf if s.counted is None else s.counted for s in samples if corpus in (None, s.corpus)
-    ]
-
-
-def dense(samples: Sequence[Fresh]) -> list[float]:
-    return [s.dense for s in samples if s.dense is not None]
-
-
-@dataclass(frozen=True)
-class Run:
-    world: World
-    stream: Stream
-    steps: list[Step]
-    alone_rss: tuple[float, float]  # serve alone: its first sample and its peak (MB)
-    load_start: tuple[float, float, float]
-    load_end: tuple[float, float, float]
 
 
 def commit() -> str:
@@ -124,29 +43,17 @@ def commit() -> str:
     return f"commit {head}"
 
 
-def trio(values: Sequence[float]) -> str:
-    return f"{values[0]:.2f}, {values[1]:.2f}, {values[2]:.2f}"
-
-
-def slope_of(samples: list[tuple[float, float]]) -> float:
-    """MB a minute, fitted over the second half of the samples."""
-    half = samples[len(samples) // 2 :]
-    if len(half) < 3:
-        return math.nan
-    return float(np.polyfit([t for t, _ in half], [mb for _, mb in half], 1)[0]) * 60
-
-
-def by_minute(samples: list[tuple[float, float]], started: float, ended: float) -> str:
-    """The median of each minute of the stream's samples (MB), so that a step (a refit's
-    memory) reads apart from a climb."""
-    medians = []
-    minutes = max(1, int((ended - started) // 60))  # the last takes the seconds left over
-    for minute in range(minutes):
-        first = started + 60 * minute
-        last = ended if minute == minutes - 1 else first + 60
-        inside = [mb for t, mb in samples if first <= t <= last]
-        medians.append(f"{p50(inside):.0f}" if inside else "-")
-    return " ".join(medians)
+def own_line(s: Stream) -> str:
+    """The stream account's own similarSessions, idle and streaming: its own index's tail
+    (the rows written since its last merge) is looked up exactly beside the index."""
+    idle, during, refused = s.own
+    if not idle or not during:
+        return "| the stream account's own similarSessions | not asked |"
+    return (
+        f"| the stream account's own similarSessions (its index's tail looked up exactly) "
+        f"p50 / p95, idle; streaming | {p50(idle):.0f} / {pct(idle, 95):.0f}; "
+        f"{p50(during):.0f} / {pct(during, 95):.0f} ms; refused {refused} |"
+    )
 
 
 def rss_row(
@@ -180,12 +87,6 @@ def slowest(s: Stream) -> str:
     return "The slowest to be found: " + "; ".join(told) + "." if told else ""
 
 
-def rank(values: Sequence[float], q: float) -> float:
-    """The q-th percentile by nearest rank (inf among the values: a session never found)."""
-    ranked = sorted(values)
-    return ranked[max(0, math.ceil(q / 100 * len(ranked)) - 1)] if ranked else math.nan
-
-
 def thirds_line(s: Stream) -> str:
     """The passage counted p95 of the sessions first acknowledged in each third of the stream:
     a figure that worsens as the stream goes on is work growing with the account."""
@@ -201,41 +102,22 @@ def thirds_line(s: Stream) -> str:
     )
 
 
-def seconds_of(values: list[float], q: float) -> str:
-    value = rank(values, q)
-    if math.isnan(value):
-        return "-"
-    return "> 60 s (not found)" if math.isinf(value) else f"{value:.2f} s"
-
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "**missed**"
-
-
 def report(run: Run, command: str, args: argparse.Namespace) -> str:
-    s, w = run.stream, run.world
-    exports = s.exports
-    counts = answers(exports)
-    too_many, server, other = refusals(counts)
-    acked_rate = s.acked / s.seconds
-    spans = [e.spans for e in exports]
-    kb = [e.body_bytes / 1024 for e in exports]
-    watched = len(s.fresh)
-    not_found = sum(1 for f in s.fresh if f.found is None)
-    idle50, during50 = p50(s.idle), p50(s.during)
-    idle95, during95 = pct(s.idle, 95), pct(s.during, 95)
-    held = [st for st in run.steps if st.held]
-    highest = max((st.rate for st in held), default=0)
-    serve_end, indexer_end = s.rss_end
-    serve_start, indexer_start = s.rss_start
-    serve_slope, indexer_slope = slope_of(s.serve_samples), slope_of(s.indexer_samples)
-    flat = serve_slope <= RSS_SLOPE * serve_start and (
-        math.isnan(indexer_slope) or indexer_slope <= RSS_SLOPE * indexer_start
-    )
-    cpu_serve, cpu_indexer, cpu_pg = s.cpu
-    told = ", ".join(f"{n} x {code or 'no answer'}" for code, n in sorted(counts.items()))
-    ended = s.offered.spans_ended
+    s = run.stream
     lines = [
+        *_head(run, command, args),
+        *_stream_rows(s, args),
+        *_found_rows(s, run.world.dense),
+        *_beside_rows(s, args),
+        *_serve_alone(run, args),
+        *_targets(run, args),
+    ]
+    return "\n".join(lines)
+
+
+def _head(run: Run, command: str, args: argparse.Namespace) -> list[str]:
+    s, w = run.stream, run.world
+    return [
         "# Live ingest: agents sending GenAI spans while another account reads",
         "",
         f"`{command}` (at {commit()})",
@@ -258,6 +140,22 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         "replaying the held-out sessions of both corpora one after another; a chat span carries "
         "the conversation so far.",
         "",
+    ]
+
+
+def _stream_rows(s: Stream, args: argparse.Namespace) -> list[str]:
+    """The stream's table: what was sent and acknowledged, and when a passage was counted."""
+    exports = s.exports
+    counts = answers(exports)
+    too_many, server, other = refusals(counts)
+    acked_rate = s.acked / s.seconds
+    spans = [e.spans for e in exports]
+    kb = [e.body_bytes / 1024 for e in exports]
+    watched = len(s.fresh)
+    not_found = s.not_found
+    told = ", ".join(f"{n} x {code or 'no answer'}" for code, n in sorted(counts.items()))
+    ended = s.offered.spans_ended
+    return [
         "| figure | value |",
         "|---|---|",
         f"| spans ended by the agents | {ended:,} ({ended / args.soak_seconds:.0f}/s; "
@@ -293,6 +191,12 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         "found within 60 s ranks last) | "
         f"{seconds_of(found(s.fresh), 50)} / {seconds_of(found(s.fresh), 95)} |",
     ]
+
+
+def _found_rows(s: Stream, with_dense: bool) -> list[str]:
+    """The table's rows on being found by the twin, by corpus, and on the dense leg."""
+    lines: list[str] = []
+    watched = len(s.fresh)
     within = [x for x in found(s.fresh) if not math.isinf(x)]
     lines.append(
         f"| ... of those found within 60 s ({len(within)}) p50 / p95 | "
@@ -305,7 +209,7 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
             f"p50 / p95 | {seconds_of(f, 50)} / "
             f"{seconds_of(f, 95)} |"
         )
-    if w.dense:
+    if with_dense:
         d = dense(s.fresh)
         lines.append(
             f"| dense (MiniLM): a passage embedded p50 / p95 | {seconds_of(d, 50)} / "
@@ -316,10 +220,21 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
             "| dense leg | skipped (no `--dense`: MiniLM on 2 shared cores is slow; the "
             "lexical leg never waits for it) |"
         )
+    return lines
+
+
+def _beside_rows(s: Stream, args: argparse.Namespace) -> list[str]:
+    """The table's rows on what went on beside the stream (refits, the other account's reads,
+    the stream account's own, CPU), the slowest sessions, and memory."""
+    idle50, during50 = p50(s.idle), p50(s.during)
+    idle95, during95 = pct(s.idle, 95), pct(s.during, 95)
+    cpu_serve, cpu_indexer, cpu_pg = s.cpu
+    serve_end, indexer_end = s.rss_end
+    serve_start, indexer_start = s.rss_start
     during_stream = [b for b in s.backlog if s.started <= b[0] <= s.ended]
     waiting = [n for _, _, n in during_stream]
     refit_at = ", ".join(f"{t - s.started:.0f}" for t in s.refits if t >= s.started)
-    lines += [
+    return [
         f"| the stream account's lexical refits during the stream (a new fit: every passage of "
         f"the account waits to be embedded again) | {len([t for t in s.refits if t >= s.started])}"
         f"{f' (at {refit_at} s)' if refit_at else ''} |",
@@ -348,39 +263,59 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         rss_row("its indexer (index --watch)", s.indexer_samples, s, indexer_start, indexer_end),
         "",
     ]
-    if run.steps:
-        lines += [
-            "## Serve alone: the highest sustained rate",
-            "",
-            "The server again with SIMILAR_SESSIONS_SERVE_INDEXES=false, "
-            "SIMILAR_SESSIONS_INGEST_SPAN_RATE=off and SIMILAR_SESSIONS_INGEST_BYTE_RATE=off "
-            f"(the ingest rates lifted); {STEP_PROCESSES_TEXT} offering spans of 1-8 KB for "
-            f"{args.step_seconds:g} s a step, then flushing. 'acknowledged /s': the spans "
-            f"acknowledged by {HOLD_P95_S:g} s after the offering ended, over the offering's "
-            "time; "
-            "'acknowledged': the spans acknowledged of those the agents ended. A step holds "
-            f"when its acknowledged rate is >= {HOLD_SHARE:.0%} of the offered rate, ack p95 < "
-            f"{HOLD_P95_S:g} s, no 429 and no 5xx. Server RSS "
-            f"{run.alone_rss[0]:.0f} MB at its start, peak {run.alone_rss[1]:.0f} MB.",
-            "",
-            "| offered spans/s | agents ended /s | acknowledged /s | acknowledged "
-            "| ack p50 / p95 ms (p95 of the HTTP exchange; of the server's handling) | POSTs "
-            "| spans/POST | KB/POST (gzip) | 429 / 5xx / other | failed "
-            "| CPU server / PostgreSQL / agents (of one core) "
-            "| load 1 min "
-            "| holds |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-            *[st.line() for st in run.steps],
-            "",
-            f"Highest step that holds: **{highest:,} spans/s**"
-            + ("" if len(run.steps) == len(args.steps) else " (the steps above it not run)")
-            + ".",
-            "",
-        ]
+
+
+def _serve_alone(run: Run, args: argparse.Namespace) -> list[str]:
+    if not run.steps:
+        return []
+    highest = run.highest
+
+    return [
+        "## Serve alone: the highest sustained rate",
+        "",
+        "The server again with SIMILAR_SESSIONS_SERVE_INDEXES=false, "
+        "SIMILAR_SESSIONS_INGEST_SPAN_RATE=off and SIMILAR_SESSIONS_INGEST_BYTE_RATE=off "
+        f"(the ingest rates lifted); {STEP_PROCESSES_TEXT} offering spans of 1-8 KB for "
+        f"{args.step_seconds:g} s a step, then flushing. 'acknowledged /s': the spans "
+        f"acknowledged by {HOLD_P95_S:g} s after the offering ended, over the offering's "
+        "time; "
+        "'acknowledged': the spans acknowledged of those the agents ended. A step holds "
+        f"when its acknowledged rate is >= {HOLD_SHARE:.0%} of the offered rate, ack p95 < "
+        f"{HOLD_P95_S:g} s, no 429 and no 5xx. Server RSS "
+        f"{run.alone_rss[0]:.0f} MB at its start, peak {run.alone_rss[1]:.0f} MB.",
+        "",
+        "| offered spans/s | agents ended /s | acknowledged /s | acknowledged "
+        "| ack p50 / p95 ms (p95 of the HTTP exchange; of the server's handling) | POSTs "
+        "| spans/POST | KB/POST (gzip) | 429 / 5xx / other | failed "
+        "| CPU server / PostgreSQL / agents (of one core) "
+        "| load 1 min "
+        "| holds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *[st.line() for st in run.steps],
+        "",
+        f"Highest step that holds: **{highest:,} spans/s**"
+        + ("" if len(run.steps) == len(args.steps) else " (the steps above it not run)")
+        + ".",
+        "",
+    ]
+
+
+def _targets(run: Run, args: argparse.Namespace) -> list[str]:
+    s = run.stream
+    watched = len(s.fresh)
+    not_found = s.not_found
+    idle50, during50 = p50(s.idle), p50(s.during)
+    highest = run.highest
+    serve_end, indexer_end = s.rss_end
+    serve_start, indexer_start = s.rss_start
+    serve_slope, indexer_slope = slope_of(s.serve_samples), slope_of(s.indexer_samples)
+    flat = serve_slope <= RSS_SLOPE * serve_start and (
+        math.isnan(indexer_slope) or indexer_slope <= RSS_SLOPE * indexer_start
+    )
     other_ok = during50 <= OTHER_RATIO * idle50
     got = found(s.fresh)
     fresh_ok = bool(got) and rank(got, 95) <= FRESH_P95_S
-    lines += [
+    return [
         "## Against the targets",
         "",
         "| target | measured | |",
@@ -405,7 +340,6 @@ def report(run: Run, command: str, args: argparse.Namespace) -> str:
         f"| {verdict(flat)} |",
         "",
     ]
-    return "\n".join(lines)
 
 
 STEP_PROCESSES_TEXT = (
