@@ -179,7 +179,7 @@ class Tail:
     @property
     def rested(self) -> bool:
         """Whether the index has been up MERGE_REST times as long as its build took."""
-        return self.build_s is None or self.up_s >= MERGE_REST * self.build_s
+        return self.rests_s == 0.0
 
     @property
     def rests_s(self) -> float:
