@@ -52,8 +52,8 @@ class Asker:
         errors = response.json().get("errors") if response.status_code == 200 else None
         if response.status_code != 200 or errors:
             self.refused += 1
-            reason = str(response.status_code) if errors is None else errors[0].get("message")
-            self.why[str(reason)[:80]] = self.why.get(str(reason)[:80], 0) + 1
+            reason = str(response.status_code if errors is None else errors[0].get("message"))
+            self.why[reason[:80]] = self.why.get(reason[:80], 0) + 1
         return ms
 
     def refusals(self) -> str:
