@@ -21,7 +21,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import NamedTuple
 from uuid import UUID
 
@@ -114,10 +114,10 @@ async def grouping(context: Context, args: FailureArgs) -> tuple[Grouping, bool]
     regrouped = pin is not None and pin.watermark != watermark
     binding = json.dumps(args.members_binding(account_id))
     if regrouped:
-        pin = Pin(datetime.now(UTC), watermark)
+        pin = Pin(context.services.clock(), watermark)
     elif pin is None:
         pin = context.services.groupings.recent(
-            (binding, watermark), lambda: Pin(datetime.now(UTC), watermark)
+            (binding, watermark), lambda: Pin(context.services.clock(), watermark)
         )
     key = (binding, pin)
     found = await context.services.groupings.get(key, lambda: _grouped(context, args, pin))

@@ -98,7 +98,13 @@ def similar_loader(
         # Read-only, in autocommit: a transaction begun for a check ends with the connection.
         async with reading(services.comparison_engine) as conn:
             return await compare_sessions(
-                conn, account_id, part, services.tuning, services.snapshots, services.checks
+                conn,
+                account_id,
+                part,
+                services.tuning,
+                services.snapshots,
+                services.checks,
+                services.clock(),
             )
 
     async def load(keys: Sequence[SimilarKey]) -> list[SimilarResult | None]:
@@ -126,7 +132,9 @@ def timeline_loader(
 ) -> DataLoader[TimelineKey, TimelineResult | None]:
     async def load(keys: Sequence[TimelineKey]) -> list[TimelineResult | None]:
         async with reading(services.comparison_engine) as conn:
-            return await timelines(conn, account_id, keys, services.tuning, services.snapshots)
+            return await timelines(
+                conn, account_id, keys, services.tuning, services.snapshots, services.clock()
+            )
 
     return DataLoader(load_fn=load)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -25,6 +26,10 @@ from resolvers.turns import LoopTurns
 # for its own): the pool has SIMILAR_SESSIONS_POOL_SIZE (5 by default).
 READS_PER_REQUEST = 2
 _READS: ContextVar[asyncio.Semaphore | None] = ContextVar("reads", default=None)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def share_reads() -> None:
@@ -45,6 +50,9 @@ class Services:
     checks: CheckCosts = field(default_factory=CheckCosts)
     groupings: Groupings = field(default_factory=Groupings)
     turns: LoopTurns = field(default_factory=LoopTurns)
+    # The time a window or a pin is counted back from: the wall clock, or a test's fixed one
+    # (an answer recorded on the demo reads the same instant as the demo was loaded at).
+    clock: Callable[[], datetime] = utc_now
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:

@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import replace
+from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -19,6 +21,7 @@ from config.settings import Settings
 from data.engine import make_engine
 from data.migrate import migrate
 from data.server import resolve_url
+from resolvers.services import utc_now
 from similar_sessions.app import create_app
 from tests.support.otlp import making_sessions
 
@@ -130,8 +133,18 @@ def settings() -> Settings:
 
 
 @pytest.fixture
-async def client(engine: AsyncEngine, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+def clock() -> Callable[[], datetime]:
+    """The time the app's windows and pins are counted back from; a module that must read
+    one instant overrides it."""
+    return utc_now
+
+
+@pytest.fixture
+async def client(
+    engine: AsyncEngine, settings: Settings, clock: Callable[[], datetime]
+) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, engine=engine, run_migrations=False)
+    app.state.services = replace(app.state.services, clock=clock)
     transport = httpx.ASGITransport(app=app)
     hooks = making_sessions(engine, settings)  # spans it acknowledges become sessions at once
     # The start-up a server runs (ASGITransport runs none): it reads the cursor secret.

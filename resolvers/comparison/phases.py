@@ -55,11 +55,13 @@ async def compare_sessions(
     tuning: Tuning,
     snapshots: Snapshots | None = None,
     checks: CheckCosts | None = None,
+    now: datetime | None = None,
 ) -> list[SimilarResult | None]:
     """One result per key, in key order; None for a session this account does not have.
-    `snapshots` and `checks` are the process's (a fresh one each when not given)."""
+    `snapshots` and `checks` are the process's (a fresh one each when not given); windows
+    end at `now` (the wall clock when not given)."""
     started = time.perf_counter()
-    batch = batch_of(account_id, keys, datetime.now(UTC))
+    batch = batch_of(account_id, keys, now or datetime.now(UTC))
     batch = await look_up(conn, batch, tuning, snapshots or Snapshots(), checks or CheckCosts())
     with phase("ranking"):
         batch = rank(batch)

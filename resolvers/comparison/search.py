@@ -91,7 +91,7 @@ async def search_sessions(
 
 
 async def _begun(services: Services, account_id: UUID, text: str, args: SimilarArgs) -> Search:
-    now = datetime.now(UTC)
+    now = services.clock()
     cutoff = None if args.window_days is None else now - timedelta(days=args.window_days)
     asked = {Reason.SIMILAR_WINDOW_APPLIED} if args.window_days is not None else set()
     asked |= {Reason.SIMILAR_FILTER_APPLIED} if args.filtered else set()

@@ -71,10 +71,12 @@ async def timelines(
     keys: Sequence[TimelineKey],
     tuning: Tuning,
     snapshots: Snapshots,
+    now: datetime | None = None,
 ) -> list[TimelineResult | None]:
     """One timeline per key, in key order (None for a session the account does not have);
-    one statement per bucket size asked."""
-    now = datetime.now(UTC)
+    one statement per bucket size asked; windows end at `now` (the wall clock when not
+    given)."""
+    now = now or datetime.now(UTC)
     results: list[TimelineResult | None] = [None] * len(keys)
     for bucket in TimelineBucket:
         mine = [n for n, (_, _, b) in enumerate(keys) if b is bucket]

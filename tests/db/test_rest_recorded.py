@@ -8,17 +8,17 @@ pass); a change of the REST shape is a change of that file, seen in review. What
 run to run is normalised: the time an answer took and a cursor's bytes (signed with the
 database's secret) are replaced by a marker, a float is rounded to 9 digits (the last bits of
 pgvector's distances may differ from one processor to another), and every time is replaced
-once its format is checked. The demo is loaded as of now, not of the start of today: its
-sessions are 7.2 hours apart, and a window counted back from a load at midnight cut them at a
-place that moved with the hour of the run (a 10-day window lost a session after 02:24 UTC).
-Loaded as of now, the cut falls within the hour after 50 days from the first session, 4.8
-hours after one session and 1.4 hours before the next, at any hour."""
+once its format is checked. The demo is loaded as of one fixed instant, and the app's
+clock reads that instant: its sessions are 7.2 hours apart, so a window counted back from the
+wall clock cut them at a place that moved with the hour of the run, and the failure modes'
+daily buckets (UTC days) counted them differently from one hour to the next."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,7 @@ from indexer.passes import IndexerConfig
 RECORDED = Path(__file__).parent / "recorded" / "rest_answers.json"
 RECORD = os.environ.get("SIMILAR_SESSIONS_RECORD_REST") == "1"
 AUTH = {"Authorization": f"Bearer {demo.DEMO_API_KEY}"}
-LOADED_AT = datetime.now(UTC)
+LOADED_AT = datetime(2026, 12, 7, 4, 0, tzinfo=UTC)  # an instant the answers were recorded at
 # A time as the REST routes write it: ISO 8601 in UTC, microseconds when there are any.
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?\+00:00$")
 LOOKS_LIKE_TIME = re.compile(r"^\d{4}-\d\d-\d\dT")
@@ -123,6 +123,11 @@ def normalised(value: Any) -> Any:
         assert TIME.match(value), f"a time not written as the routes write times: {value!r}"
         return "<time>"
     return value
+
+
+@pytest.fixture
+def clock() -> Callable[[], datetime]:
+    return lambda: LOADED_AT
 
 
 async def answers(client: httpx.AsyncClient) -> dict[str, Any]:
