@@ -113,6 +113,16 @@ class IndexerSettings(BaseSettings):
     index_interval_s: int = setting(
         10, "pause between `index --watch` passes", "indexer", ge=1, le=86_400
     )
+    index_backlog_s: float = setting(
+        0.5,
+        "seconds an `index --watch` pass spends on an account's waiting chunks beyond the "
+        "sessions it chunked (a re-embedding after a new fit, a dense leg behind); the rest "
+        "waits for the next pass, taken at once, so a running session's passages never wait "
+        "for a whole account's",
+        "indexer",
+        ge=0,
+        le=3600,
+    )
 
     embed_max_attempts: int = setting(
         5,

@@ -193,7 +193,7 @@ async def skip_repeated(
             "min_sessions": rule.min_sessions,
             "share": rule.min_share_percent,
             "model": str(identity),
-            **({} if sessions is None else {"sessions": list(sessions)}),
+            **({"sessions": list(sessions)} if sessions else {}),
         },
     )
     return int(result.rowcount)
@@ -245,17 +245,27 @@ async def claim_pending(
     summaries_only: bool,
     limit: int,
     slot: VectorSlot = VectorSlot.PRIMARY,
+    sessions: Sequence[UUID] | None = None,
 ) -> list[ClaimedChunk]:
     """Lock up to `limit` clear chunks in scope waiting for the slot's model that no other
-    worker holds."""
+    worker holds (of the named sessions only, when named)."""
+    of_sessions = (
+        "" if sessions is None else "AND runtime_session_id = ANY(CAST(:sessions AS uuid[])) "
+    )
     rows = await conn.execute(
         sa.text(
             "SELECT id, content, runtime_session_id FROM session_chunks "
             "WHERE account_id = :account_id "
             f"AND {slot.waiting} AND redaction_state = 'clear' AND {_SUMMARY_ONLY} "
+            f"{of_sessions}"
             "ORDER BY runtime_session_id, chunk_index, id LIMIT :limit FOR UPDATE SKIP LOCKED"
         ),
-        {"account_id": account_id, "summaries_only": summaries_only, "limit": limit},
+        {
+            "account_id": account_id,
+            "summaries_only": summaries_only,
+            "limit": limit,
+            **({"sessions": list(sessions)} if sessions else {}),
+        },
     )
     return [ClaimedChunk(*row) for row in rows]
 

@@ -7,7 +7,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -114,7 +114,8 @@ async def run_index(
         f"indexing every {settings.index_interval_s}s, and as sessions are ingested; Ctrl-C stops",
         file=sys.stderr,
     )
-    await watch(engine, registry, config, settings.index_interval_s, stop, hook)
+    watching = replace(config, backlog_s=settings.index_backlog_s)
+    await watch(engine, registry, watching, settings.index_interval_s, stop, hook)
     return 0
 
 

@@ -5,6 +5,8 @@ one transaction, under the account's daily cap."""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
@@ -38,33 +40,51 @@ async def embed_account(
     report: PassReport,
     now: datetime,
     slot: VectorSlot = VectorSlot.PRIMARY,
-) -> None:
-    """Embed the account's waiting chunks in the slot with `work.identity`, batch by batch."""
+    first: Collection[UUID] = (),
+) -> bool:
+    """Embed the account's waiting chunks in the slot with `work.identity`, batch by batch:
+    the chunks of the sessions `first` names (the ones the pass chunked) before any other,
+    then the rest, for `config.backlog_s` at most (at least one batch) when it is set. True
+    when chunks were left waiting for the next pass."""
     summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
         total = await sql.pending_count(conn, work.account_id, summaries_only, slot)
         if total and slot is VectorSlot.PRIMARY:
             await ensure_model_index(conn, work.identity)
     if not total:
-        return
+        return False
     touched: set[UUID] = set()  # the sessions of the chunks it embedded
+    sessions, left = list(first) or None, False
+    backlog_from = time.monotonic()
     desc = "embedding" if slot is VectorSlot.PRIMARY else "embedding (dense)"
     with tqdm(total=total, desc=desc, unit="chunk", disable=config.hide_progress) as bar:
         while True:
             with tracer.start_as_current_span("indexer.batch") as span:
                 span.set_attribute("similar_sessions.model_identity", str(work.identity))
                 span.set_attribute("similar_sessions.account_id", str(work.account_id))
-                outcome = await embed_batch(engine, config, work, embedder, now, slot)
+                outcome = await embed_batch(engine, config, work, embedder, now, slot, sessions)
                 observe_batch(span, work.identity, outcome)
             touched.update(outcome.sessions)
             bar.update(outcome.embedded + outcome.skipped)
+            if sessions is not None and outcome == BatchOutcome():  # those sessions are done
+                sessions, backlog_from = None, time.monotonic()
+                continue
             if await _counted(engine, work, report, outcome, now):
+                break
+            if sessions is None and _spent(config, backlog_from):
+                left = True
                 break
     if touched and slot is VectorSlot.PRIMARY:
         # their repeats marked (data/repeats.py): the HNSW indexes built or merged from now
         # on leave them out
         async with engine.begin() as conn:
             await mark_repeats(conn, work.account_id, touched)
+    return left
+
+
+def _spent(config: IndexerConfig, since: float) -> bool:
+    """Whether the pass has spent its time on the account's backlog (never, unset)."""
+    return config.backlog_s is not None and time.monotonic() - since >= config.backlog_s
 
 
 async def _counted(
@@ -106,14 +126,18 @@ async def embed_dense(
     embedder: Embedder,
     report: PassReport,
     now: datetime,
-) -> None:
+    first: Collection[UUID] = (),
+) -> bool:
     """The second pass: the same passages embedded by the account's dense model, with its
-    own batches, spend and cap (the account's cap covers both models)."""
+    own batches, spend and cap (the account's cap covers both models); True when chunks were
+    left for the next pass."""
     assert work.dense is not None
     async with engine.begin() as conn:
         await sql.forget_other_dense_models(conn, work.account_id, work.dense)
     dense_work = replace(work, identity=work.dense)
-    await embed_account(engine, config, dense_work, embedder, report, now, VectorSlot.DENSE)
+    return await embed_account(
+        engine, config, dense_work, embedder, report, now, VectorSlot.DENSE, first
+    )
 
 
 async def embed_batch(
@@ -123,9 +147,10 @@ async def embed_batch(
     embedder: Embedder,
     now: datetime,
     slot: VectorSlot = VectorSlot.PRIMARY,
+    sessions: Sequence[UUID] | None = None,
 ) -> BatchOutcome:
-    """Claim, embed and write one batch in one transaction; a vector without direction is
-    never stored (its chunk is `skipped`).
+    """Claim (of the named sessions only, when named), embed and write one batch in one
+    transaction; a vector without direction is never stored (its chunk is `skipped`).
 
     An error or a cancellation anywhere rolls the whole batch back: no vector, no state
     change and no spend is left behind, and the chunks stay pending. A provider's failure
@@ -134,11 +159,10 @@ async def embed_batch(
     summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
         price = embedder.usd_per_1k_tokens
-        capped = work.daily_cap_usd is not None and price > 0
-        if capped:
+        if capped := work.daily_cap_usd is not None and price > 0:
             await sql.lock_account_spend(conn, work.account_id)
         claimed = await sql.claim_pending(
-            conn, work.account_id, summaries_only, config.batch_size, slot
+            conn, work.account_id, summaries_only, config.batch_size, slot, sessions
         )
         if not claimed:
             return BatchOutcome()

@@ -33,6 +33,11 @@ class IndexerConfig:
     refit_min_interval_s: int = default_of("lexical_refit_min_interval_s")
     template_min_sessions: int = default_of("template_min_sessions")
     session_idle_s: int = default_of("session_idle_s")  # a running live session then completes
+    # The seconds a pass spends on an account's waiting chunks beyond the sessions it chunked
+    # (a re-embedding after a new fit, a dense leg behind), the rest left to the next pass; None
+    # (a pass run once, an import): all of them. `index --watch` sets it, so that a running
+    # session's passages wait for one bounded pass, never for a whole account's.
+    backlog_s: float | None = None
 
     @property
     def repeat(self) -> sql.RepeatRule:
@@ -69,6 +74,7 @@ class PassReport:
     indexes_s: float = 0.0
     degraded: dict[UUID, str] = field(default_factory=dict)
     embedded: set[UUID] = field(default_factory=set)  # the accounts it embedded chunks of
+    backlog: set[UUID] = field(default_factory=set)  # the accounts it left chunks waiting of
 
 
 class PassHook(Protocol):

@@ -1,6 +1,7 @@
 """`index --watch`: passes until stopped, a full one every interval and between them one over
-each account the live receiver notifies (data/changes.py), the own indexes' tails merged
-beside them, and the hook (the alerts) told after each."""
+each account the live receiver notifies (data/changes.py) or a bounded pass left chunks
+waiting of, the own indexes' tails merged and new lexical fits built beside them, and the hook
+(the alerts) told after each."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from data import indexing as sql
 from data import ingest as ingest_sql
 from data.changes import Wakeups, listening
 from indexer.embedders import Registry
-from indexer.passes import IndexerConfig, PassHook
+from indexer.fitting import Refits
+from indexer.passes import IndexerConfig, PassHook, PassReport
 from indexer.worker import index_once, merge_tails
 
 log = structlog.get_logger(__name__)
@@ -32,30 +34,36 @@ async def watch(
     """Run passes until stopped: a full pass over every account every interval_s (which also
     completes the live sessions gone idle), and between them, as soon as the live receiver
     notifies an account's change (data/changes.py), a pass over the accounts notified; the
-    hook told after each which accounts it embedded, and woken when it is due. The own
-    indexes' tails are merged beside the passes, one merge at a time, so that a build of a
-    whole index (seconds) never holds up a running session's passages. A failed pass is
-    logged and the next one retries."""
+    hook told after each which accounts it embedded, and woken when it is due. A pass bounded
+    by `config.backlog_s` that left an account's chunks waiting (a re-embedding after a new
+    fit) is followed at once by another over that account, beside the accounts notified
+    meanwhile, so a running session's passages wait for one bounded pass, not for the whole
+    re-embedding. The own indexes' tails are merged beside the passes, one merge at a time,
+    so that a build of a whole index (seconds) never holds up a running session's passages. A
+    failed pass is logged and the next one retries."""
     stop = stop or asyncio.Event()
     beside = None if hook is None else asyncio.ensure_future(hook.run(stop))
-    merges = _Merges(engine, config.account_index_min_chunks)
+    merges, refits = _Merges(engine, config.account_index_min_chunks), Refits()
     try:
         async with listening(engine, Wakeups()) as wakeups:
-            due = 0.0
+            due, backlog = 0.0, set[UUID]()
             while not stop.is_set():
                 full = due <= time.monotonic()
-                embedded = await _pass(engine, registry, config, wakeups, full)
+                report = await _pass(engine, registry, config, wakeups, full, backlog, refits)
                 if full:  # the next full pass an interval on, whether this one failed or not
                     due = time.monotonic() + interval_s
-                merges.after(None if full else embedded or set())
-                wait = due - time.monotonic()
+                embedded = set() if report is None else report.embedded
+                backlog = set() if report is None else report.backlog  # failed: the full pass's
+                merges.after(None if full else embedded)
+                wait = 0.0 if backlog else due - time.monotonic()
                 if hook is not None:
-                    await _told(hook, embedded or set())
+                    await _told(hook, embedded)
                     hook_due = hook.due_in()
                     wait = wait if hook_due is None else min(wait, hook_due)
                 await _until(stop, wakeups, wait)
     finally:
         await merges.stopped()
+        await refits.stopped()
         if beside is not None:
             stop.set()
             await asyncio.gather(beside, return_exceptions=True)
@@ -104,20 +112,26 @@ class _Merges:
 
 
 async def _pass(
-    engine: AsyncEngine, registry: Registry, config: IndexerConfig, wakeups: Wakeups, full: bool
-) -> set[UUID] | None:
-    """A full pass (and the idle sessions completed), or one over the accounts notified, or
-    none; the accounts it embedded (None: no pass ran, or it failed)."""
+    engine: AsyncEngine,
+    registry: Registry,
+    config: IndexerConfig,
+    wakeups: Wakeups,
+    full: bool,
+    backlog: set[UUID],
+    refits: Refits,
+) -> PassReport | None:
+    """A full pass (and the idle sessions completed), or one over the accounts notified and
+    those the last pass left chunks waiting of, or none; its report (None: no pass ran, or it
+    failed)."""
     try:
         if full:
             wakeups.take()  # the full pass covers them
             await complete_idle(engine, config.session_idle_s)
-            return (await index_once(engine, registry, config, merge=False)).embedded
-        if accounts := wakeups.take():
-            notified = await index_once(
+            return await index_once(engine, registry, config, merge=False, refits=refits)
+        if accounts := sorted(set(wakeups.take()) | backlog):
+            return await index_once(
                 engine, registry, config, account_ids=accounts, changed_only=True, merge=False
             )
-            return notified.embedded
     except Exception:
         log.exception("index_pass_failed")
     return None

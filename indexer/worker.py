@@ -22,7 +22,7 @@ from data.own_index_rebuilds import Tail, fit_again, merge_due
 from indexer import lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.embedding_pass import embed_account, embed_dense
-from indexer.fitting import ensure_fit
+from indexer.fitting import Refits, ensure_fit
 from indexer.passes import IndexerConfig, PassReport, mark_degraded
 from indexer.rechunk import fingerprint, rechunk_session
 from indexer.whole_passages import WholePassages
@@ -45,6 +45,7 @@ async def index_once(
     now: datetime | None = None,
     changed_only: bool = False,
     merge: bool = True,
+    refits: Refits | None = None,
 ) -> PassReport:
     """One pass over every account with an enabled setting (or the ones named), after the
     export requests the live receiver acknowledged are made into sessions; then the own
@@ -52,7 +53,8 @@ async def index_once(
     a whole index again, which no other account's embedding waits on). `changed_only` (a
     pass the live receiver woke): of the accounts' sessions, only those it changed are
     chunked, and only their contents counted for repeats; a full pass looks at them all.
-    `merge` False: the tails are left to the caller (`watch` merges them beside its passes)."""
+    `merge` False: the tails are left to the caller (`watch` merges them beside its passes).
+    `refits`: new lexical fits are built beside the passes (`watch`), not within this one."""
     report, began = PassReport(), time.perf_counter()
     await make_sessions(engine, timedelta(seconds=config.session_idle_s), account_ids)
     report.making_s = time.perf_counter() - began
@@ -61,7 +63,7 @@ async def index_once(
     for work in accounts:
         report.accounts += 1
         at = now or datetime.now(UTC)
-        await index_account(engine, registry, config, work, report, at, changed_only)
+        await index_account(engine, registry, config, work, report, at, changed_only, refits)
     if merge and config.account_index_min_chunks is not None and accounts:
         merged, started = [work.account_id for work in accounts], time.perf_counter()
         report.tails_merged += await merge_tails(engine, config.account_index_min_chunks, merged)
@@ -70,9 +72,9 @@ async def index_once(
     shown = {
         k: round(v, 3) if isinstance(v, float) else v
         for k, v in vars(report).items()
-        if k not in ("degraded", "embedded")
+        if k not in ("degraded", "embedded", "backlog")
     }
-    log.info("index_pass", full=account_ids is None, **shown)
+    log.info("index_pass", full=account_ids is None, backlog=len(report.backlog), **shown)
     return report
 
 
@@ -84,6 +86,7 @@ async def index_account(
     report: PassReport,
     now: datetime,
     changed_only: bool = False,
+    refits: Refits | None = None,
 ) -> None:
     async with engine.begin() as conn:
         report.vectors_stripped += await sql.strip_unclear_vectors(conn, work.account_id)
@@ -95,7 +98,7 @@ async def index_account(
         return
     dense = _dense_embedder(registry, work, report)
     started = time.perf_counter()
-    await chunk_account(engine, config, work, embedder, report, changed_only)
+    chunked = await chunk_account(engine, config, work, embedder, report, changed_only)
     report.chunking_s += time.perf_counter() - started
     started = time.perf_counter()
     if fitted:
@@ -107,6 +110,7 @@ async def index_account(
             config.repeat,
             config.template_min_sessions,
             growth_checked=not changed_only,
+            beside=refits,
         )
     report.fitting_s += time.perf_counter() - started
     capped = work.degraded_reason == spend_cap.CAP_REACHED
@@ -115,9 +119,10 @@ async def index_account(
         return
     if work.degraded_reason is not None:
         await mark_degraded(engine, work, None, None)
-    if not await _embed(engine, config, work, (embedder, dense), report, now):
+    if not await _embed(engine, config, work, (embedder, dense), report, now, chunked):
         return
-    if config.account_index_min_chunks is not None:
+    # built once every chunk is embedded (a bounded pass leaves the rest to the next one)
+    if config.account_index_min_chunks is not None and work.account_id not in report.backlog:
         started = time.perf_counter()
         await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
         report.indexes_s += time.perf_counter() - started
@@ -130,15 +135,19 @@ async def _embed(
     embedders: tuple[Embedder, Embedder | None],
     report: PassReport,
     now: datetime,
+    chunked: list[UUID],
 ) -> bool:
-    """The account's waiting chunks embedded by its model, then by its dense one; False when
-    the provider refused the account's key or model."""
+    """The account's waiting chunks embedded by its model, then by its dense one, the chunks
+    of the sessions just chunked first (the account is in `report.backlog` when the pass
+    left some waiting); False when the provider refused the account's key or model."""
     (embedder, dense), embedded = embedders, report.chunks_embedded
     started = time.perf_counter()
     try:
-        await embed_account(engine, config, work, embedder, report, now)
+        left = await embed_account(engine, config, work, embedder, report, now, first=chunked)
         if dense is not None and work.dense is not None:
-            await embed_dense(engine, config, work, dense, report, now)
+            left |= await embed_dense(engine, config, work, dense, report, now, chunked)
+        if left:
+            report.backlog.add(work.account_id)
     except EmbedderUnavailable as exc:
         await _unavailable(engine, work, report, exc)
         return False
@@ -209,11 +218,11 @@ async def chunk_account(
     embedder: Embedder,
     report: PassReport,
     changed_only: bool = False,
-) -> None:
+) -> list[UUID]:
     """Cut the account's stale sessions (or only those the live receiver changed) into
     chunks for its configured model: a dense model beside it embeds the same passages
     (reading as much of each as it can), so that the configured model's comparisons are the
-    same with or without one."""
+    same with or without one. The sessions it chunked."""
     print_ = fingerprint(config.policy, embedder)
     stale = await _stale(engine, work.account_id, print_, changed_only)
     bar = tqdm(
@@ -238,13 +247,14 @@ async def chunk_account(
             for _ in range(min(_chunkers(engine), len(stale))):
                 chunkers.create_task(chunker())
     if changed_only and not chunked:
-        return
+        return chunked
     async with engine.begin() as conn:
         skipped = await sql.skip_repeated(
             conn, work.account_id, config.repeat, work.identity, chunked if changed_only else None
         )
     report.chunks_skipped += skipped
     metrics.INDEXER_CHUNKS.labels("skipped").inc(skipped)
+    return chunked
 
 
 async def _stale(
