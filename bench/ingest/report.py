@@ -6,6 +6,7 @@ import argparse
 import math
 import os
 import subprocess
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from bench.ingest.figures import (
     trio,
     verdict,
 )
+from bench.ingest.probes import Fresh
 from bench.ingest.runs import Run, Stream
 from bench.ingest.steps import HOLD_P95_S, HOLD_SHARE, answers, refusals
 
@@ -87,15 +89,16 @@ def slowest(s: Stream) -> str:
     return "The slowest to be found: " + "; ".join(told) + "." if told else ""
 
 
-def thirds_line(s: Stream) -> str:
-    """The passage counted p95 of the sessions first acknowledged in each third of the stream:
-    a figure that worsens as the stream goes on is work growing with the account."""
+def thirds_line(s: Stream, measure: Callable[[Sequence[Fresh]], list[float]] = counted) -> str:
+    """A freshness p95 (the passage counted, or found by the twin) of the sessions first
+    acknowledged in each third of the stream: a figure that worsens as the stream goes on is
+    work growing with the account (a refit's re-embedding falls in one third)."""
     third = (s.ended - s.started) / 3
     cells = []
     for n in range(3):
         begun = s.started + n * third
         part = [f for f in s.fresh if begun <= f.acked < begun + third]
-        cells.append(f"{seconds_of(counted(part), 95)} ({len(part)})")
+        cells.append(f"{seconds_of(measure(part), 95)} ({len(part)})")
     return (
         f"| ... p95 in each third of the stream ({third:.0f} s each; sessions watched) | "
         f"{' / '.join(cells)} |"
@@ -190,6 +193,7 @@ def _stream_rows(s: Stream, args: argparse.Namespace) -> list[str]:
         f"| lexical: found in the twin's similarSessions p50 / p95 (nearest rank; a session not "
         "found within 60 s ranks last) | "
         f"{seconds_of(found(s.fresh), 50)} / {seconds_of(found(s.fresh), 95)} |",
+        thirds_line(s, found),
     ]
 
 

@@ -5,7 +5,6 @@ account's backlog and leaves the rest of it to the next pass, taken at once."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from dataclasses import replace
@@ -19,13 +18,10 @@ from indexer.fitting import Refits
 from indexer.passes import IndexerConfig
 from indexer.watching import watch
 from indexer.worker import index_once
-from tests.db.test_ingest import BOTH
 from tests.db.test_ingest_indexing import an_account, words
 from tests.support.indexing import CONFIG, WORDS_ONLY, rows
 from tests.support.otlp import Agent, post
-from tests.support.world import World
 from transfer.formats.spans import session_id
-from transfer.importing import import_lines
 
 SETTING = "SELECT model_identity AS model FROM embedding_settings WHERE account_id = :a"
 STATES = (
@@ -38,14 +34,6 @@ STATES = (
 BOUNDED = replace(
     IndexerConfig(progress=False), refit_min_interval_s=0, batch_size=2, backlog_s=0.0
 )
-
-
-async def a_lexical_account(engine: AsyncEngine) -> tuple[uuid.UUID, str]:
-    world = World()
-    account, key = world.account("lexical", scopes=BOTH, model=str(DEFAULT_MODEL))
-    async with engine.begin() as conn:
-        await import_lines(conn, "accounts", [json.dumps(line) for line in world.lines])
-    return uuid.UUID(account), key
 
 
 async def talked(client: httpx.AsyncClient, key: str, first: int, last: int) -> None:
@@ -65,7 +53,7 @@ async def states(engine: AsyncEngine, account: uuid.UUID, sid: uuid.UUID | None 
 async def test_a_new_fit_is_built_beside_the_passes_and_its_backlog_waits_behind_running_ones(
     engine: AsyncEngine, client: httpx.AsyncClient
 ) -> None:
-    account, key = await a_lexical_account(engine)
+    account, key = await an_account(engine, str(DEFAULT_MODEL))
     registry, refits = Registry(), Refits()
     await talked(client, key, 0, 12)
     await index_once(engine, registry, BOUNDED)  # the first fit: built in the pass

@@ -29,9 +29,9 @@ from transfer.formats.spans import session_id
 from transfer.importing import import_lines
 
 
-async def an_account(engine: AsyncEngine) -> tuple[uuid.UUID, str]:
+async def an_account(engine: AsyncEngine, model: str = str(WORDS)) -> tuple[uuid.UUID, str]:
     world = World()
-    account, key = world.account("live", scopes=BOTH, model=str(WORDS))
+    account, key = world.account("live", scopes=BOTH, model=model)
     async with engine.begin() as conn:
         await import_lines(conn, "accounts", [json.dumps(line) for line in world.lines])
     return uuid.UUID(account), key
