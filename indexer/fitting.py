@@ -5,6 +5,8 @@ identity: the account's setting names it and its chunks are embedded again."""
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -37,11 +39,12 @@ def refit_due(stored: fits.StoredFit, sessions: int, rule: tuple[int, int]) -> b
 
 
 class Refits:
-    """New lexical fits built beside the passes (`index --watch`): a full pass that finds an
-    account's new fit due starts one and goes on with the account's current fit; a later full
-    pass installs it once built. A fit reads every passage twice in Python (41 s for 25,000
-    passages in a 900 s stream): built within the pass, it held every pass of the process,
-    and so every running session's passages, for as long."""
+    """New lexical fits built beside the passes (`index --watch`), each by a process of its
+    own (`fit_apart`): a full pass that finds an account's new fit due starts one and goes on
+    with the account's current fit; a later full pass installs it once built. A fit reads
+    every passage twice in Python (41 s for 25,000 passages in a 900 s stream): built within
+    the pass, it held every pass of the process, and so every running session's passages,
+    for as long."""
 
     def __init__(self) -> None:
         self.tasks: dict[UUID, asyncio.Task[Fit]] = {}
@@ -59,6 +62,12 @@ class Refits:
             log.warning("lexical_fit_failed", account_id=str(account_id), error=repr(failed))
             return None
         return task.result()
+
+    def forget(self, account_id: UUID) -> None:
+        """No new fit of the account is due (another indexer installed one): the one being
+        built, or built and not installed, is let go, so a stale fit is never installed."""
+        if (task := self.tasks.pop(account_id, None)) is not None:
+            task.cancel()
 
     def start(self, account_id: UUID, build: Callable[[], Awaitable[Fit]]) -> None:
         """A fit of the account built beside the passes, unless one is being built."""
@@ -96,11 +105,13 @@ async def ensure_fit(
         stored = await fits.load_fit(conn, work.account_id)
         sessions = await fits.sessions_with_clear_chunks(conn, work.account_id)
     if stored is not None and not refit_due(stored, sessions, refit):
+        if beside is not None:
+            beside.forget(work.account_id)
         return await _stored(engine, registry, work, stored, repeat)
     account = work.account_id
     fit = None if stored is None or beside is None else beside.built(account)
     if fit is None and stored is not None and beside is not None:
-        beside.start(account, lambda: built_fit(engine, account, template_min_sessions, repeat))
+        beside.start(account, lambda: fit_apart(engine, account, template_min_sessions, repeat))
         return await _stored(engine, registry, work, stored, repeat)
     if fit is None:  # the account's first fit, or no fits beside the passes: built here
         fit = await built_fit(engine, account, template_min_sessions, repeat)
@@ -157,18 +168,54 @@ async def _installed(
 async def built_fit(
     engine: AsyncEngine, account_id: UUID, template_min_sessions: int, repeat: sql.RepeatRule
 ) -> Fit:
-    """A fit of the account's clear passages, streamed twice: their templates, then the rest;
-    the event loop is given back after each session (a fit built beside the passes)."""
+    """A fit of the account's clear passages, streamed twice: their templates, then the rest."""
     counter = TemplateCounter()
     async with engine.connect() as conn:
         async for texts in fits.clear_passages(conn, account_id):
             counter.add_session(texts)
-            await asyncio.sleep(0)
         builder = FitBuilder(counter.common(template_min_sessions, repeat.min_share_percent))
         async for texts in fits.clear_passages(conn, account_id):
             builder.add_session(texts)
-            await asyncio.sleep(0)
     return builder.build()
+
+
+# What the fit's process (indexer/fit_apart.py) reads its database from, and writes the fit's
+# sessions in before its weights.
+FIT_URL = "SIMILAR_SESSIONS_FIT_URL"
+SESSIONS_BYTES = 8
+
+
+class FitFailed(Exception):
+    """The process building a fit apart ended without one."""
+
+
+async def fit_apart(
+    engine: AsyncEngine, account_id: UUID, template_min_sessions: int, repeat: sql.RepeatRule
+) -> Fit:
+    """The account's fit built by a process of its own (indexer/fit_apart.py, which says
+    why), on the engine's database; the process is killed if this is cancelled."""
+    command = [str(account_id), str(template_min_sessions), str(repeat.min_share_percent)]
+    url = engine.url.render_as_string(hide_password=False)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "indexer.fit_apart",
+        *command,
+        env={**os.environ, FIT_URL: url},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await proc.communicate()
+    except asyncio.CancelledError:
+        proc.kill()
+        await proc.wait()
+        raise
+    if proc.returncode != 0 or len(out) < SESSIONS_BYTES:
+        told = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise FitFailed(f"exit {proc.returncode}: {told[0]}")
+    sessions = int.from_bytes(out[:SESSIONS_BYTES], "little")
+    return Fit.from_bytes(sessions, out[SESSIONS_BYTES:])
 
 
 async def _kept_fit(

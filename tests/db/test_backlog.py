@@ -10,11 +10,14 @@ import uuid
 from dataclasses import replace
 
 import httpx
+import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data.engine import make_engine
 from indexer.embedders import DEFAULT_MODEL, Registry
-from indexer.fitting import Refits
+from indexer.fitting import FitFailed, Refits, built_fit, fit_apart
 from indexer.passes import IndexerConfig
 from indexer.watching import watch
 from indexer.worker import index_once
@@ -130,3 +133,44 @@ async def test_a_watching_indexer_takes_the_backlog_pass_after_pass_without_wait
     finally:
         stop.set()
         await watching
+
+
+async def test_a_fit_built_beside_is_let_go_once_another_indexer_installed_one(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """Two watching indexers may both build an account's new fit; the one whose fit comes
+    second lets it go rather than install, later, a fit of passages long since grown."""
+    account, key = await an_account(engine, str(DEFAULT_MODEL))
+    registry, mine = Registry(), Refits()
+    await talked(client, key, 0, 12)
+    await index_once(engine, registry, BOUNDED)
+    await talked(client, key, 12, 18)
+    await index_once(engine, registry, BOUNDED, refits=mine)  # its fit begun beside
+    assert set(mine.tasks) == {account}
+    await index_once(engine, registry, BOUNDED)  # another indexer fits within its pass
+    installed = (await states(engine, account))[0]
+    await index_once(engine, registry, BOUNDED, refits=mine)
+    assert mine.tasks == {}
+    assert (await states(engine, account))[0] == installed
+
+
+async def test_a_fit_built_apart_is_the_fit_built_in_the_process(
+    engine: AsyncEngine, client: httpx.AsyncClient, database_url: str
+) -> None:
+    """The fit's own process reads the same passages and counts them the same way; one that
+    cannot reach the database fails, saying why, and nothing is installed."""
+    account, key = await an_account(engine, str(DEFAULT_MODEL))
+    await talked(client, key, 0, 12)
+    await index_once(engine, Registry(), BOUNDED)
+    rule = BOUNDED.repeat
+    here = await built_fit(engine, account, BOUNDED.template_min_sessions, rule)
+    apart = await fit_apart(engine, account, BOUNDED.template_min_sessions, rule)
+    assert apart.identity == here.identity and apart.sessions == here.sessions == 12
+    assert apart.to_bytes() == here.to_bytes()
+    nowhere = make_url(database_url).set(database="no_such_database")
+    elsewhere = make_engine(nowhere.render_as_string(hide_password=False), pool_size=1)
+    try:
+        with pytest.raises(FitFailed, match="no_such_database"):
+            await fit_apart(elsewhere, account, BOUNDED.template_min_sessions, rule)
+    finally:
+        await elsewhere.dispose()
