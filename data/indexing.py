@@ -248,7 +248,10 @@ async def claim_pending(
     sessions: Sequence[UUID] | None = None,
 ) -> list[ClaimedChunk]:
     """Lock up to `limit` clear chunks in scope waiting for the slot's model that no other
-    worker holds (of the named sessions only, when named)."""
+    worker holds (of the named sessions only, when named), the most recently written first:
+    after a new fit, the passages of the sessions running or just ended are embedded again
+    before the account's older ones. (DESC NULLS LAST is no order of the written index, so
+    the planner takes the waiting chunks' partial index and sorts them.)"""
     of_sessions = (
         "" if sessions is None else "AND runtime_session_id = ANY(CAST(:sessions AS uuid[])) "
     )
@@ -258,7 +261,8 @@ async def claim_pending(
             "WHERE account_id = :account_id "
             f"AND {slot.waiting} AND redaction_state = 'clear' AND {_SUMMARY_ONLY} "
             f"{of_sessions}"
-            "ORDER BY runtime_session_id, chunk_index, id LIMIT :limit FOR UPDATE SKIP LOCKED"
+            "ORDER BY written_seq DESC NULLS LAST, runtime_session_id, chunk_index, id "
+            "LIMIT :limit FOR UPDATE SKIP LOCKED"
         ),
         {
             "account_id": account_id,

@@ -174,3 +174,30 @@ async def test_a_fit_built_apart_is_the_fit_built_in_the_process(
             await fit_apart(elsewhere, account, BOUNDED.template_min_sessions, rule)
     finally:
         await elsewhere.dispose()
+
+
+async def test_a_bounded_pass_embeds_the_most_recently_written_passages_first(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """After a new fit every passage waits; the running and just-ended sessions' (the last
+    written) are embedded again before the account's older ones."""
+    account, key = await an_account(engine)
+    for n in range(6):
+        agent = Agent(f"conv-recent-{n}")
+        agent.user(words(f"recent{n}q"))
+        await post(client, key, [agent.chat(words(f"recent{n}a"))])
+    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
+    async with engine.begin() as conn:  # every chunk to embed again, as after a new fit
+        await conn.execute(
+            sa.text("UPDATE session_chunks SET embedding_state = 'pending' WHERE account_id = :a"),
+            {"a": account},
+        )
+    one = replace(CONFIG, batch_size=3, backlog_s=0.0)
+    report = await index_once(
+        engine, Registry(WORDS_ONLY), one, account_ids=[account], changed_only=True
+    )
+    assert report.backlog == {account} and report.chunks_embedded == 3
+    order = "SELECT embedding_state AS state FROM session_chunks WHERE account_id = :a "
+    found = await rows(engine, order + "ORDER BY written_seq DESC", a=account)
+    assert [r.state for r in found[:3]] == ["embedded"] * 3
+    assert {r.state for r in found[3:]} == {"pending"}
