@@ -73,6 +73,7 @@ class Refits:
         """A fit of the account built beside the passes, unless one is being built."""
         if account_id not in self.tasks:
             self.tasks[account_id] = asyncio.ensure_future(build())
+            log.info("lexical_fit_begun", account_id=str(account_id))
 
     async def stopped(self) -> None:
         """The fits being built cancelled (nothing of them was written)."""
