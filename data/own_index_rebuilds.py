@@ -298,10 +298,16 @@ async def maintenance(engine: AsyncEngine, lock: str) -> AsyncIterator[AsyncConn
         try:
             yield conn
         finally:
-            await conn.execute(text("RESET statement_timeout"))
-            await conn.execute(text("RESET maintenance_work_mem"))
-            await conn.execute(text("RESET max_parallel_maintenance_workers"))
-            await conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), key)
+            if not conn.invalidated:  # else it is closed, its settings and lock gone with it
+                await _reset(conn, key)
+
+
+async def _reset(conn: AsyncConnection, key: dict[str, str]) -> None:
+    """A maintenance connection's settings reset and its advisory lock let go."""
+    await conn.execute(text("RESET statement_timeout"))
+    await conn.execute(text("RESET maintenance_work_mem"))
+    await conn.execute(text("RESET max_parallel_maintenance_workers"))
+    await conn.execute(text("SELECT pg_advisory_unlock(hashtext(:k))"), key)
 
 
 async def _build_concurrently(

@@ -1,19 +1,21 @@
 """The indexer's merges of own indexes' tails in the background (merge_due's `background`):
 a due tail waits until its index has rested MERGE_REST times its build's seconds, an
 operator's merge does not, and a merge in the background builds by one process, its
-connection's settings put back after it."""
+connection's settings put back after it, and a merge cancelled ends cancelled."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
-from data.own_index_rebuilds import MERGE_REST, merge_due, tails
+from data.own_index_rebuilds import MERGE_REST, maintenance, merge_due, tails
 from tests.db.test_own_index_tails import indexed_world
 from tests.support.crowded import IDENTITY
 from tests.support.tails import into_tail
@@ -96,3 +98,33 @@ async def test_a_merge_in_the_background_builds_by_one_process(
     build = next(n for n, s in enumerate(said) if s.startswith("CREATE INDEX CONCURRENTLY"))
     set_at = [n for n, s in enumerate(said) if "max_parallel_maintenance_workers" in s]
     assert any(n < build and "'0'" in said[n] for n in set_at), said[:build]
+
+
+async def test_a_merge_cancelled_mid_build_ends_cancelled_and_lets_its_lock_go(
+    engine: AsyncEngine,
+) -> None:
+    """A merge cancelled while its statement runs (the indexer stopped) ends with the
+    cancellation, not with an error of the connection the cancellation closed, and the index's
+    lock is free for the next build."""
+    lock = f"test-{uuid.uuid4()}"
+    started = asyncio.Event()
+
+    async def build() -> None:
+        async with maintenance(engine, lock) as conn:
+            started.set()
+            await conn.execute(sa.text("SELECT pg_sleep(30)"))
+
+    task = asyncio.ensure_future(build())
+    await asyncio.wait_for(started.wait(), 10)
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with engine.connect() as conn:
+        for _ in range(100):  # the closed connection's backend ends within moments
+            if await conn.scalar(sa.text("SELECT pg_try_advisory_lock(hashtext(:k))"), {"k": lock}):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the cancelled merge's lock was never let go")
+        await conn.execute(sa.text("SELECT pg_advisory_unlock(hashtext(:k))"), {"k": lock})
