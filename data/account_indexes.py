@@ -298,6 +298,25 @@ async def ensure_large_account_indexes(
     account_ids when given, and leaving out the `deferred` ones (account, model identity),
     whose index is rebuilt concurrently after the transaction; `fit` as ensure_account_index."""
     await lift_statement_budget(conn)
+    built = []
+    for account_id, model in await without_own_index(conn, min_chunks, account_ids):
+        if (account_id, model) in deferred or await _rebuilding(conn, account_id, model):
+            continue
+        made = await ensure_account_index(conn, account_id, ModelIdentity.parse(model), fit)
+        if made is not None:
+            built.append(made)
+    return built
+
+
+async def without_own_index(
+    conn: AsyncConnection,
+    min_chunks: int,
+    account_ids: list[UUID] | None = None,
+    most_waiting: int | None = None,
+) -> list[tuple[UUID, str]]:
+    """Each (account, model identity) with more than min_chunks comparable chunks and no
+    valid own index (of these accounts, when given); with `most_waiting`, only of accounts
+    with at most as many chunks waiting to be embedded."""
     rows = await conn.execute(
         text(
             "SELECT c.account_id, c.embedding_model FROM session_chunks c "
@@ -307,15 +326,10 @@ async def ensure_large_account_indexes(
             + valid_registered("c.account_id", "c.embedding_model")
             + ") "
             "GROUP BY c.account_id, c.embedding_model HAVING count(*) > :min_chunks "
+            "AND (CAST(:most AS integer) IS NULL OR (SELECT count(*) FROM session_chunks w "
+            "  WHERE w.account_id = c.account_id AND w.embedding_state = 'pending') <= :most) "
             "ORDER BY c.account_id, c.embedding_model"
         ),
-        {"accounts": account_ids, "min_chunks": min_chunks},
+        {"accounts": account_ids, "min_chunks": min_chunks, "most": most_waiting},
     )
-    built = []
-    for account_id, model in rows.all():
-        if (account_id, model) in deferred or await _rebuilding(conn, account_id, model):
-            continue
-        made = await ensure_account_index(conn, account_id, ModelIdentity.parse(model), fit)
-        if made is not None:
-            built.append(made)
-    return built
+    return [(account_id, model) for account_id, model in rows.all()]

@@ -144,14 +144,16 @@ async def _lock_timeout(conn: AsyncConnection, value: str) -> None:
 
 
 async def rebuild_concurrently(
-    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity
+    engine: AsyncEngine, account_id: UUID, identity: ModelIdentity, workers: int | None = None
 ) -> BuiltIndex | None:
     """Build the account's own index again with CREATE INDEX CONCURRENTLY, outside any
-    transaction; None when a valid one exists (another process built it meanwhile)."""
+    transaction; None when a valid one exists (another process built it meanwhile).
+    `workers` as merge_concurrently's."""
     name = account_index_name(account_id, identity)
     async with maintenance(engine, _lock_key(account_id, identity)) as conn:
         if await valid_account_index(conn, account_id, identity) is not None:
             return None
+        await _parallel_workers(conn, workers)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # invalid
         chunks, seconds = await _build_concurrently(conn, account_id, identity, name)
     return await _fitted(engine, account_id, identity, name, chunks, seconds)
@@ -265,11 +267,7 @@ async def merge_concurrently(
         own = await valid_own_index(conn, account_id, identity)
         if own is None:
             return None
-        if workers is not None:
-            await conn.execute(
-                text("SELECT set_config('max_parallel_maintenance_workers', :n, false)"),
-                {"n": str(workers)},
-            )
+        await _parallel_workers(conn, workers)
         name = merged_name(own.name, account_id, identity)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {name}"))  # a failed merge's
         chunks, seconds = await _build_concurrently(conn, account_id, identity, name)
@@ -277,6 +275,16 @@ async def merge_concurrently(
             await asyncio.sleep(grace_s)
         await conn.execute(text(f"DROP INDEX CONCURRENTLY IF EXISTS {own.name}"))
     return await _fitted(engine, account_id, identity, name, chunks, seconds)
+
+
+async def _parallel_workers(conn: AsyncConnection, workers: int | None) -> None:
+    """The parallel workers a build on the maintenance connection may take (None: the
+    server's setting); `maintenance` resets it."""
+    if workers is not None:
+        await conn.execute(
+            text("SELECT set_config('max_parallel_maintenance_workers', :n, false)"),
+            {"n": str(workers)},
+        )
 
 
 def _lock_key(account_id: UUID, identity: ModelIdentity) -> str:

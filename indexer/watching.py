@@ -1,7 +1,7 @@
 """`index --watch`: passes until stopped, a full one every interval and between them one over
 each account the live receiver notifies (data/changes.py) or a bounded pass left chunks
-waiting of, the own indexes' tails merged and new lexical fits built beside them, and the hook
-(the alerts) told after each."""
+waiting of, the own indexes built and their tails merged and new lexical fits built beside
+them, and the hook (the alerts) told after each."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from data.changes import Wakeups, listening
 from indexer.embedders import Registry
 from indexer.fitting import Refits
 from indexer.passes import IndexerConfig, PassHook, PassReport
-from indexer.worker import index_once, merge_tails
+from indexer.worker import build_own_indexes, index_once, merge_tails
 
 log = structlog.get_logger(__name__)
 
@@ -38,9 +38,9 @@ async def watch(
     by `config.backlog_s` that left an account's chunks waiting (a re-embedding after a new
     fit) is followed at once by another over that account, beside the accounts notified
     meanwhile, so a running session's passages wait for one bounded pass, not for the whole
-    re-embedding. The own indexes' tails are merged beside the passes, one merge at a time,
-    so that a build of a whole index (seconds) never holds up a running session's passages. A
-    failed pass is logged and the next one retries."""
+    re-embedding. The own indexes are built, and their tails merged, beside the passes, one
+    build at a time, so that a build of a whole index (seconds) never holds up a running
+    session's passages. A failed pass is logged and the next one retries."""
     stop = stop or asyncio.Event()
     beside = None if hook is None else asyncio.ensure_future(hook.run(stop))
     merges, refits = _Merges(engine, config.account_index_min_chunks), Refits()
@@ -70,9 +70,9 @@ async def watch(
 
 
 class _Merges:
-    """The own indexes' tail merges a watching indexer runs beside its passes: after a pass,
-    one merge task (of the accounts it embedded, or of every account after a full pass) when
-    none is running; the accounts of passes meanwhile wait for the next."""
+    """The own indexes' builds and tail merges a watching indexer runs beside its passes:
+    after a pass, one task (of the accounts it embedded, or of every account after a full
+    pass) when none is running; the accounts of passes meanwhile wait for the next."""
 
     def __init__(self, engine: AsyncEngine, min_rows: int | None) -> None:
         self.engine, self.min_rows = engine, min_rows
@@ -98,7 +98,8 @@ class _Merges:
                 async with self.engine.connect() as conn:
                     enabled = await sql.enabled_accounts(conn, None)
                 accounts = {work.account_id for work in enabled}
-            return await merge_tails(self.engine, self.min_rows, sorted(accounts))
+            built = await build_own_indexes(self.engine, self.min_rows, sorted(accounts))
+            return built + await merge_tails(self.engine, self.min_rows, sorted(accounts))
         except Exception:  # its tails stay; the next full pass's merge tries them again
             log.exception("index_merge_failed")
             return 0

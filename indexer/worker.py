@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -17,8 +18,10 @@ from tqdm import tqdm
 
 from data import chunk_writes
 from data import indexing as sql
-from data.account_indexes import BuiltIndex, ensure_large_account_indexes
-from data.own_index_rebuilds import Tail, fit_again, merge_due
+from data.account_indexes import BuiltIndex, ensure_large_account_indexes, without_own_index
+from data.engine import lift_statement_budget
+from data.model_identity import ModelIdentity
+from data.own_index_rebuilds import Tail, fit_again, merge_due, rebuild_concurrently
 from indexer import lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.embedding_pass import embed_account, embed_dense
@@ -53,7 +56,8 @@ async def index_once(
     a whole index again, which no other account's embedding waits on). `changed_only` (a
     pass the live receiver woke): of the accounts' sessions, only those it changed are
     chunked, and only their contents counted for repeats; a full pass looks at them all.
-    `merge` False: the tails are left to the caller (`watch` merges them beside its passes).
+    `merge` False: the own indexes' first builds and their tails' merges are left to the
+    caller (`watch` runs them beside its passes, build_own_indexes and merge_tails).
     `refits`: new lexical fits are built beside the passes (`watch`), not within this one."""
     report, began = PassReport(), time.perf_counter()
     await make_sessions(engine, timedelta(seconds=config.session_idle_s), account_ids)
@@ -63,7 +67,9 @@ async def index_once(
     for work in accounts:
         report.accounts += 1
         at = now or datetime.now(UTC)
-        await index_account(engine, registry, config, work, report, at, changed_only, refits)
+        await index_account(
+            engine, registry, config, work, report, at, changed_only, refits, builds=merge
+        )
     if merge and config.account_index_min_chunks is not None and accounts:
         merged, started = [work.account_id for work in accounts], time.perf_counter()
         report.tails_merged += await merge_tails(engine, config.account_index_min_chunks, merged)
@@ -87,6 +93,7 @@ async def index_account(
     now: datetime,
     changed_only: bool = False,
     refits: Refits | None = None,
+    builds: bool = True,
 ) -> None:
     async with engine.begin() as conn:
         report.vectors_stripped += await sql.strip_unclear_vectors(conn, work.account_id)
@@ -121,11 +128,11 @@ async def index_account(
         await mark_degraded(engine, work, None, None)
     if not await _embed(engine, config, work, (embedder, dense), report, now, chunked):
         return
-    # built once every chunk is embedded (a bounded pass leaves the rest to the next one)
-    if config.account_index_min_chunks is not None and work.account_id not in report.backlog:
-        started = time.perf_counter()
-        await _build_large_index(engine, config.account_index_min_chunks, work.account_id)
-        report.indexes_s += time.perf_counter() - started
+    # built once every chunk is embedded (a bounded pass leaves the rest to the next one);
+    # `watch` builds them beside its passes (build_own_indexes)
+    min_chunks = config.account_index_min_chunks if builds else None
+    if min_chunks is not None and work.account_id not in report.backlog:
+        await _build_large_index(engine, min_chunks, work.account_id, report)
 
 
 async def _embed(
@@ -158,18 +165,50 @@ async def _embed(
     return True
 
 
-async def _build_large_index(engine: AsyncEngine, min_chunks: int, account_id: UUID) -> None:
-    """The account's own index of each model it now has more than min_chunks chunks of."""
+async def _build_large_index(
+    engine: AsyncEngine, min_chunks: int, account_id: UUID, report: PassReport
+) -> None:
+    """The account's own index of each model it now has more than min_chunks chunks of, in
+    the pass (its seconds counted in the report's `indexes_s`)."""
+    started = time.perf_counter()
     async with engine.begin() as conn:
         built = await ensure_large_account_indexes(conn, min_chunks, [account_id], fit=False)
     for index in built:  # fitted once the build's lock on the table is released
         fitted = await fit_again(engine, index.account_id, index.identity)
-        log.info(
-            "account_index_built",
-            index=index.index_name,
-            chunks=index.chunks,
-            ef_search=None if fitted is None else fitted.ef_search,
-        )
+        _built(replace(index, ef_search=None if fitted is None else fitted.ef_search))
+    report.indexes_s += time.perf_counter() - started
+
+
+async def build_own_indexes(engine: AsyncEngine, min_chunks: int, account_ids: list[UUID]) -> int:
+    """The accounts' own index of each model they have more than min_chunks chunks of and no
+    index of, built beside the passes (`watch`): concurrently and by one process, where a
+    pass's build holds every writer of the table (16 s at 33,000 chunks, after a refit). Not
+    while more than min_chunks of the account's chunks wait to be embedded (a re-embedding
+    after a new fit): they would all be its tail, looked up exactly. How many were built."""
+    async with engine.connect() as conn:
+        await lift_statement_budget(conn)
+        missing = await without_own_index(conn, min_chunks, account_ids, most_waiting=min_chunks)
+    count = 0
+    for account_id, model in missing:  # one account's failing build does not hold up the next
+        try:
+            made = await rebuild_concurrently(engine, account_id, ModelIdentity.parse(model), 0)
+        except DBAPIError as exc:
+            log.warning("account_index_build_failed", account_id=str(account_id), error=str(exc))
+            continue
+        if made is not None:
+            _built(made)
+            count += 1
+    return count
+
+
+def _built(index: BuiltIndex) -> None:
+    log.info(
+        "account_index_built",
+        index=index.index_name,
+        chunks=index.chunks,
+        seconds=round(index.seconds, 3),
+        ef_search=index.ef_search,
+    )
 
 
 async def merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID]) -> int:

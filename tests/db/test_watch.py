@@ -1,6 +1,6 @@
 """A watching indexer (indexer/watching.py): woken at the receiver's commit, its full passes
-kept at their interval under a steady stream, the own indexes' tails merged beside its
-passes, and run under glibc's malloc when started by hand."""
+kept at their interval under a steady stream, the own indexes built and their tails merged
+beside its passes, and run under glibc's malloc when started by hand."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 import psutil
+import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.ingest import CHANNEL
@@ -179,3 +180,71 @@ async def _watched_while_notified(
     finally:
         stop.set()
         await running
+
+
+OWN_INDEX = "SELECT index_name FROM account_model_indexes WHERE account_id = :a"
+
+
+async def test_an_accounts_first_own_index_is_built_beside_a_watching_indexers_passes(
+    engine: AsyncEngine,
+) -> None:
+    """A watch's pass leaves an account's first own index to the task beside it, which builds
+    it concurrently: built in the pass, it held every writer of the table for the build."""
+    from indexer.passes import IndexerConfig
+    from tests.support.indexing import world_with
+
+    account, _ = await world_with(engine, sessions=3)  # 9 chunks
+    grown = IndexerConfig(CONFIG.policy, 5, 4, False, account_index_min_chunks=8)
+    await index_once(engine, Registry(WORDS_ONLY), grown, merge=False)
+    assert await rows(engine, OWN_INDEX, a=account) == []
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), grown, 0.2, stop))
+    try:
+        for _ in range(300):
+            if await rows(engine, OWN_INDEX, a=account):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the account's own index was not built beside the passes")
+    finally:
+        stop.set()
+        await watching
+    [(name,)] = await rows(engine, OWN_INDEX, a=account)
+    valid = "SELECT indisvalid FROM pg_index WHERE indexrelid = CAST(:n AS regclass)"
+    assert await rows(engine, valid, n=name) == [(True,)]
+
+
+async def test_an_own_index_waits_while_more_of_its_accounts_chunks_wait_than_it_needs(
+    engine: AsyncEngine,
+) -> None:
+    """Beside the passes, an account's first own index is not built while more of its chunks
+    wait to be embedded (a re-embedding after a new fit) than the index's least size: built
+    then, they would all be its tail."""
+    from indexer.passes import IndexerConfig
+    from indexer.worker import build_own_indexes
+    from tests.support.indexing import world_with
+
+    account, _ = await world_with(engine, sessions=6)
+    config = IndexerConfig(CONFIG.policy, 5, 4, False)
+    await index_once(engine, Registry(WORDS_ONLY), config, merge=False)
+    embedded = "SELECT id FROM session_chunks WHERE account_id = :a AND embedding_state = "
+    ids = [row.id for row in await rows(engine, embedded + "'embedded' ORDER BY id", a=account)]
+    min_chunks = len(ids) // 2 - 1
+    assert min_chunks >= 2
+
+    async def waiting(n: int) -> None:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "UPDATE session_chunks SET embedding_state = CASE WHEN id = ANY(:w) "
+                    "THEN 'pending' ELSE 'embedded' END WHERE id = ANY(:all)"
+                ),
+                {"w": ids[:n], "all": ids},
+            )
+
+    await waiting(min_chunks + 1)  # more embedded than min_chunks, and more waiting
+    assert await build_own_indexes(engine, min_chunks, [account]) == 0
+    assert await rows(engine, OWN_INDEX, a=account) == []
+    await waiting(min_chunks)
+    assert await build_own_indexes(engine, min_chunks, [account]) == 1
+    assert len(await rows(engine, OWN_INDEX, a=account)) == 1
