@@ -24,18 +24,19 @@ class StoredFit:
     sessions: int
     weights: bytes
     fitted_at: datetime
+    staged: bool = False  # a new fit is staged beside it (data/next_fits.py)
 
 
 async def load_fit(conn: AsyncConnection, account_id: UUID) -> StoredFit | None:
     f = t.lexical_fits.c
     row = (
         await conn.execute(
-            sa.select(f.model_identity, f.sessions, f.weights, f.fitted_at).where(
-                f.account_id == account_id
-            )
+            sa.select(
+                f.model_identity, f.sessions, f.weights, f.fitted_at, f.next_identity.is_not(None)
+            ).where(f.account_id == account_id)
         )
     ).first()
-    return None if row is None else StoredFit(row[0], row[1], bytes(row[2]), row[3])
+    return None if row is None else StoredFit(row[0], row[1], bytes(row[2]), row[3], row[4])
 
 
 async def fit_identity(conn: AsyncConnection, account_id: UUID) -> str | None:
@@ -95,7 +96,9 @@ async def save_fit(
         stmt.on_conflict_do_update(
             index_elements=["account_id"],
             set_={k: stmt.excluded[k] for k in ("model_identity", "sessions", "weights")}
-            | {"fitted_at": sa.func.now()},
+            | {"fitted_at": sa.func.now()}
+            # a fit installed at once replaces any staged one (data/next_fits.py)
+            | dict.fromkeys(("next_identity", "next_sessions", "next_weights", "next_fitted_at")),
         )
     )
 

@@ -110,17 +110,21 @@ async def set_degraded(
 
 
 async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
-    """A chunk that left `clear` loses its vectors (both slots) and waits (pending) in case
-    it comes back."""
+    """A chunk that left `clear` loses its vectors (every slot) and waits (pending) in case
+    it comes back (a staged fit's slot, to which it returns unclaimed: clear again, it is
+    marked to wait there by the next pass)."""
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks SET embedding = NULL, embedding_model = NULL, "
             "in_shared_index = true, "
             "embedded_at = NULL, embedding_state = 'pending', dense_embedding = NULL, "
-            "dense_model = NULL, dense_embedded_at = NULL, dense_state = 'pending' "
+            "dense_model = NULL, dense_embedded_at = NULL, dense_state = 'pending', "
+            "next_embedding = NULL, next_model = NULL, next_embedded_at = NULL, "
+            "next_state = NULL "
             "WHERE account_id = :account_id AND redaction_state <> 'clear' "
             "AND (embedding IS NOT NULL OR embedding_state IN ('embedded', 'in_progress') "
-            "     OR dense_embedding IS NOT NULL OR dense_state IN ('embedded', 'in_progress'))"
+            "     OR dense_embedding IS NOT NULL OR dense_state IN ('embedded', 'in_progress') "
+            "     OR next_state IS NOT NULL)"
         ),
         {"account_id": account_id},
     )

@@ -1,6 +1,7 @@
-"""The two vectors a chunk can hold: its account's configured model's (`PRIMARY`, the one
-every comparison reads) and its dense model's beside it (`DENSE`, a search's dense leg). One
-passage, two spaces: each slot has its own vector, model, state, attempts and error."""
+"""The vectors a chunk can hold: its account's configured model's (`PRIMARY`, the one every
+comparison reads), its dense model's beside it (`DENSE`, a search's dense leg), and during a
+lexical refit the staged fit's (`NEXT`, swapped into `PRIMARY` once complete). One passage,
+several spaces: each slot has its own vector, model, state, attempts and error."""
 
 from __future__ import annotations
 
@@ -56,6 +57,17 @@ class VectorSlot(Enum):
         "dense_attempts",
         "dense_error",
         f"dense_state = 'pending' AND NOT {repeated()}",
+    )
+    # A staged lexical fit's, during a refit under `index --watch` (indexer/fitting.py): the
+    # same passages as the configured model's, swapped into its slot once none waits.
+    NEXT = Columns(
+        "next_embedding",
+        "next_model",
+        "next_state",
+        "next_embedded_at",
+        "next_attempts",
+        "next_error",
+        "next_state = 'pending'",
     )
 
     def __getattr__(self, role: str) -> str:

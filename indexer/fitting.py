@@ -15,7 +15,7 @@ from uuid import UUID
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from data import fits
+from data import fits, next_fits
 from data import indexing as sql
 from indexer import lexical
 from indexer.embedders import Embedder, Registry
@@ -99,14 +99,15 @@ async def ensure_fit(
     this process keeps is used as it is: neither its weights nor the account's sessions are
     read again (the next full pass sees whether the account grew enough for a new fit). With
     `beside`, a new fit of an account that has one is built beside the passes, and the
-    current one used until it is built."""
+    current one used until it is built; then staged, and still used until the passages are
+    embedded under the staged fit (indexer/staged.py), when the staged one is swapped in."""
     if not growth_checked and (kept := await _kept_fit(engine, registry, work)) is not None:
         return work, kept
     async with engine.connect() as conn:
         stored = await fits.load_fit(conn, work.account_id)
         sessions = await fits.sessions_with_clear_chunks(conn, work.account_id)
-    if stored is not None and not refit_due(stored, sessions, refit):
-        if beside is not None:
+    if stored is not None and (stored.staged or not refit_due(stored, sessions, refit)):
+        if beside is not None:  # none due, or one staged: none built beside
             beside.forget(work.account_id)
         return await _stored(engine, registry, work, stored, repeat)
     account = work.account_id
@@ -114,9 +115,30 @@ async def ensure_fit(
     if fit is None and stored is not None and beside is not None:
         beside.start(account, lambda: fit_apart(engine, account, template_min_sessions, repeat))
         return await _stored(engine, registry, work, stored, repeat)
+    if fit is not None and stored is not None:
+        await _staged(engine, registry, account, fit)
+        return await _stored(engine, registry, work, stored, repeat)
     if fit is None:  # the account's first fit, or no fits beside the passes: built here
         fit = await built_fit(engine, account, template_min_sessions, repeat)
     return await _installed(engine, registry, work, fit, stored, repeat)
+
+
+async def _staged(engine: AsyncEngine, registry: Registry, account_id: UUID, fit: Fit) -> None:
+    """The fit built beside the passes staged: the account's passages wait to be embedded
+    under it while the served fit's vectors answer (indexer/staged.py swaps it in)."""
+    async with engine.begin() as conn:
+        waiting = await next_fits.stage(
+            conn, account_id, fit.identity, fit.sessions, fit.to_bytes()
+        )
+    registry.fitted(fit)  # kept for the passes that embed under it
+    log.info(
+        "lexical_fit_staged",
+        account_id=str(account_id),
+        identity=str(fit.identity),
+        sessions=fit.sessions,
+        features=len(fit.keys),
+        chunks_to_embed=waiting,
+    )
 
 
 async def _stored(
@@ -130,9 +152,7 @@ async def _stored(
     fit = Fit.from_bytes(stored.sessions, stored.weights)
     if fit.identity != work.identity:  # the setting was re-imported, or names an old fit
         async with engine.begin() as conn:
-            await fits.use_model(
-                conn, work.account_id, fit.identity, _family(), retry_skipped=False
-            )
+            await fits.use_model(conn, work.account_id, fit.identity, family(), retry_skipped=False)
             await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
     return replace(work, identity=fit.identity), registry.fitted(fit)
 
@@ -149,9 +169,10 @@ async def _installed(
     async with engine.begin() as conn:
         await fits.save_fit(conn, work.account_id, fit.identity, fit.sessions, fit.to_bytes())
         waiting = await fits.use_model(
-            conn, work.account_id, fit.identity, _family(), retry_skipped=True
+            conn, work.account_id, fit.identity, family(), retry_skipped=True
         )
         await sql.skip_repeated(conn, work.account_id, repeat, fit.identity)
+        await next_fits.clear(conn, work.account_id)  # a fit staged before is replaced
         if stored is not None and stored.identity != str(fit.identity):
             await fits.drop_unused_model(conn, stored.identity)
     log.info(
@@ -229,5 +250,6 @@ async def _kept_fit(
     return registry.kept(work.identity) if identity == str(work.identity) else None
 
 
-def _family() -> str:
+def family() -> str:
+    """The prefix of every lexical identity (the fits' model identities)."""
     return f"{lexical.UNFITTED.provider}:{lexical.FAMILY}"

@@ -28,6 +28,7 @@ from indexer.embedding_pass import embed_account, embed_dense
 from indexer.fitting import Refits, ensure_fit
 from indexer.passes import IndexerConfig, PassReport, mark_degraded
 from indexer.rechunk import fingerprint, rechunk_session
+from indexer.staged import embed_staged
 from indexer.whole_passages import WholePassages
 from observability import metrics
 from transfer.live import make_sessions
@@ -128,11 +129,10 @@ async def index_account(
         await mark_degraded(engine, work, None, None)
     if not await _embed(engine, config, work, (embedder, dense), report, now, chunked):
         return
-    # built once every chunk is embedded (a bounded pass leaves the rest to the next one);
-    # `watch` builds them beside its passes (build_own_indexes)
-    min_chunks = config.account_index_min_chunks if builds else None
-    if min_chunks is not None and work.account_id not in report.backlog:
-        await _build_large_index(engine, min_chunks, work.account_id, report)
+    if refits is not None:  # a fit staged beside the passes, embedded and swapped in
+        await embed_staged(engine, registry, config, work, report, now, chunked)
+    if builds:  # else `watch` builds them beside its passes (build_own_indexes)
+        await _build_large_index(engine, config, work.account_id, report)
 
 
 async def _embed(
@@ -166,10 +166,14 @@ async def _embed(
 
 
 async def _build_large_index(
-    engine: AsyncEngine, min_chunks: int, account_id: UUID, report: PassReport
+    engine: AsyncEngine, config: IndexerConfig, account_id: UUID, report: PassReport
 ) -> None:
-    """The account's own index of each model it now has more than min_chunks chunks of, in
-    the pass (its seconds counted in the report's `indexes_s`)."""
+    """The account's own index of each model it now has more than `account_index_min_chunks`
+    chunks of, in the pass (its seconds counted in the report's `indexes_s`), once every
+    chunk is embedded (a bounded pass leaves the rest to the next one)."""
+    min_chunks = config.account_index_min_chunks
+    if min_chunks is None or account_id in report.backlog:
+        return
     started = time.perf_counter()
     async with engine.begin() as conn:
         built = await ensure_large_account_indexes(conn, min_chunks, [account_id], fit=False)

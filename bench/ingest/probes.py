@@ -182,8 +182,9 @@ class Freshness:
 
 @dataclass
 class Backlog:
-    """The stream account's lexical model (a refit names a new one and puts every passage back
-    to wait) and its passages waiting, read from the database every `every` seconds."""
+    """The stream account's lexical model (a refit's swap names a new one) and its passages
+    waiting, to be embedded under it or under a fit staged beside it (data/next_fits.py), read
+    from the database every `every` seconds."""
 
     url: str
     every: float = 2.0
@@ -198,7 +199,7 @@ class Backlog:
                 )
                 waiting = await conn.fetchval(
                     "SELECT count(*) FROM session_chunks WHERE account_id = $1 "
-                    "AND embedding_state = 'pending'",
+                    "AND (embedding_state = 'pending' OR next_state = 'pending')",
                     STREAM_ACCOUNT,
                 )
                 self.samples.append((time.monotonic(), str(model), int(waiting)))

@@ -239,10 +239,11 @@ def _beside_rows(s: Stream, args: argparse.Namespace) -> list[str]:
     waiting = [n for _, _, n in during_stream]
     refit_at = ", ".join(f"{t - s.started:.0f}" for t in s.refits if t >= s.started)
     return [
-        f"| the stream account's lexical refits during the stream (a new fit: every passage of "
-        f"the account waits to be embedded again) | {len([t for t in s.refits if t >= s.started])}"
+        f"| the stream account's lexical refits during the stream (a new fit swapped in, every "
+        f"passage of the account embedded again under it) | "
+        f"{len([t for t in s.refits if t >= s.started])}"
         f"{f' (at {refit_at} s)' if refit_at else ''} |",
-        f"| its passages waiting, sampled every 2 s: p50 / max | "
+        f"| its passages waiting (under its fit, or one staged), sampled every 2 s: p50 / max | "
         f"{p50([float(n) for n in waiting]):,.0f} / {max(waiting, default=0):,} |",
         f"| the other account's similarSessions p50 idle / streaming | {idle50:.0f} / "
         f"{during50:.0f} ms ({during50 / idle50:.2f}x) |",

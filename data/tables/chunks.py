@@ -75,6 +75,15 @@ session_chunks = sa.Table(
     sa.Column("dense_embedded_at", TZ),
     sa.Column("dense_attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("dense_error", sa.Text),
+    # A lexical refit's vector beside the served one (migration 0023): while `index --watch`
+    # embeds the account's passages under its staged fit, with their own state, attempts and
+    # error, then swaps them in at once; NULL outside a refit.
+    sa.Column("next_embedding", Vector()),
+    sa.Column("next_model", sa.Text),
+    sa.Column("next_state", sa.Text),
+    sa.Column("next_embedded_at", TZ),
+    sa.Column("next_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_error", sa.Text),
     sa.ForeignKeyConstraint(
         ["account_id", "runtime_session_id"],
         ["runtime_sessions.account_id", "runtime_sessions.id"],
@@ -95,6 +104,12 @@ session_chunks = sa.Table(
         name="dense_has_vector",
     ),
     time_in_range("dense_embedded_at"),
+    sa.CheckConstraint(one_of("next_state", EMBEDDING_STATES), name="next_state"),
+    sa.CheckConstraint(
+        "next_state <> 'embedded' OR (next_embedding IS NOT NULL AND next_model IS NOT NULL)",
+        name="next_has_vector",
+    ),
+    time_in_range("next_embedded_at"),
     sa.Index(
         "session_chunks_session_idx",
         "account_id",
@@ -131,6 +146,12 @@ session_chunks = sa.Table(
         "account_id",
         "dense_state",
         postgresql_where=sa.text("dense_state IN ('pending', 'in_progress')"),
+    ),
+    sa.Index(
+        "session_chunks_next_work_idx",
+        "account_id",
+        "next_state",
+        postgresql_where=sa.text("next_state IN ('pending', 'in_progress')"),
     ),
     sa.Index(
         "session_chunks_work_idx",

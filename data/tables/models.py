@@ -60,4 +60,17 @@ lexical_fits = sa.Table(
     sa.Column("sessions", sa.Integer, nullable=False),
     sa.Column("weights", sa.LargeBinary, nullable=False),
     sa.Column("fitted_at", TZ, nullable=False, server_default=sa.func.now()),
+    # A new fit staged by `index --watch` (migration 0023): the account's passages are
+    # embedded under it beside the served fit's vectors, and it becomes the fit once none
+    # waits. NULL: none staged.
+    sa.Column("next_identity", sa.Text),
+    sa.Column("next_sessions", sa.Integer),
+    sa.Column("next_weights", sa.LargeBinary),
+    sa.Column("next_fitted_at", TZ),
+    sa.CheckConstraint(
+        "(next_identity IS NULL) = (next_weights IS NULL) "
+        "AND (next_identity IS NULL) = (next_sessions IS NULL) "
+        "AND (next_identity IS NULL) = (next_fitted_at IS NULL)",
+        name="next",
+    ),
 )

@@ -1,26 +1,33 @@
-"""A re-embedding holds no running session's passages: a watching indexer builds an account's
-new lexical fit beside its passes, a bounded pass embeds the sessions it chunked before the
-account's backlog and leaves the rest of it to the next pass, taken at once."""
+"""A re-embedding holds no running session's passages and hides no vector: a watching indexer
+builds an account's new lexical fit beside its passes and stages it, a bounded pass embeds the
+sessions it chunked before the account's backlog and leaves the rest of it to the next pass,
+taken at once, and the staged vectors are swapped in once complete."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from dataclasses import replace
 
 import httpx
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
+from data.indexing import enabled_accounts
+from data.model_identity import ModelIdentity
+from indexer import billing
 from indexer.embedders import DEFAULT_MODEL, Registry
 from indexer.fitting import FitFailed, Refits, built_fit, fit_apart
 from indexer.passes import IndexerConfig
+from indexer.staged import swap
 from indexer.watching import watch
-from indexer.worker import index_once
+from indexer.worker import build_own_indexes, index_once
 from tests.db.test_ingest_indexing import an_account, words
 from tests.support.indexing import CONFIG, WORDS_ONLY, rows
 from tests.support.otlp import Agent, post
@@ -32,6 +39,16 @@ STATES = (
     " count(*) FILTER (WHERE embedding_state = 'pending') AS waiting "
     "FROM session_chunks WHERE account_id = :a AND (CAST(:s AS uuid) IS NULL "
     " OR runtime_session_id = CAST(:s AS uuid))"
+)
+NEXT = (
+    "SELECT max(next_model) AS model, count(*) FILTER (WHERE next_state = 'embedded') AS done,"
+    " count(*) FILTER (WHERE next_state = 'pending') AS waiting "
+    "FROM session_chunks WHERE account_id = :a AND (CAST(:s AS uuid) IS NULL "
+    " OR runtime_session_id = CAST(:s AS uuid))"
+)
+ONE_CHUNK = (
+    "SELECT content, embedding FROM session_chunks WHERE account_id = :a "
+    "AND runtime_session_id = :s AND embedding_state = 'embedded' LIMIT 1"
 )
 # a new fit due at once, and a pass that embeds one batch of two beyond its own sessions
 BOUNDED = replace(
@@ -53,9 +70,13 @@ async def states(engine: AsyncEngine, account: uuid.UUID, sid: uuid.UUID | None 
     return model.model, row.done, row.waiting
 
 
-async def test_a_new_fit_is_built_beside_the_passes_and_its_backlog_waits_behind_running_ones(
+async def test_a_new_fit_is_built_beside_staged_embedded_behind_running_ones_and_swapped_in(
     engine: AsyncEngine, client: httpx.AsyncClient
 ) -> None:
+    """A watch builds the new fit beside its passes and stages it: the served fit keeps every
+    vector (each comparison reads it) while the passages are embedded under the staged one,
+    a running session's first, then one bounded batch of the rest a pass; the pass that
+    finds none waiting swaps the staged vectors in, and nothing is embedded again."""
     account, key = await an_account(engine, str(DEFAULT_MODEL))
     registry, refits = Registry(), Refits()
     await talked(client, key, 0, 12)
@@ -68,20 +89,34 @@ async def test_a_new_fit_is_built_beside_the_passes_and_its_backlog_waits_behind
     assert (await states(engine, account))[0] == first
     assert report.sessions_chunked == 6 and report.chunks_embedded > 0
     await asyncio.wait_for(asyncio.gather(*refits.tasks.values()), 30)
-    await talked(client, key, 18, 19)  # a session running when the new fit is installed
+    await talked(client, key, 18, 19)  # a session running when the new fit is staged
     report = await index_once(engine, registry, BOUNDED, refits=refits)
-    second, done, waiting = await states(engine, account)
-    assert second != first and waiting > 0 and report.backlog == {account}
+    served, done, waiting = await states(engine, account)
+    assert served == first and waiting == 0 and report.backlog == {account}
+    (staged,) = await rows(engine, NEXT, a=account, s=None)
+    assert staged.model is not None and staged.model != first and staged.waiting > 0
+    assert staged.waiting + staged.done == done  # every served passage, embedded again beside
     running = session_id(account, "conv-backlog-18")
-    _, its_done, its_waiting = await states(engine, account, running)
-    assert its_done > 0 and its_waiting == 0, "the running session waited behind the backlog"
+    (its,) = await rows(engine, NEXT, a=account, s=running)
+    assert its.done > 0 and its.waiting == 0, "the running session waited behind the backlog"
     passes = 0
     while report.backlog:
-        report = await index_once(engine, registry, BOUNDED, account_ids=[account], refits=refits)
+        assert (await states(engine, account))[:3:2] == (first, 0)  # served whole meanwhile
+        # every other pass another process's, which reads the staged fit's weights
+        fresh = registry if passes % 2 else Registry()
+        report = await index_once(engine, fresh, BOUNDED, account_ids=[account], refits=refits)
         passes += 1
         assert passes < 200
     assert passes > 1  # each pass took one batch of the backlog, no more
-    assert (await states(engine, account))[1:] == (done + waiting, 0)
+    assert report.embedded == {account}  # the swap's pass: the hook hears its vectors changed
+    assert await states(engine, account) == (staged.model, done, 0)  # swapped in, none waits
+    assert await rows(engine, NEXT, a=account, s=None) == [(None, 0, 0)]
+    assert await rows(engine, "SELECT next_identity FROM lexical_fits") == [(None,)]
+    embedder = registry.kept(ModelIdentity.parse(staged.model))
+    assert embedder is not None
+    (chunk,) = await rows(engine, ONE_CHUNK, a=account, s=running)
+    expected = billing.embed_metered(embedder, [chunk.content]).vectors[0]
+    assert np.allclose(json.loads(chunk.embedding), expected, atol=1e-6)
 
 
 async def test_a_pass_run_once_embeds_the_whole_backlog(
@@ -201,3 +236,106 @@ async def test_a_bounded_pass_embeds_the_most_recently_written_passages_first(
     found = await rows(engine, order + "ORDER BY written_seq DESC", a=account)
     assert [r.state for r in found[:3]] == ["embedded"] * 3
     assert {r.state for r in found[3:]} == {"pending"}
+
+
+async def staged(
+    engine: AsyncEngine, client: httpx.AsyncClient, config: IndexerConfig
+) -> tuple[uuid.UUID, str, Registry, Refits]:
+    """An account with a new fit staged beside its served one, its passages embedded under
+    it in part (one pass of `config`): (account, the served identity, ...)."""
+    account, key = await an_account(engine, str(DEFAULT_MODEL))
+    registry, refits = Registry(), Refits()
+    await talked(client, key, 0, 12)
+    await index_once(engine, registry, config)
+    await talked(client, key, 12, 18)
+    await index_once(engine, registry, config, refits=refits)
+    await asyncio.wait_for(asyncio.gather(*refits.tasks.values()), 30)
+    report = await index_once(engine, registry, config, refits=refits)
+    assert report.backlog == {account}
+    return account, (await states(engine, account))[0], registry, refits
+
+
+async def swapped(
+    engine: AsyncEngine, registry: Registry, refits: Refits, config: IndexerConfig
+) -> None:
+    """A watch's passes (its own indexes left to the task beside them) until the staged fit
+    is swapped in."""
+    for _ in range(200):
+        report = await index_once(engine, registry, config, refits=refits, merge=False)
+        if not report.backlog:
+            return
+    raise AssertionError("the staged fit was never swapped in")
+
+
+async def test_a_passage_gone_unclear_while_a_fit_is_staged_is_swapped_in_without_a_vector(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """A passage that left `clear` loses its staged vector with its others, and the swap
+    gives it none."""
+    account, served, registry, refits = await staged(engine, client, BOUNDED)
+    beside = "SELECT id FROM session_chunks WHERE account_id = :a AND next_state = 'embedded'"
+    (unclear, *_) = await rows(engine, beside, a=account)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE session_chunks SET redaction_state = 'redacted' WHERE id = :i"),
+            {"i": unclear.id},
+        )
+    await swapped(engine, registry, refits, BOUNDED)
+    assert (await states(engine, account))[0] != served
+    found = await rows(
+        engine,
+        "SELECT embedding, embedding_state, next_embedding, next_state FROM session_chunks "
+        "WHERE id = :i",
+        i=unclear.id,
+    )
+    assert found == [(None, "pending", None, None)]
+
+
+async def test_a_large_accounts_swap_registers_its_own_index_built_beside_the_passes(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """Past the exact scan's size, the swapped passages stay out of the model's shared index
+    (a graph insert each, in the swap's transaction): the account's own index of the new
+    model is registered, so lookups scan exactly until it is built beside the passes."""
+    large = replace(BOUNDED, account_index_min_chunks=4)
+    account, served, registry, refits = await staged(engine, client, large)
+    await swapped(engine, registry, refits, large)
+    model = (await states(engine, account))[0]
+    assert model != served
+    own = "SELECT index_name FROM account_model_indexes WHERE account_id = :a "
+    own += "AND model_identity = :m"
+    [(name,)] = await rows(engine, own, a=account, m=model)
+    assert await rows(engine, "SELECT to_regclass(:n)", n=name) == [(None,)]  # not built yet
+    shared = (
+        "SELECT count(*) FILTER (WHERE in_shared_index) AS shared, count(*) AS n "
+        "FROM session_chunks WHERE account_id = :a AND embedding_model = :m"
+    )
+    [row] = await rows(engine, shared, a=account, m=model)
+    assert row.n > 4 and row.shared == 0
+    assert await build_own_indexes(engine, 4, [account]) == 1
+    valid = "SELECT indisvalid FROM pg_index WHERE indexrelid = CAST(:n AS regclass)"
+    assert await rows(engine, valid, n=name) == [(True,)]
+
+
+async def test_a_staged_fit_is_not_swapped_in_while_passages_wait_under_it(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """Another indexer's pass, or a passage written since the last mark, leaves passages
+    waiting under the staged fit: the swap leaves it staged, the served fit untouched."""
+    account, served, _, _ = await staged(engine, client, BOUNDED)
+    async with engine.connect() as conn:
+        [work] = await enabled_accounts(conn, [account])
+    assert await swap(engine, work, BOUNDED) is None
+    assert (await states(engine, account))[0] == served
+    async with engine.begin() as conn:  # as if every one were embedded, and one written since
+        await conn.execute(
+            sa.text(
+                "UPDATE session_chunks SET next_state = NULL WHERE account_id = :a "
+                "AND next_state = 'pending'"
+            ),
+            {"a": account},
+        )
+    assert await swap(engine, work, BOUNDED) is None  # marked to wait, not swapped
+    assert (await states(engine, account))[0] == served
+    (row,) = await rows(engine, NEXT, a=account, s=None)
+    assert row.waiting > 0
