@@ -339,3 +339,24 @@ async def test_a_staged_fit_is_not_swapped_in_while_passages_wait_under_it(
     assert (await states(engine, account))[0] == served
     (row,) = await rows(engine, NEXT, a=account, s=None)
     assert row.waiting > 0
+
+
+async def test_a_watching_indexer_swaps_a_staged_fit_in_between_its_full_passes(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """The passes a watch takes at once after a bounded one (no full pass among them: the
+    next is an hour away) embed under the staged fit and swap it in."""
+    account, served, _, _ = await staged(engine, client, BOUNDED)
+    stop = asyncio.Event()
+    watching = asyncio.create_task(watch(engine, Registry(), BOUNDED, 3600, stop))
+    try:
+        for _ in range(300):
+            if (await states(engine, account))[0] != served:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the staged fit was not swapped in")
+    finally:
+        stop.set()
+        await watching
+    assert await rows(engine, "SELECT next_identity FROM lexical_fits") == [(None,)]
