@@ -83,8 +83,8 @@ class IndexerSettings(BaseSettings):
     lexical_refit_min_interval_s: int = setting(
         600,
         "lexical model: a grown account is fitted again at most this often (a refit embeds "
-        "every passage of the account again; under `index --watch` a live stream's new "
-        "passages go first, but a twin not yet embedded again finds nothing meanwhile)",
+        "every passage of the account again; under `index --watch` beside the served fit's "
+        "vectors, swapped in once complete, a live stream's new passages first)",
         "indexer",
         ge=0,
         le=30 * 86_400,

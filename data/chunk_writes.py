@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.indexing import DENSE_RESET
-from data.next_fits import NEXT_RESET
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +172,6 @@ _RESET = {
     "embed_attempts": 0,
     "embed_error": None,
     **DENSE_RESET,
-    **NEXT_RESET,
 }
 
 

@@ -14,6 +14,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from data import next_fits
 from data import tables as t
 from data.model_identity import ModelIdentity
 from data.vector_slots import NO_DIRECTION, VectorSlot
@@ -111,20 +112,24 @@ async def set_degraded(
 
 async def strip_unclear_vectors(conn: AsyncConnection, account_id: UUID) -> int:
     """A chunk that left `clear` loses its vectors (every slot) and waits (pending) in case
-    it comes back (a staged fit's slot, to which it returns unclaimed: clear again, it is
-    marked to wait there by the next pass)."""
+    it comes back (under a staged fit too: clear again, the next pass marks it to wait)."""
     result = await conn.execute(
         sa.text(
             "UPDATE session_chunks SET embedding = NULL, embedding_model = NULL, "
             "in_shared_index = true, "
             "embedded_at = NULL, embedding_state = 'pending', dense_embedding = NULL, "
-            "dense_model = NULL, dense_embedded_at = NULL, dense_state = 'pending', "
-            "next_embedding = NULL, next_model = NULL, next_embedded_at = NULL, "
-            "next_state = NULL "
+            "dense_model = NULL, dense_embedded_at = NULL, dense_state = 'pending' "
             "WHERE account_id = :account_id AND redaction_state <> 'clear' "
             "AND (embedding IS NOT NULL OR embedding_state IN ('embedded', 'in_progress') "
-            "     OR dense_embedding IS NOT NULL OR dense_state IN ('embedded', 'in_progress') "
-            "     OR next_state IS NOT NULL)"
+            "     OR dense_embedding IS NOT NULL OR dense_state IN ('embedded', 'in_progress'))"
+        ),
+        {"account_id": account_id},
+    )
+    await conn.execute(
+        sa.text(
+            "DELETE FROM session_chunk_next n USING session_chunks c "
+            "WHERE n.account_id = :account_id AND c.account_id = :account_id "
+            "AND c.id = n.chunk_id AND c.redaction_state <> 'clear'"
         ),
         {"account_id": account_id},
     )
@@ -215,9 +220,9 @@ async def skip_chunks(
         return 0
     result = await conn.execute(
         sa.text(
-            f"UPDATE session_chunks SET {slot.state} = 'skipped', {slot.vector} = NULL, "
+            f"UPDATE {slot.table} SET {slot.state} = 'skipped', {slot.vector} = NULL, "
             f"{slot.model} = NULL, {slot.embedded_at} = NULL, {slot.error} = :why "
-            "WHERE account_id = :a AND id = ANY(CAST(:ids AS uuid[]))"
+            f"WHERE account_id = :a AND {slot.key} = ANY(CAST(:ids AS uuid[]))"
         ),
         {"a": account_id, "ids": list(ids), "why": NO_DIRECTION},
     )
@@ -230,6 +235,8 @@ async def pending_count(
     summaries_only: bool,
     slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> int:
+    if slot is VectorSlot.NEXT:
+        return await next_fits.waiting(conn, account_id)
     return int(
         (
             await conn.execute(
@@ -252,10 +259,14 @@ async def claim_pending(
     sessions: Sequence[UUID] | None = None,
 ) -> list[ClaimedChunk]:
     """Lock up to `limit` clear chunks in scope waiting for the slot's model that no other
-    worker holds (of the named sessions only, when named), the most recently written first:
+    worker holds (of the named sessions only, when named), the most recently written first
+    (a staged fit's: data/next_fits.claim):
     after a new fit, the passages of the sessions running or just ended are embedded again
     before the account's older ones. (DESC NULLS LAST is no order of the written index, so
     the planner takes the waiting chunks' partial index and sorts them.)"""
+    if slot is VectorSlot.NEXT:
+        claimed = await next_fits.claim(conn, account_id, limit, sessions)
+        return [ClaimedChunk(c.id, c.content, c.session_id) for c in claimed]
     of_sessions = (
         "" if sessions is None else "AND runtime_session_id = ANY(CAST(:sessions AS uuid[])) "
     )
@@ -287,6 +298,8 @@ async def write_vectors(
     slot: VectorSlot = VectorSlot.PRIMARY,
 ) -> int:
     """Store the vectors (pgvector text form) of claimed chunks that are still clear."""
+    if slot is VectorSlot.NEXT:
+        return await next_fits.write(conn, account_id, identity, ids, vectors)
     result = await conn.execute(
         sa.text(
             f"UPDATE session_chunks c SET {slot.vector} = CAST(v.vec AS vector), "
@@ -342,9 +355,9 @@ async def record_failure(
     a, state = slot.attempts, slot.state
     result = await conn.execute(
         sa.text(
-            f"UPDATE session_chunks SET {a} = {a} + 1, {slot.error} = :error, "
+            f"UPDATE {slot.table} SET {a} = {a} + 1, {slot.error} = :error, "
             f"{state} = CASE WHEN {a} + 1 >= :max_attempts THEN 'failed' ELSE {state} END "
-            f"WHERE account_id = :account_id AND id = ANY(CAST(:ids AS uuid[])) "
+            f"WHERE account_id = :account_id AND {slot.key} = ANY(CAST(:ids AS uuid[])) "
             f"AND {state} = 'pending' RETURNING {state}"
         ),
         {"account_id": account_id, "ids": list(ids), "error": error, "max_attempts": max_attempts},
@@ -354,13 +367,13 @@ async def record_failure(
 
 async def retry_failed(conn: AsyncConnection, account_ids: Sequence[UUID] | None) -> int:
     """Put `failed` chunks (of the accounts named, or all) back to `pending`, attempts reset,
-    in both slots."""
+    in every slot."""
     where = "" if account_ids is None else "AND account_id = ANY(CAST(:ids AS uuid[])) "
     total = 0
     for slot in VectorSlot:
         result = await conn.execute(
             sa.text(
-                f"UPDATE session_chunks SET {slot.state} = 'pending', {slot.attempts} = 0, "
+                f"UPDATE {slot.table} SET {slot.state} = 'pending', {slot.attempts} = 0, "
                 f"{slot.error} = NULL WHERE {slot.state} = 'failed' {where}"
             ),
             {} if account_ids is None else {"ids": list(account_ids)},

@@ -1,5 +1,5 @@
 """A lexical refit staged beside the served fit (migration 0023): `index --watch` stages the
-account's new fit, embeds its passages under it into the chunks' `NEXT` slot while every
+account's new fit, embeds its passages under it into session_chunk_next while every
 comparison reads the served fit's vectors, and swaps them in by one transaction once none
 waits. Installed at once, a new fit left every passage without a vector until it was
 embedded again, and a session not yet embedded again listed nobody (168 s for 28,000
@@ -7,6 +7,7 @@ passages beside a stream)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -17,24 +18,19 @@ from data import tables as t
 from data.model_identity import ModelIdentity
 from data.vector_slots import repeated
 
-# The NEXT slot's columns put back to none (outside a refit, and for a passage whose text
-# changed: its next vector, if any, was of another text).
-NEXT_RESET = {
-    "next_embedding": None,
-    "next_model": None,
-    "next_state": None,
-    "next_embedded_at": None,
-    "next_attempts": 0,
-    "next_error": None,
-}
-_CLEARED = ", ".join(f"{k} = {'0' if v == 0 else 'NULL'}" for k, v in NEXT_RESET.items())
-
 
 @dataclass(frozen=True, slots=True)
 class StagedFit:
     identity: str
     sessions: int
     weights: bytes | None  # None: not read
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    id: UUID
+    content: str
+    session_id: UUID
 
 
 async def staged_fit(
@@ -54,10 +50,15 @@ async def staged_fit(
 
 
 async def stage(
-    conn: AsyncConnection, account_id: UUID, identity: ModelIdentity, sessions: int, weights: bytes
+    conn: AsyncConnection,
+    account_id: UUID,
+    identity: ModelIdentity,
+    sessions: int,
+    weights: bytes,
+    summaries_only: bool,
 ) -> int:
     """Stage the fit beside the account's served one (which it must have), every passage to
-    embed under it waiting in the NEXT slot; how many wait."""
+    embed under it waiting (its summaries only, in that scope); how many wait."""
     await conn.execute(
         sa.update(t.lexical_fits)
         .where(t.lexical_fits.c.account_id == account_id)
@@ -69,52 +70,109 @@ async def stage(
         )
     )
     await clear(conn, account_id)
-    return await mark_waiting(conn, account_id)
+    return await mark_waiting(conn, account_id, summaries_only)
 
 
 async def clear(conn: AsyncConnection, account_id: UUID) -> None:
-    """The account's NEXT slot emptied (a new fit staged, or one installed at once)."""
+    """The account's staged vectors deleted (a new fit staged, swapped in, or one installed
+    at once)."""
     await conn.execute(
-        sa.text(
-            f"UPDATE session_chunks SET {_CLEARED} WHERE account_id = :a AND next_state IS NOT NULL"
-        ),
-        {"a": account_id},
+        sa.text("DELETE FROM session_chunk_next WHERE account_id = :a"), {"a": account_id}
     )
 
 
-async def mark_waiting(conn: AsyncConnection, account_id: UUID) -> int:
-    """The account's clear passages not yet in the NEXT slot (written, or changed, since the
-    fit was staged) put to wait in it; how many. A repeated passage, which the served model
-    skips, is not embedded (the swap counts it again)."""
+async def mark_waiting(conn: AsyncConnection, account_id: UUID, summaries_only: bool) -> int:
+    """The account's clear passages in scope the staged fit has no vector of their text of
+    (written, or changed, since it was staged) put to wait; how many. A repeated passage,
+    which the served model skips, is not embedded (the swap counts it again)."""
     result = await conn.execute(
         sa.text(
-            "UPDATE session_chunks SET next_state = 'pending' "
-            "WHERE account_id = :a AND next_state IS NULL AND redaction_state = 'clear' "
-            f"AND embedding_state <> 'failed' AND NOT {repeated()}"
+            "INSERT INTO session_chunk_next AS n (account_id, chunk_id) "
+            "SELECT c.account_id, c.id FROM session_chunks c "
+            "WHERE c.account_id = :a AND c.redaction_state = 'clear' "
+            f"AND c.embedding_state <> 'failed' AND NOT {repeated('c')} "
+            "AND (NOT :summaries_only OR c.source_kind = 'session_summary') "
+            "AND NOT EXISTS (SELECT 1 FROM session_chunk_next m "
+            "  WHERE m.account_id = :a AND m.chunk_id = c.id "
+            "  AND (m.state = 'pending' OR m.content_hash IS NOT DISTINCT FROM c.content_hash)) "
+            "ON CONFLICT (account_id, chunk_id) DO UPDATE SET state = 'pending', "
+            "embedding = NULL, model = NULL, content_hash = NULL, embedded_at = NULL, "
+            "attempts = 0, error = NULL"
         ),
-        {"a": account_id},
+        {"a": account_id, "summaries_only": summaries_only},
     )
     return int(result.rowcount)
 
 
 async def waiting(conn: AsyncConnection, account_id: UUID) -> int:
-    """The account's passages waiting in the NEXT slot."""
+    """The account's passages waiting under its staged fit."""
     found = await conn.execute(
         sa.text(
-            "SELECT count(*) FROM session_chunks "
-            "WHERE account_id = :a AND next_state IN ('pending', 'in_progress')"
+            "SELECT count(*) FROM session_chunk_next WHERE account_id = :a AND state = 'pending'"
         ),
         {"a": account_id},
     )
     return int(found.scalar_one())
 
 
+async def claim(
+    conn: AsyncConnection, account_id: UUID, limit: int, sessions: Sequence[UUID] | None
+) -> list[Claimed]:
+    """Lock up to `limit` clear passages waiting under the staged fit, and their chunks (so
+    that their text cannot change before their vectors are written), that no other worker
+    holds, of the named sessions only when named, the most recently written first. Each
+    keeps the hash of the text it is embedded from, whatever comes of it (a vector, skipped,
+    failed): a passage is marked to wait again only once its text changed."""
+    of_sessions = "" if sessions is None else "AND c.runtime_session_id = ANY(:sessions) "
+    rows = await conn.execute(
+        sa.text(
+            "SELECT c.id, c.content, c.runtime_session_id FROM session_chunk_next n "
+            "JOIN session_chunks c ON c.account_id = n.account_id AND c.id = n.chunk_id "
+            "WHERE n.account_id = :a AND n.state = 'pending' AND c.redaction_state = 'clear' "
+            f"{of_sessions}"
+            "ORDER BY c.written_seq DESC NULLS LAST, c.runtime_session_id, c.chunk_index, c.id "
+            "LIMIT :limit FOR UPDATE OF n, c SKIP LOCKED"
+        ),
+        {"a": account_id, "limit": limit, **({"sessions": list(sessions)} if sessions else {})},
+    )
+    claimed = [Claimed(*row) for row in rows]
+    await conn.execute(
+        sa.text(
+            "UPDATE session_chunk_next n SET content_hash = c.content_hash FROM session_chunks c "
+            "WHERE n.account_id = :a AND n.chunk_id = ANY(CAST(:ids AS uuid[])) "
+            "AND c.account_id = :a AND c.id = n.chunk_id"
+        ),
+        {"a": account_id, "ids": [c.id for c in claimed]},
+    )
+    return claimed
+
+
+async def write(
+    conn: AsyncConnection,
+    account_id: UUID,
+    identity: ModelIdentity,
+    ids: Sequence[UUID],
+    vectors: Sequence[str],
+) -> int:
+    """Store the staged fit's vectors (pgvector text form) of claimed passages."""
+    result = await conn.execute(
+        sa.text(
+            "UPDATE session_chunk_next n SET embedding = CAST(v.vec AS vector), model = :m, "
+            "state = 'embedded', embedded_at = now(), attempts = 0, error = NULL "
+            "FROM unnest(CAST(:ids AS uuid[]), CAST(:vecs AS text[])) AS v(id, vec) "
+            "WHERE n.account_id = :a AND n.chunk_id = v.id"
+        ),
+        {"a": account_id, "m": str(identity), "ids": list(ids), "vecs": list(vectors)},
+    )
+    return int(result.rowcount)
+
+
 async def embedded_count(conn: AsyncConnection, account_id: UUID, identity: str) -> int:
     """The account's passages the staged fit has a vector of."""
     found = await conn.execute(
         sa.text(
-            "SELECT count(*) FROM session_chunks WHERE account_id = :a "
-            "AND next_state = 'embedded' AND next_model = :m"
+            "SELECT count(*) FROM session_chunk_next WHERE account_id = :a "
+            "AND state = 'embedded' AND model = :m"
         ),
         {"a": account_id, "m": identity},
     )
@@ -124,29 +182,30 @@ async def embedded_count(conn: AsyncConnection, account_id: UUID, identity: str)
 async def swap(
     conn: AsyncConnection, account_id: UUID, family_prefix: str, identity: str, shared: bool
 ) -> int:
-    """The staged fit made the served one: each passage's NEXT vector moved into its primary
-    slot (a passage the staged fit skipped is skipped; one it has no vector of, a repeated
-    one, and one holding another fit's vector wait, as a fit installed at once leaves them),
-    the slot emptied, the fit and the account's setting moved. `shared`: the passages go
-    into the model's shared index (else the account's own index, registered by the caller,
-    is built for them). How many passages were swapped in or put to wait."""
-    embedded = "next_state = 'embedded' AND next_model = :m AND redaction_state = 'clear'"
+    """The staged fit made the served one: each passage the staged fit has a vector of its
+    text of gets it (one it skipped is skipped); the others of the account that hold another
+    fit's vector, or were skipped, wait, as a fit installed at once leaves them. The staged
+    vectors deleted, the fit and the account's setting moved. `shared`: the passages go into
+    the model's shared index (else the account's own index, registered by the caller, is
+    built for them). How many passages were swapped in or put to wait."""
     result = await conn.execute(
         sa.text(
-            "UPDATE session_chunks SET "
-            f"embedding = CASE WHEN {embedded} THEN next_embedding END, "
-            f"embedding_model = CASE WHEN {embedded} THEN next_model END, "
-            f"embedded_at = CASE WHEN {embedded} THEN next_embedded_at END, "
-            f"embedding_state = CASE WHEN {embedded} THEN 'embedded' "
-            "  WHEN next_state = 'skipped' THEN 'skipped' ELSE 'pending' END, "
-            "embed_error = CASE WHEN next_state = 'skipped' THEN next_error END, "
-            f"embed_attempts = 0, in_shared_index = :shared, {_CLEARED} "
-            "WHERE account_id = :a AND (next_state IS NOT NULL OR embedding_state = 'skipped' "
-            "  OR (embedding_state = 'embedded' AND embedding_model LIKE :family "
-            "      AND embedding_model <> :m))"
+            "UPDATE session_chunks c SET embedding = s.embedding, embedding_model = s.model, "
+            "embedded_at = s.embedded_at, embedding_state = coalesce(s.state, 'pending'), "
+            "embed_error = s.error, embed_attempts = 0, in_shared_index = :shared "
+            "FROM (SELECT c2.id, n.embedding, n.model, n.embedded_at, n.state, n.error "
+            "  FROM session_chunks c2 LEFT JOIN session_chunk_next n "
+            "  ON n.account_id = :a AND n.chunk_id = c2.id AND c2.redaction_state = 'clear' "
+            "  AND n.content_hash IS NOT DISTINCT FROM c2.content_hash "
+            "  AND ((n.state = 'embedded' AND n.model = :m) OR n.state = 'skipped') "
+            "  WHERE c2.account_id = :a AND (n.chunk_id IS NOT NULL "
+            "    OR c2.embedding_state = 'skipped' OR (c2.embedding_state = 'embedded' "
+            "    AND c2.embedding_model LIKE :family AND c2.embedding_model <> :m))) AS s "
+            "WHERE c.account_id = :a AND c.id = s.id"
         ),
         {"a": account_id, "m": identity, "family": family_prefix + "%", "shared": shared},
     )
+    await clear(conn, account_id)
     await conn.execute(
         sa.text(
             "UPDATE lexical_fits SET model_identity = next_identity, sessions = next_sessions, "

@@ -21,6 +21,8 @@ class Columns(NamedTuple):
     attempts: str
     error: str
     waiting: str  # what a chunk must be for the slot's model to embed it
+    table: str = "session_chunks"  # the table the slot's columns are in
+    key: str = "id"  # its column of the chunk's id
 
 
 # The error of a chunk skipped because its text has no feature of the configured model (a
@@ -58,16 +60,19 @@ class VectorSlot(Enum):
         "dense_error",
         f"dense_state = 'pending' AND NOT {repeated()}",
     )
-    # A staged lexical fit's, during a refit under `index --watch` (indexer/fitting.py): the
-    # same passages as the configured model's, swapped into its slot once none waits.
+    # A staged lexical fit's, during a refit under `index --watch` (indexer/staged.py): the
+    # same passages as the configured model's, in a table of their own (data/next_fits.py),
+    # swapped into the configured model's slot once none waits.
     NEXT = Columns(
-        "next_embedding",
-        "next_model",
-        "next_state",
-        "next_embedded_at",
-        "next_attempts",
-        "next_error",
-        "next_state = 'pending'",
+        "embedding",
+        "model",
+        "state",
+        "embedded_at",
+        "attempts",
+        "error",
+        "state = 'pending'",
+        "session_chunk_next",
+        "chunk_id",
     )
 
     def __getattr__(self, role: str) -> str:

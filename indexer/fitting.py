@@ -116,24 +116,29 @@ async def ensure_fit(
         beside.start(account, lambda: fit_apart(engine, account, template_min_sessions, repeat))
         return await _stored(engine, registry, work, stored, repeat)
     if fit is not None and stored is not None:
-        await _staged(engine, registry, account, fit)
+        await _staged(engine, registry, work, fit)
         return await _stored(engine, registry, work, stored, repeat)
     if fit is None:  # the account's first fit, or no fits beside the passes: built here
         fit = await built_fit(engine, account, template_min_sessions, repeat)
     return await _installed(engine, registry, work, fit, stored, repeat)
 
 
-async def _staged(engine: AsyncEngine, registry: Registry, account_id: UUID, fit: Fit) -> None:
+async def _staged(engine: AsyncEngine, registry: Registry, work: sql.AccountWork, fit: Fit) -> None:
     """The fit built beside the passes staged: the account's passages wait to be embedded
     under it while the served fit's vectors answer (indexer/staged.py swaps it in)."""
     async with engine.begin() as conn:
         waiting = await next_fits.stage(
-            conn, account_id, fit.identity, fit.sessions, fit.to_bytes()
+            conn,
+            work.account_id,
+            fit.identity,
+            fit.sessions,
+            fit.to_bytes(),
+            work.scope == "summaries_only",
         )
     registry.fitted(fit)  # kept for the passes that embed under it
     log.info(
         "lexical_fit_staged",
-        account_id=str(account_id),
+        account_id=str(work.account_id),
         identity=str(fit.identity),
         sessions=fit.sessions,
         features=len(fit.keys),

@@ -45,7 +45,7 @@ async def embed_staged(
         staged = await next_fits.staged_fit(conn, work.account_id)
         if staged is None:
             return
-        await next_fits.mark_waiting(conn, work.account_id)
+        await next_fits.mark_waiting(conn, work.account_id, work.scope == "summaries_only")
     identity = ModelIdentity.parse(staged.identity)
     embedder = await _embedder(engine, registry, work.account_id, identity)
     if embedder is None:  # swapped in or replaced by another indexer meanwhile
@@ -85,7 +85,10 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
         staged = await next_fits.staged_fit(conn, account, lock=True)
         if staged is None:  # another indexer swapped it in
             return None
-        if await next_fits.mark_waiting(conn, account) or await next_fits.waiting(conn, account):
+        summaries_only = work.scope == "summaries_only"
+        if await next_fits.mark_waiting(conn, account, summaries_only) or await next_fits.waiting(
+            conn, account
+        ):
             return None
         identity = ModelIdentity.parse(staged.identity)
         embedded = await next_fits.embedded_count(conn, account, staged.identity)

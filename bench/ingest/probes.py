@@ -198,8 +198,9 @@ class Backlog:
                     "SELECT model FROM embedding_settings WHERE account_id = $1", STREAM_ACCOUNT
                 )
                 waiting = await conn.fetchval(
-                    "SELECT count(*) FROM session_chunks WHERE account_id = $1 "
-                    "AND (embedding_state = 'pending' OR next_state = 'pending')",
+                    "SELECT (SELECT count(*) FROM session_chunks WHERE account_id = $1 "
+                    "AND embedding_state = 'pending') + (SELECT count(*) FROM session_chunk_next "
+                    "WHERE account_id = $1 AND state = 'pending')",
                     STREAM_ACCOUNT,
                 )
                 self.samples.append((time.monotonic(), str(model), int(waiting)))

@@ -18,6 +18,7 @@ from data.tables.alerts import (
     alert_rules,
 )
 from data.tables.chunks import (
+    session_chunk_next,
     session_chunk_windows,
     session_chunking,
     session_chunks,
@@ -72,6 +73,7 @@ __all__ = [
     "runtime_session_activity",
     "runtime_sessions",
     "session_changes",
+    "session_chunk_next",
     "session_chunk_windows",
     "session_chunking",
     "session_chunks",

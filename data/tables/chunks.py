@@ -75,15 +75,6 @@ session_chunks = sa.Table(
     sa.Column("dense_embedded_at", TZ),
     sa.Column("dense_attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("dense_error", sa.Text),
-    # A lexical refit's vector beside the served one (migration 0023): while `index --watch`
-    # embeds the account's passages under its staged fit, with their own state, attempts and
-    # error, then swaps them in at once; NULL outside a refit.
-    sa.Column("next_embedding", Vector()),
-    sa.Column("next_model", sa.Text),
-    sa.Column("next_state", sa.Text),
-    sa.Column("next_embedded_at", TZ),
-    sa.Column("next_attempts", sa.Integer, nullable=False, server_default="0"),
-    sa.Column("next_error", sa.Text),
     sa.ForeignKeyConstraint(
         ["account_id", "runtime_session_id"],
         ["runtime_sessions.account_id", "runtime_sessions.id"],
@@ -104,12 +95,6 @@ session_chunks = sa.Table(
         name="dense_has_vector",
     ),
     time_in_range("dense_embedded_at"),
-    sa.CheckConstraint(one_of("next_state", EMBEDDING_STATES), name="next_state"),
-    sa.CheckConstraint(
-        "next_state <> 'embedded' OR (next_embedding IS NOT NULL AND next_model IS NOT NULL)",
-        name="next_has_vector",
-    ),
-    time_in_range("next_embedded_at"),
     sa.Index(
         "session_chunks_session_idx",
         "account_id",
@@ -148,12 +133,6 @@ session_chunks = sa.Table(
         postgresql_where=sa.text("dense_state IN ('pending', 'in_progress')"),
     ),
     sa.Index(
-        "session_chunks_next_work_idx",
-        "account_id",
-        "next_state",
-        postgresql_where=sa.text("next_state IN ('pending', 'in_progress')"),
-    ),
-    sa.Index(
         "session_chunks_work_idx",
         "account_id",
         "embedding_state",
@@ -163,6 +142,35 @@ session_chunks = sa.Table(
         "session_chunks_unclear_idx",
         "account_id",
         postgresql_where=sa.text("redaction_state <> 'clear'"),
+    ),
+)
+
+# A lexical refit's staged vectors (migration 0023): while `index --watch` embeds an account's
+# passages under its staged fit (lexical_fits.next_*), each passage's vector, state, attempts
+# and error, and the hash of the text it was made of; swapped into session_chunks once none
+# waits, and the account's rows deleted. Apart from session_chunks: an update of a chunk row
+# inserts it again into every HNSW graph its served vector is in.
+session_chunk_next = sa.Table(
+    "session_chunk_next",
+    metadata,
+    sa.Column("account_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("chunk_id", UUID(as_uuid=True), primary_key=True),
+    sa.Column("state", sa.Text, nullable=False, server_default="pending"),
+    sa.Column("embedding", Vector()),
+    sa.Column("model", sa.Text),
+    sa.Column("content_hash", sa.LargeBinary),
+    sa.Column("embedded_at", TZ),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("error", sa.Text),
+    sa.CheckConstraint(one_of("state", EMBEDDING_STATES), name="state"),
+    sa.CheckConstraint(
+        "state <> 'embedded' OR (embedding IS NOT NULL AND model IS NOT NULL)", name="has_vector"
+    ),
+    time_in_range("embedded_at"),
+    sa.Index(
+        "session_chunk_next_waiting_idx",
+        "account_id",
+        postgresql_where=sa.text("state = 'pending'"),
     ),
 )
 

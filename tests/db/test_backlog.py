@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from data import next_fits
 from data.engine import make_engine
 from data.indexing import enabled_accounts
 from data.model_identity import ModelIdentity
@@ -41,10 +42,11 @@ STATES = (
     " OR runtime_session_id = CAST(:s AS uuid))"
 )
 NEXT = (
-    "SELECT max(next_model) AS model, count(*) FILTER (WHERE next_state = 'embedded') AS done,"
-    " count(*) FILTER (WHERE next_state = 'pending') AS waiting "
-    "FROM session_chunks WHERE account_id = :a AND (CAST(:s AS uuid) IS NULL "
-    " OR runtime_session_id = CAST(:s AS uuid))"
+    "SELECT max(n.model) AS model, count(*) FILTER (WHERE n.state = 'embedded') AS done,"
+    " count(*) FILTER (WHERE n.state = 'pending') AS waiting "
+    "FROM session_chunk_next n JOIN session_chunks c ON c.account_id = n.account_id "
+    "AND c.id = n.chunk_id WHERE n.account_id = :a AND (CAST(:s AS uuid) IS NULL "
+    " OR c.runtime_session_id = CAST(:s AS uuid))"
 )
 ONE_CHUNK = (
     "SELECT content, embedding FROM session_chunks WHERE account_id = :a "
@@ -273,22 +275,19 @@ async def test_a_passage_gone_unclear_while_a_fit_is_staged_is_swapped_in_withou
     """A passage that left `clear` loses its staged vector with its others, and the swap
     gives it none."""
     account, served, registry, refits = await staged(engine, client, BOUNDED)
-    beside = "SELECT id FROM session_chunks WHERE account_id = :a AND next_state = 'embedded'"
-    (unclear, *_) = await rows(engine, beside, a=account)
+    beside = "SELECT chunk_id AS id FROM session_chunk_next WHERE account_id = :a "
+    (unclear, *_) = await rows(engine, beside + "AND state = 'embedded'", a=account)
     async with engine.begin() as conn:
         await conn.execute(
             sa.text("UPDATE session_chunks SET redaction_state = 'redacted' WHERE id = :i"),
             {"i": unclear.id},
         )
+    await index_once(engine, registry, BOUNDED, refits=refits)
+    assert unclear.id not in {row.id for row in await rows(engine, beside, a=account)}
     await swapped(engine, registry, refits, BOUNDED)
     assert (await states(engine, account))[0] != served
-    found = await rows(
-        engine,
-        "SELECT embedding, embedding_state, next_embedding, next_state FROM session_chunks "
-        "WHERE id = :i",
-        i=unclear.id,
-    )
-    assert found == [(None, "pending", None, None)]
+    found = "SELECT embedding, embedding_state FROM session_chunks WHERE id = :i"
+    assert await rows(engine, found, i=unclear.id) == [(None, "pending")]
 
 
 async def test_a_large_accounts_swap_registers_its_own_index_built_beside_the_passes(
@@ -329,10 +328,7 @@ async def test_a_staged_fit_is_not_swapped_in_while_passages_wait_under_it(
     assert (await states(engine, account))[0] == served
     async with engine.begin() as conn:  # as if every one were embedded, and one written since
         await conn.execute(
-            sa.text(
-                "UPDATE session_chunks SET next_state = NULL WHERE account_id = :a "
-                "AND next_state = 'pending'"
-            ),
+            sa.text("DELETE FROM session_chunk_next WHERE account_id = :a AND state = 'pending'"),
             {"a": account},
         )
     assert await swap(engine, work, BOUNDED) is None  # marked to wait, not swapped
@@ -360,3 +356,33 @@ async def test_a_watching_indexer_swaps_a_staged_fit_in_between_its_full_passes(
         stop.set()
         await watching
     assert await rows(engine, "SELECT next_identity FROM lexical_fits") == [(None,)]
+
+
+async def test_a_staged_passage_waits_again_only_once_its_text_changed(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """A passage embedded or skipped under the staged fit keeps the hash of its text: marking
+    leaves it be until the text changes, then it waits again."""
+    account, _, _, _ = await staged(engine, client, BOUNDED)
+    done = "SELECT chunk_id AS id FROM session_chunk_next WHERE account_id = :a AND state = "
+    embedded, skipped, *_ = await rows(engine, done + "'embedded'", a=account)
+    async with engine.begin() as conn:  # as the embedder would skip one with no direction
+        await conn.execute(
+            sa.text(
+                "UPDATE session_chunk_next SET state = 'skipped', embedding = NULL "
+                "WHERE chunk_id = :i"
+            ),
+            {"i": skipped.id},
+        )
+        assert await next_fits.mark_waiting(conn, account, False) == 0
+        await conn.execute(
+            sa.text(
+                "UPDATE session_chunks SET content = content || ' and again', "
+                "content_hash = sha256(convert_to(content || ' and again', 'UTF8')) "
+                "WHERE id = ANY(CAST(:ids AS uuid[]))"
+            ),
+            {"ids": [embedded.id, skipped.id]},
+        )
+        assert await next_fits.mark_waiting(conn, account, False) == 2
+    states_now = "SELECT state FROM session_chunk_next WHERE chunk_id = ANY(CAST(:ids AS uuid[]))"
+    assert await rows(engine, states_now, ids=[embedded.id, skipped.id]) == [("pending",)] * 2

@@ -3,10 +3,12 @@
 A new lexical fit used to be installed at once: every passage of the account lost its vector
 and waited to be embedded again, and for the minutes that took (168 s for 28,000 passages
 beside a stream) a session not yet embedded again listed nobody. Now `index --watch` stages
-the new fit (lexical_fits.next_*) and embeds the account's passages under it into a slot of
-their own (session_chunks.next_*), while every comparison reads the served fit's vectors;
-once none waits, one transaction swaps them in (indexer/fitting.py, data/fits.py). The slot
-is NULL outside a refit. Its waiting chunks have an index of their own, as each slot does.
+the new fit (lexical_fits.next_*) and embeds the account's passages under it into a table of
+their own (session_chunk_next: a passage's staged vector, state, attempts and error, and the
+hash of the text it was made of), while every comparison reads the served fit's vectors;
+once none waits, one transaction swaps them in (indexer/staged.py, data/next_fits.py) and
+empties the table of the account. Kept apart from session_chunks: an update of a chunk row
+inserts it again into every HNSW graph its served vector is in.
 
 Revision ID: 0023
 Revises: 0022
@@ -25,20 +27,21 @@ RANGE = (
 
 def upgrade() -> None:
     op.execute(
-        'ALTER TABLE session_chunks '
-        'ADD COLUMN next_embedding vector, ADD COLUMN next_model text, '
-        'ADD COLUMN next_state text '
-        f'CONSTRAINT session_chunks_next_state_check CHECK (next_state IN {STATES}), '
-        'ADD COLUMN next_embedded_at timestamptz '
-        'CONSTRAINT session_chunks_next_embedded_at_in_range_check '
-        f'CHECK (next_embedded_at BETWEEN {RANGE}), '
-        'ADD COLUMN next_attempts integer NOT NULL DEFAULT 0, ADD COLUMN next_error text, '
-        'ADD CONSTRAINT session_chunks_next_has_vector_check CHECK ('
-        "next_state <> 'embedded' OR (next_embedding IS NOT NULL AND next_model IS NOT NULL))"
+        'CREATE TABLE session_chunk_next ('
+        'account_id uuid NOT NULL, chunk_id uuid NOT NULL, '
+        "state text NOT NULL DEFAULT 'pending' "
+        f'CONSTRAINT session_chunk_next_state_check CHECK (state IN {STATES}), '
+        'embedding vector, model text, content_hash bytea, '
+        'embedded_at timestamptz CONSTRAINT session_chunk_next_embedded_at_in_range_check '
+        f'CHECK (embedded_at BETWEEN {RANGE}), '
+        'attempts integer NOT NULL DEFAULT 0, error text, '
+        'CONSTRAINT session_chunk_next_pkey PRIMARY KEY (account_id, chunk_id), '
+        'CONSTRAINT session_chunk_next_has_vector_check CHECK ('
+        "state <> 'embedded' OR (embedding IS NOT NULL AND model IS NOT NULL)))"
     )
     op.execute(
-        'CREATE INDEX session_chunks_next_work_idx ON session_chunks (account_id, next_state) '
-        "WHERE next_state IN ('pending', 'in_progress')"
+        'CREATE INDEX session_chunk_next_waiting_idx ON session_chunk_next (account_id) '
+        "WHERE state = 'pending'"
     )
     op.execute(
         'ALTER TABLE lexical_fits ADD COLUMN next_identity text, '
@@ -57,9 +60,4 @@ def downgrade() -> None:
         'DROP COLUMN next_identity, DROP COLUMN next_sessions, DROP COLUMN next_weights, '
         'DROP COLUMN next_fitted_at'
     )
-    op.execute('DROP INDEX session_chunks_next_work_idx')
-    op.execute(
-        'ALTER TABLE session_chunks DROP CONSTRAINT session_chunks_next_has_vector_check, '
-        'DROP COLUMN next_embedding, DROP COLUMN next_model, DROP COLUMN next_state, '
-        'DROP COLUMN next_embedded_at, DROP COLUMN next_attempts, DROP COLUMN next_error'
-    )
+    op.execute('DROP TABLE session_chunk_next')
