@@ -136,14 +136,7 @@ async def _staged(engine: AsyncEngine, registry: Registry, work: sql.AccountWork
             work.scope == "summaries_only",
         )
     registry.fitted(fit)  # kept for the passes that embed under it
-    log.info(
-        "lexical_fit_staged",
-        account_id=str(work.account_id),
-        identity=str(fit.identity),
-        sessions=fit.sessions,
-        features=len(fit.keys),
-        chunks_to_embed=waiting,
-    )
+    _logged("lexical_fit_staged", work.account_id, fit, waiting)
 
 
 async def _stored(
@@ -180,16 +173,20 @@ async def _installed(
         await next_fits.clear(conn, work.account_id)  # a fit staged before is replaced
         if stored is not None and stored.identity != str(fit.identity):
             await fits.drop_unused_model(conn, stored.identity)
+    _logged("lexical_fit", work.account_id, fit, waiting)
+    return replace(work, identity=fit.identity), registry.fitted(fit)
+
+
+def _logged(event: str, account_id: UUID, fit: Fit, waiting: int) -> None:
     log.info(
-        "lexical_fit",
-        account_id=str(work.account_id),
+        event,
+        account_id=str(account_id),
         identity=str(fit.identity),
         sessions=fit.sessions,
         features=len(fit.keys),
         template_shingles=len(fit.common),
         chunks_to_embed=waiting,
     )
-    return replace(work, identity=fit.identity), registry.fitted(fit)
 
 
 async def built_fit(

@@ -86,9 +86,9 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
         if staged is None:  # another indexer swapped it in
             return None
         summaries_only = work.scope == "summaries_only"
-        if await next_fits.mark_waiting(conn, account, summaries_only) or await next_fits.waiting(
-            conn, account
-        ):
+        if await next_fits.mark_waiting(
+            conn, account, summaries_only, every=True
+        ) or await next_fits.waiting(conn, account):
             return None
         identity = ModelIdentity.parse(staged.identity)
         embedded = await next_fits.embedded_count(conn, account, staged.identity)

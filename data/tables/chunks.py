@@ -159,6 +159,7 @@ session_chunk_next = sa.Table(
     sa.Column("embedding", Vector()),
     sa.Column("model", sa.Text),
     sa.Column("content_hash", sa.LargeBinary),
+    sa.Column("written_seq", sa.BigInteger),  # its chunk's, when it was marked to wait
     sa.Column("embedded_at", TZ),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("error", sa.Text),
@@ -170,6 +171,8 @@ session_chunk_next = sa.Table(
     sa.Index(
         "session_chunk_next_waiting_idx",
         "account_id",
+        sa.text("written_seq DESC NULLS LAST"),
+        "chunk_id",
         postgresql_where=sa.text("state = 'pending'"),
     ),
 )

@@ -66,6 +66,25 @@ async def talked(client: httpx.AsyncClient, key: str, first: int, last: int) -> 
         await post(client, key, [agent.chat(f"rolled back shard {n % 3} of run {n} and retried")])
 
 
+async def indexed_then_waiting(
+    engine: AsyncEngine, client: httpx.AsyncClient, name: str, sessions: int
+) -> uuid.UUID:
+    """An account of `sessions` sessions, indexed, then every chunk put back to wait, as a
+    fit installed at once leaves them."""
+    account, key = await an_account(engine)
+    for n in range(sessions):
+        agent = Agent(f"conv-{name}-{n}")
+        agent.user(words(f"{name}{n}q"))
+        await post(client, key, [agent.chat(words(f"{name}{n}a"))])
+    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text("UPDATE session_chunks SET embedding_state = 'pending' WHERE account_id = :a"),
+            {"a": account},
+        )
+    return account
+
+
 async def states(engine: AsyncEngine, account: uuid.UUID, sid: uuid.UUID | None = None) -> tuple:
     (model,) = await rows(engine, SETTING, a=account)
     (row,) = await rows(engine, STATES, a=account, m=model.model, s=sid)
@@ -141,17 +160,7 @@ async def test_a_watching_indexer_takes_the_backlog_pass_after_pass_without_wait
 ) -> None:
     """A bounded pass that left chunks waiting is followed at once by another: the backlog is
     embedded long before the next full pass (an hour away), and nothing wakes the indexer."""
-    account, key = await an_account(engine)
-    for n in range(8):
-        agent = Agent(f"conv-watch-{n}")
-        agent.user(words(f"watch{n}q"))
-        await post(client, key, [agent.chat(words(f"watch{n}a"))])
-    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
-    async with engine.begin() as conn:  # every chunk to embed again, as after a new fit
-        await conn.execute(
-            sa.text("UPDATE session_chunks SET embedding_state = 'pending' WHERE account_id = :a"),
-            {"a": account},
-        )
+    account = await indexed_then_waiting(engine, client, "watch", 8)
     config = replace(CONFIG, batch_size=1, backlog_s=0.0)
     stop = asyncio.Event()
     watching = asyncio.create_task(watch(engine, Registry(WORDS_ONLY), config, 3600, stop))
@@ -218,17 +227,7 @@ async def test_a_bounded_pass_embeds_the_most_recently_written_passages_first(
 ) -> None:
     """After a new fit every passage waits; the running and just-ended sessions' (the last
     written) are embedded again before the account's older ones."""
-    account, key = await an_account(engine)
-    for n in range(6):
-        agent = Agent(f"conv-recent-{n}")
-        agent.user(words(f"recent{n}q"))
-        await post(client, key, [agent.chat(words(f"recent{n}a"))])
-    await index_once(engine, Registry(WORDS_ONLY), CONFIG)
-    async with engine.begin() as conn:  # every chunk to embed again, as after a new fit
-        await conn.execute(
-            sa.text("UPDATE session_chunks SET embedding_state = 'pending' WHERE account_id = :a"),
-            {"a": account},
-        )
+    account = await indexed_then_waiting(engine, client, "recent", 6)
     one = replace(CONFIG, batch_size=3, backlog_s=0.0)
     report = await index_once(
         engine, Registry(WORDS_ONLY), one, account_ids=[account], changed_only=True
@@ -378,7 +377,8 @@ async def test_a_staged_passage_waits_again_only_once_its_text_changed(
         await conn.execute(
             sa.text(
                 "UPDATE session_chunks SET content = content || ' and again', "
-                "content_hash = sha256(convert_to(content || ' and again', 'UTF8')) "
+                "content_hash = sha256(convert_to(content || ' and again', 'UTF8')), "
+                "written_seq = nextval('session_chunks_written_seq') "  # as a chunk rewritten
                 "WHERE id = ANY(CAST(:ids AS uuid[]))"
             ),
             {"ids": [embedded.id, skipped.id]},

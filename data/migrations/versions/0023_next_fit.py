@@ -4,8 +4,9 @@ A new lexical fit used to be installed at once: every passage of the account los
 and waited to be embedded again, and for the minutes that took (168 s for 28,000 passages
 beside a stream) a session not yet embedded again listed nobody. Now `index --watch` stages
 the new fit (lexical_fits.next_*) and embeds the account's passages under it into a table of
-their own (session_chunk_next: a passage's staged vector, state, attempts and error, and the
-hash of the text it was made of), while every comparison reads the served fit's vectors;
+their own (session_chunk_next: a passage's staged vector, state, attempts and error, the
+hash of the text it was made of, and its chunk's write number, by which the newest are
+claimed first), while every comparison reads the served fit's vectors;
 once none waits, one transaction swaps them in (indexer/staged.py, data/next_fits.py) and
 empties the table of the account. Kept apart from session_chunks: an update of a chunk row
 inserts it again into every HNSW graph its served vector is in.
@@ -31,7 +32,7 @@ def upgrade() -> None:
         'account_id uuid NOT NULL, chunk_id uuid NOT NULL, '
         "state text NOT NULL DEFAULT 'pending' "
         f'CONSTRAINT session_chunk_next_state_check CHECK (state IN {STATES}), '
-        'embedding vector, model text, content_hash bytea, '
+        'embedding vector, model text, content_hash bytea, written_seq bigint, '
         'embedded_at timestamptz CONSTRAINT session_chunk_next_embedded_at_in_range_check '
         f'CHECK (embedded_at BETWEEN {RANGE}), '
         'attempts integer NOT NULL DEFAULT 0, error text, '
@@ -40,8 +41,8 @@ def upgrade() -> None:
         "state <> 'embedded' OR (embedding IS NOT NULL AND model IS NOT NULL)))"
     )
     op.execute(
-        'CREATE INDEX session_chunk_next_waiting_idx ON session_chunk_next (account_id) '
-        "WHERE state = 'pending'"
+        'CREATE INDEX session_chunk_next_waiting_idx ON session_chunk_next '
+        "(account_id, written_seq DESC NULLS LAST, chunk_id) WHERE state = 'pending'"
     )
     op.execute(
         'ALTER TABLE lexical_fits ADD COLUMN next_identity text, '
