@@ -65,12 +65,14 @@ class PassReport:
     chunks_failed: int = 0
     tails_merged: int = 0
     # wall seconds: the whole pass, and of it (over every account) the making of sessions,
-    # the chunking, the lexical fit, the embedding, the own indexes built and merged
+    # the chunking, the lexical fit, the embedding, the embedding under a staged fit and its
+    # swap (indexer/staged.py), the own indexes built and merged
     seconds: float = 0.0
     making_s: float = 0.0
     chunking_s: float = 0.0
     fitting_s: float = 0.0
     embedding_s: float = 0.0
+    staged_s: float = 0.0
     indexes_s: float = 0.0
     degraded: dict[UUID, str] = field(default_factory=dict)
     embedded: set[UUID] = field(default_factory=set)  # the accounts it embedded chunks of

@@ -6,6 +6,7 @@ vectors; the pass that finds none waiting swaps them in, by one transaction."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
@@ -40,7 +41,24 @@ async def embed_staged(
     """The account's passages embedded under its staged fit, if it has one (the sessions in
     `first` before the rest), and the fit swapped in once none waits; the account is in the
     report's backlog while some do, and among those it embedded once swapped (its served
-    vectors changed: the hook and the own indexes' builds hear of it)."""
+    vectors changed: the hook and the own indexes' builds hear of it). Its seconds are the
+    report's `staged_s`."""
+    started = time.perf_counter()
+    try:
+        await _embedded_and_swapped(engine, registry, config, work, report, now, first)
+    finally:
+        report.staged_s += time.perf_counter() - started
+
+
+async def _embedded_and_swapped(
+    engine: AsyncEngine,
+    registry: Registry,
+    config: IndexerConfig,
+    work: sql.AccountWork,
+    report: PassReport,
+    now: datetime,
+    first: Collection[UUID],
+) -> None:
     async with engine.begin() as conn:
         staged = await next_fits.staged_fit(conn, work.account_id)
         if staged is None:
