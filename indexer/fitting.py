@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data import fits, next_fits
 from data import indexing as sql
+from data.engine import lift_statement_budget
 from indexer import lexical
 from indexer.embedders import Embedder, Registry
 from indexer.lexical import Fit, FitBuilder
@@ -127,6 +128,7 @@ async def _staged(engine: AsyncEngine, registry: Registry, work: sql.AccountWork
     """The fit built beside the passes staged: the account's passages wait to be embedded
     under it while the served fit's vectors answer (indexer/staged.py swaps it in)."""
     async with engine.begin() as conn:
+        await lift_statement_budget(conn)  # every passage of the account marked to wait
         waiting = await next_fits.stage(
             conn,
             work.account_id,
@@ -165,6 +167,7 @@ async def _installed(
 ) -> tuple[sql.AccountWork, Embedder]:
     """The new fit saved and named by the account's setting, its chunks waiting for it."""
     async with engine.begin() as conn:
+        await lift_statement_budget(conn)  # every passage of the account put back to wait
         await fits.save_fit(conn, work.account_id, fit.identity, fit.sessions, fit.to_bytes())
         waiting = await fits.use_model(
             conn, work.account_id, fit.identity, family(), retry_skipped=True

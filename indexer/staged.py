@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data import fits, next_fits
 from data import indexing as sql
 from data.account_indexes import register
+from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
 from data.vector_slots import VectorSlot
 from indexer.embedders import Embedder, Registry
@@ -100,6 +101,9 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
     passes (indexer/worker.build_own_indexes)."""
     account = work.account_id
     async with engine.begin() as conn:
+        # every passage of the account rewritten: 5 s (a request's budget) did not hold for
+        # 40,000 passages read cold
+        await lift_statement_budget(conn)
         staged = await next_fits.staged_fit(conn, account, lock=True)
         if staged is None:  # another indexer swapped it in
             return None
