@@ -46,36 +46,23 @@ async def embed_staged(
     report's `staged_s`."""
     started = time.perf_counter()
     try:
-        await _embedded_and_swapped(engine, registry, config, work, report, now, first)
+        async with engine.begin() as conn:
+            staged = await next_fits.staged_fit(conn, work.account_id)
+            if staged is None:
+                return
+            await next_fits.mark_waiting(conn, work.account_id, work.scope == "summaries_only")
+        identity = ModelIdentity.parse(staged.identity)
+        embedder = await _embedder(engine, registry, work.account_id, identity)
+        if embedder is None:  # swapped in or replaced by another indexer meanwhile
+            return
+        staged_work = replace(work, identity=identity)
+        slot = VectorSlot.NEXT
+        if await embed_account(engine, config, staged_work, embedder, report, now, slot, first):
+            report.backlog.add(work.account_id)
+        elif await swap(engine, work, config) is not None:
+            report.embedded.add(work.account_id)
     finally:
         report.staged_s += time.perf_counter() - started
-
-
-async def _embedded_and_swapped(
-    engine: AsyncEngine,
-    registry: Registry,
-    config: IndexerConfig,
-    work: sql.AccountWork,
-    report: PassReport,
-    now: datetime,
-    first: Collection[UUID],
-) -> None:
-    async with engine.begin() as conn:
-        staged = await next_fits.staged_fit(conn, work.account_id)
-        if staged is None:
-            return
-        await next_fits.mark_waiting(conn, work.account_id, work.scope == "summaries_only")
-    identity = ModelIdentity.parse(staged.identity)
-    embedder = await _embedder(engine, registry, work.account_id, identity)
-    if embedder is None:  # swapped in or replaced by another indexer meanwhile
-        return
-    staged_work = replace(work, identity=identity)
-    slot = VectorSlot.NEXT
-    if await embed_account(engine, config, staged_work, embedder, report, now, slot, first):
-        report.backlog.add(work.account_id)
-        return
-    if await swap(engine, work, config) is not None:
-        report.embedded.add(work.account_id)
 
 
 async def _embedder(
