@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from data import tables as t
 from data.model_identity import ModelIdentity
-from data.vector_slots import repeated
+from data.vector_slots import ClaimedChunk, repeated
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,13 +24,6 @@ class StagedFit:
     identity: str
     sessions: int
     weights: bytes | None  # None: not read
-
-
-@dataclass(frozen=True, slots=True)
-class Claimed:
-    id: UUID
-    content: str
-    session_id: UUID
 
 
 async def staged_fit(
@@ -123,7 +116,7 @@ async def waiting(conn: AsyncConnection, account_id: UUID) -> int:
 
 async def claim(
     conn: AsyncConnection, account_id: UUID, limit: int, sessions: Sequence[UUID] | None
-) -> list[Claimed]:
+) -> list[ClaimedChunk]:
     """Lock up to `limit` clear passages waiting under the staged fit, and their chunks (so
     that their text cannot change before their vectors are written), that no other worker
     holds, of the named sessions only when named, the most recently written first (in the
@@ -142,7 +135,7 @@ async def claim(
         ),
         {"a": account_id, "limit": limit, **({"sessions": list(sessions)} if sessions else {})},
     )
-    claimed = [Claimed(*row) for row in rows]
+    claimed = [ClaimedChunk(*row) for row in rows]
     await conn.execute(
         sa.text(
             "UPDATE session_chunk_next n SET content_hash = c.content_hash FROM session_chunks c "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from enum import Enum
 from typing import NamedTuple
+from uuid import UUID
 
 from data.model_identity import ModelIdentity
 
@@ -89,3 +90,11 @@ class Space(NamedTuple):
 
     identity: ModelIdentity
     slot: VectorSlot = VectorSlot.PRIMARY
+
+
+class ClaimedChunk(NamedTuple):
+    """A chunk claimed to be embedded in a slot: its id, its text and its session."""
+
+    id: UUID
+    content: str
+    session_id: UUID

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
-from data import indexing as sql
+from data import slot_chunks
 from data.sessions import sessions_by_id
 from indexer import demo
 from indexer.chunking import ChunkPolicy
@@ -89,7 +89,7 @@ async def run_index(
         trace_engine(engine, tracing)
     if retry_failed:
         async with engine.begin() as conn:
-            again = await sql.retry_failed(conn, None)
+            again = await slot_chunks.retry_failed(conn, None)
         print(f"{again} failed chunk(s) put back to pending", file=sys.stderr)
     if not settings.embeddings_enabled:
         print(

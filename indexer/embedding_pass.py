@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from tqdm import tqdm
 
 from data import indexing as sql
+from data import slot_chunks
 from data.model_indexes import ensure_model_index
 from data.repeats import mark_repeats
 from data.vector_slots import VectorSlot
@@ -48,7 +49,7 @@ async def embed_account(
     when chunks were left waiting for the next pass."""
     summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
-        total = await sql.pending_count(conn, work.account_id, summaries_only, slot)
+        total = await slot_chunks.pending_count(conn, work.account_id, summaries_only, slot)
         if total and slot is VectorSlot.PRIMARY:
             await ensure_model_index(conn, work.identity)
     if not total:
@@ -161,7 +162,7 @@ async def embed_batch(
         price = embedder.usd_per_1k_tokens
         if capped := work.daily_cap_usd is not None and price > 0:
             await sql.lock_account_spend(conn, work.account_id)
-        claimed = await sql.claim_pending(
+        claimed = await slot_chunks.claim_pending(
             conn, work.account_id, summaries_only, config.batch_size, slot, sessions
         )
         if not claimed:
@@ -177,7 +178,7 @@ async def embed_batch(
                     billing.embed_metered, embedder, [c.content for c in batch]
                 )
             except EmbeddingFailed as exc:
-                failed = await sql.record_failure(
+                failed = await slot_chunks.record_failure(
                     conn, work.account_id, ids, str(exc), config.max_attempts, slot
                 )
                 return BatchOutcome(error=str(exc), attempted=len(batch), failed=failed)
@@ -212,13 +213,15 @@ async def _write(
     live = np.linalg.norm(vectors, axis=1) > 0
     kept = [chunk for chunk, ok in zip(ids, live.tolist(), strict=True) if ok]
     texts = as_text(vectors[live])
-    await sql.write_vectors(conn, work.account_id, work.identity, kept, texts, slot)
+    await slot_chunks.write_vectors(conn, work.account_id, work.identity, kept, texts, slot)
     if embedded.windows is not None and slot is VectorSlot.DENSE:
         windows = {
             chunk: as_text(rows)
             for chunk, rows, ok in zip(ids, embedded.windows, live.tolist(), strict=True)
             if ok
         }
-        await sql.write_windows(conn, work.account_id, windows)
-    await sql.skip_chunks(conn, work.account_id, [c for c in ids if c not in set(kept)], slot)
+        await slot_chunks.write_windows(conn, work.account_id, windows)
+    await slot_chunks.skip_chunks(
+        conn, work.account_id, [c for c in ids if c not in set(kept)], slot
+    )
     return len(ids) - len(kept)

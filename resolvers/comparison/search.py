@@ -19,9 +19,9 @@ from data import comparison_details as details
 from data.account_snapshot import AccountSnapshot
 from data.accounts import EmbeddingSetting, embedding_setting
 from data.errors import ComparisonTimedOut
-from data.indexing import pending_count
 from data.lookups import Ask
 from data.model_identity import ModelIdentity
+from data.slot_chunks import pending_count
 from data.vector_slots import Space, VectorSlot
 from indexer import lexical
 from indexer.query import QueryNotEmbedded, embed_query

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from config.settings import Settings
 from data import indexing as sql
+from data import slot_chunks
 from indexer import spend_cap
 from indexer.embedders import Registry
 from indexer.passes import IndexerConfig
@@ -156,7 +157,7 @@ async def test_a_batch_that_keeps_failing_stays_pending_then_fails_with_its_erro
     assert third.chunks_embedded == total - 4
     assert await states(engine) == {"failed": 4, "embedded": total - 4}
     async with engine.begin() as conn:
-        assert await sql.retry_failed(conn, [account]) == 4
+        assert await slot_chunks.retry_failed(conn, [account]) == 4
     last = await index_once(engine, failing, config)
     assert last.chunks_embedded == 4 and await states(engine) == {"embedded": total}
     (clean,) = await rows(
