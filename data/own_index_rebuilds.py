@@ -171,12 +171,23 @@ class Tail:
     marked: bool = True  # False: built before migration 0012, it has no tail (rows go in)
     up_s: float = 0.0  # how long the index has been up
     build_s: float | None = None  # how long its build took (None: not timed)
+    replaced: bool = False  # a lexical fit is staged to replace the one it is of (next_fits)
 
     @property
     def due(self) -> bool:
         """Whether the tail is worth a merge: more rows than min_rows (every lookup scans
         it), and MERGE_SHARE of the index's rows (a merge builds the whole index again)."""
         return self.rows > max(self.min_rows, MERGE_SHARE * self.indexed)
+
+    @property
+    def held_for_swap(self) -> bool:
+        """Whether the background leaves the tail to the swap: a fit is staged to replace
+        the index's (data/next_fits.py), whose swap registers an index of the new fit, so a
+        merge meanwhile would be thrown away within minutes, and it built the whole index
+        again beside the stream's passes (38 s at 37,000 rows, every pass five times as long
+        meanwhile). Held until the tail is as large as the index: a staged fit that takes
+        long to embed (a large account) does not leave its lookups ever longer."""
+        return self.replaced and self.rows < self.indexed
 
     @property
     def rested(self) -> bool:
@@ -196,15 +207,18 @@ async def tails(
     rows = await conn.execute(
         text(
             "SELECT r.account_id, r.model_identity, r.watermark, r.chunks_at_build, "
-            "extract(epoch FROM clock_timestamp() - r.built_at), r.build_seconds "
-            "FROM account_model_indexes r "
+            "extract(epoch FROM clock_timestamp() - r.built_at), r.build_seconds, "
+            "coalesce(f.next_identity IS NOT NULL AND f.model_identity = r.model_identity, "
+            "  false) "
+            "FROM account_model_indexes r LEFT JOIN lexical_fits f "
+            "ON f.account_id = r.account_id "
             "WHERE CAST(:accounts AS uuid[]) IS NULL OR r.account_id = ANY(:accounts) "
             "ORDER BY r.account_id, r.model_identity"
         ),
         {"accounts": account_ids},
     )
     found = []
-    for account_id, model, watermark, indexed, up_s, build_s in rows.all():
+    for account_id, model, watermark, indexed, up_s, build_s, replaced in rows.all():
         identity = ModelIdentity.parse(model)
         if watermark is None:
             found.append(Tail(account_id, identity, 0, int(indexed), min_rows, marked=False))
@@ -212,7 +226,17 @@ async def tails(
         count = f"SELECT count(*) FROM session_chunks c WHERE {tail_predicate(identity, watermark)}"
         n = (await conn.execute(text(count), {"account_id": account_id})).scalar_one()
         found.append(
-            Tail(account_id, identity, int(n), int(indexed), min_rows, True, float(up_s), build_s)
+            Tail(
+                account_id,
+                identity,
+                int(n),
+                int(indexed),
+                min_rows,
+                True,
+                float(up_s),
+                build_s,
+                replaced,
+            )
         )
     return found
 
@@ -228,8 +252,8 @@ async def merge_due(
     """Merge the tail of each own index (of these accounts) that is due, one after the
     other; with `every`, each that has a tail, and each built before migration 0012 (built
     again with a watermark). `on_merge` hears of each. In the `background` (the indexer's,
-    beside the live path), a due tail waits until its index has `rested`, and each merge
-    is built by one process (MERGE_REST)."""
+    beside the live path), a due tail waits until its index has `rested`, and while it is
+    `held_for_swap`, and each merge is built by one process (MERGE_REST)."""
     async with engine.connect() as conn:
         await lift_statement_budget(conn)
         found = await tails(conn, min_rows, account_ids)
@@ -238,7 +262,7 @@ async def merge_due(
     for tail in found:
         if not (tail.due or (every and (tail.rows or not tail.marked))):
             continue
-        if background and not tail.rested:
+        if background and (not tail.rested or tail.held_for_swap):
             continue
         made = await merge_concurrently(engine, tail.account_id, tail.identity, workers=workers)
         if made is not None:

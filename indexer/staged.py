@@ -86,7 +86,7 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
     model registered, and its passages are kept out of the model's shared index (a graph
     insert each, in this transaction): looked up exactly until the index is built beside the
     passes (indexer/worker.build_own_indexes)."""
-    account = work.account_id
+    account, started = work.account_id, time.perf_counter()
     async with engine.begin() as conn:
         # every passage of the account rewritten: 5 s (a request's budget) did not hold for
         # 40,000 passages read cold
@@ -117,5 +117,6 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
         swapped=swapped,
         embedded=embedded,
         own_index=own,
+        seconds=round(time.perf_counter() - started, 3),
     )
     return swapped

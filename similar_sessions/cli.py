@@ -95,6 +95,8 @@ def cmd_import(settings: Settings, args: argparse.Namespace) -> int:
 def _tail_line(tail: Tail) -> str:
     if not tail.due:
         waits = "not due for a merge yet"
+    elif tail.held_for_swap:
+        waits = "due, the indexer leaves it to the swap of the fit staged to replace this one"
     elif tail.rests_s:
         waits = f"due, the indexer merges it once its index has rested {tail.rests_s:.0f} s more"
     else:

@@ -65,6 +65,46 @@ async def test_a_due_tail_waits_in_the_background_until_its_index_has_rested(
     assert seconds == made.seconds and up < 60  # the merge's own build, timed afresh
 
 
+async def staged_beside(engine: AsyncEngine, account: str, identity: str) -> None:
+    """A lexical fit of `identity` served to the account, and another staged to replace it
+    (data/next_fits.py)."""
+    async with engine.begin() as conn:
+        await conn.execute(
+            sa.text(
+                "INSERT INTO lexical_fits (account_id, model_identity, sessions, weights, "
+                "next_identity, next_sessions, next_weights, next_fitted_at) "
+                "VALUES (:a, :m, 1, '\\x00', 'local:lexical-8.next@8', 1, '\\x00', now())"
+            ),
+            {"a": account, "m": identity},
+        )
+
+
+@pytest.mark.parametrize("served", [True, False])
+async def test_a_tail_is_left_to_the_swap_of_a_fit_staged_to_replace_its_index(
+    engine: AsyncEngine, served: bool
+) -> None:
+    """While a staged fit is to replace the fit an own index is of, the background leaves
+    its due tail (the swap registers the new fit's index) until the tail is as large as the
+    index; an operator's merge takes it. A fit staged to replace another model's index
+    holds nothing."""
+    account, _, _ = await indexed_world(engine)
+    moved = await into_tail(engine, account)
+    await built_seconds_ago(engine, account, build_s=1.0, up_s=MERGE_REST * 1.0 + 1)
+    await staged_beside(engine, account, str(IDENTITY) if served else "local:lexical-8.old@8")
+    async with engine.connect() as conn:
+        (tail,) = await tails(conn, 0, [uuid.UUID(account)])
+    assert tail.due and tail.rested and tail.rows == moved < tail.indexed
+    assert tail.replaced is served and tail.held_for_swap is served
+    merged = await merge_due(engine, 0, [uuid.UUID(account)], background=True)
+    assert len(merged) == (0 if served else 1)
+    if served:  # the tail grows past the index: merged even so
+        await into_tail(engine, account, every=1)
+        async with engine.connect() as conn:
+            (tail,) = await tails(conn, 0, [uuid.UUID(account)])
+        assert tail.replaced and tail.rows == tail.indexed and not tail.held_for_swap
+        assert len(await merge_due(engine, 0, [uuid.UUID(account)], background=True)) == 1
+
+
 async def test_an_operators_merge_takes_a_due_tail_at_once(engine: AsyncEngine) -> None:
     account, _, _ = await indexed_world(engine)
     await into_tail(engine, account)

@@ -14,8 +14,10 @@ from similar_sessions.cli import _tail_line
 IDENTITY = ModelIdentity.of("local", "words", 8)
 
 
-def tail(rows: int, up_s: float = 0.0, build_s: float | None = None) -> Tail:
-    return Tail(uuid.uuid4(), IDENTITY, rows, 100_000, 1_000, True, up_s, build_s)
+def tail(
+    rows: int, up_s: float = 0.0, build_s: float | None = None, replaced: bool = False
+) -> Tail:
+    return Tail(uuid.uuid4(), IDENTITY, rows, 100_000, 1_000, True, up_s, build_s, replaced)
 
 
 def test_a_tail_is_due_past_its_share_of_the_index_whatever_the_rest() -> None:
@@ -49,3 +51,10 @@ def test_the_import_says_when_the_indexer_merges_a_due_tail() -> None:
     )
     resting = _tail_line(tail(6_000, up_s=10.0, build_s=20.0))
     assert "once its index has rested 50 s more" in resting
+    assert "leaves it to the swap" in _tail_line(tail(6_000, replaced=True))
+
+
+def test_a_tail_is_held_for_the_swap_until_it_is_as_large_as_its_index() -> None:
+    assert tail(99_999, replaced=True).held_for_swap
+    assert not tail(100_000, replaced=True).held_for_swap
+    assert not tail(99_999).held_for_swap
