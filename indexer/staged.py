@@ -20,6 +20,7 @@ from data import indexing as sql
 from data.account_indexes import register
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
+from data.model_indexes import ensure_model_index
 from data.vector_slots import VectorSlot
 from indexer.embedders import Embedder, Registry
 from indexer.embedding_pass import embed_account
@@ -85,7 +86,8 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
     none was). An account past `account_index_min_chunks` gets its own index of the new
     model registered, and its passages are kept out of the model's shared index (a graph
     insert each, in this transaction): looked up exactly until the index is built beside the
-    passes (indexer/worker.build_own_indexes)."""
+    passes (indexer/worker.build_own_indexes). The new model's shared index is registered
+    and built in the same transaction."""
     account, started = work.account_id, time.perf_counter()
     async with engine.begin() as conn:
         # every passage of the account rewritten: 5 s (a request's budget) did not hold for
@@ -106,6 +108,10 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
         if own:
             await register(conn, account, identity, embedded)
         swapped = await next_fits.swap(conn, account, family(), staged.identity, shared=not own)
+        # the new model's shared index built here, before the own index's build beside the
+        # passes can begin: the next pass's build of it, under SHARE, and that concurrent
+        # build each waited for the other (a deadlock, the pass held 18 s)
+        await ensure_model_index(conn, identity)
         await sql.skip_repeated(conn, account, config.repeat, identity)
         if str(work.identity) != staged.identity:
             await fits.drop_unused_model(conn, str(work.identity))

@@ -294,7 +294,9 @@ async def test_a_large_accounts_swap_registers_its_own_index_built_beside_the_pa
 ) -> None:
     """Past the exact scan's size, the swapped passages stay out of the model's shared index
     (a graph insert each, in the swap's transaction): the account's own index of the new
-    model is registered, so lookups scan exactly until it is built beside the passes."""
+    model is registered, so lookups scan exactly until it is built beside the passes. The
+    model's shared index is built in the swap: built by the next pass, under SHARE, beside
+    that concurrent build, each waited for the other."""
     large = replace(BOUNDED, account_index_min_chunks=4)
     account, served, registry, refits = await staged(engine, client, large)
     await swapped(engine, registry, refits, large)
@@ -304,6 +306,9 @@ async def test_a_large_accounts_swap_registers_its_own_index_built_beside_the_pa
     own += "AND model_identity = :m"
     [(name,)] = await rows(engine, own, a=account, m=model)
     assert await rows(engine, "SELECT to_regclass(:n)", n=name) == [(None,)]  # not built yet
+    registered = "SELECT to_regclass(index_name) FROM embedding_models WHERE model_identity = :m"
+    [(shared_index,)] = await rows(engine, registered, m=model)
+    assert shared_index is not None
     shared = (
         "SELECT count(*) FILTER (WHERE in_shared_index) AS shared, count(*) AS n "
         "FROM session_chunks WHERE account_id = :a AND embedding_model = :m"
