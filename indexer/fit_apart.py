@@ -9,8 +9,7 @@ passes, and made every pass ten times as long for the minutes it lasted; its mil
 shingles counted also stayed in the indexer's memory. Apart, the fit takes another core if
 there is one, and its memory ends with it. It runs at a lower priority (`NICENESS`): on a
 machine with no core to spare, the passes it shares one with are a running session's
-freshness, the fit only how soon the account's new words count, and beside a stream on 2
-cores its minute and a half made every pass two to four times as long."""
+freshness, while the fit only decides how soon the account's new words count."""
 
 from __future__ import annotations
 

@@ -85,8 +85,7 @@ async def test_a_tail_is_left_to_the_swap_of_a_fit_staged_to_replace_its_index(
 ) -> None:
     """While a staged fit is to replace the fit an own index is of, the background leaves
     its due tail (the swap registers the new fit's index) until the tail is as large as the
-    index; an operator's merge takes it. A fit staged to replace another model's index
-    holds nothing."""
+    index. A fit staged to replace another model's index holds nothing."""
     account, _, _ = await indexed_world(engine)
     moved = await into_tail(engine, account)
     await built_seconds_ago(engine, account, build_s=1.0, up_s=MERGE_REST * 1.0 + 1)
@@ -97,7 +96,7 @@ async def test_a_tail_is_left_to_the_swap_of_a_fit_staged_to_replace_its_index(
     assert tail.replaced is served and tail.held_for_swap is served
     merged = await merge_due(engine, 0, [uuid.UUID(account)], background=True)
     assert len(merged) == (0 if served else 1)
-    if served:  # the tail grows past the index: merged even so
+    if served:  # the tail grows as large as the index: merged even so
         await into_tail(engine, account, every=1)
         async with engine.connect() as conn:
             (tail,) = await tails(conn, 0, [uuid.UUID(account)])
