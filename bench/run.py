@@ -38,7 +38,7 @@ from config.logs import configure_logging
 from config.settings import Settings
 from data.account_snapshot import Snapshots
 from data.engine import lift_statement_budget, make_engine
-from data.own_index_rebuilds import merge_due
+from data.own_index_tails import merge_due
 from data.repeats import mark_repeats
 from data.server import resolve_url
 from resolvers.tuning import Tuning
@@ -152,7 +152,7 @@ async def survey(
     """The accounts and sessions in the loaded database, the loop session added (once) and
     then as the indexer's pass leaves it: written past the largest account's index mark (its
     tail), its repeats marked (data/repeats.py), merged into the index when the tail is due
-    (data/own_index_rebuilds.merge_due),
+    (data/own_index_tails.merge_due),
     so that the lookups measured are those of an account the indexer has caught up with,
     not of a 5%-of-the-table tail scanned exactly beside the index."""
     chat = next(a for a in corpus.accounts if a.name.startswith("chat"))

@@ -21,7 +21,8 @@ from data import indexing as sql
 from data.account_indexes import BuiltIndex, ensure_large_account_indexes, without_own_index
 from data.engine import lift_statement_budget
 from data.model_identity import ModelIdentity
-from data.own_index_rebuilds import Tail, fit_again, merge_due, rebuild_concurrently
+from data.own_index_rebuilds import fit_again, rebuild_concurrently
+from data.own_index_tails import Tail, merge_due
 from indexer import lexical, spend_cap
 from indexer.embedders import Embedder, EmbedderUnavailable, Registry
 from indexer.embedding_pass import embed_account, embed_dense
@@ -217,7 +218,7 @@ def _built(index: BuiltIndex) -> None:
 
 async def merge_tails(engine: AsyncEngine, min_rows: int, account_ids: list[UUID]) -> int:
     """The accounts' own indexes whose tails are due, built again over all their rows
-    (data/own_index_rebuilds.py), in the background: once each index has rested, by one
+    (data/own_index_tails.py), in the background: once each index has rested, by one
     process; a merge that fails leaves its tail, retried next pass."""
 
     def merged(tail: Tail, made: BuiltIndex) -> None:

@@ -22,7 +22,8 @@ from data.engine import make_engine
 from data.index_moves import move, to_move
 from data.migrate import migrate
 from data.model_indexes import BUILT_KIND
-from data.own_index_rebuilds import Fitted, Tail, fit_all, merge_due
+from data.own_index_rebuilds import Fitted, fit_all
+from data.own_index_tails import Tail, merge_due
 from data.server import DatabaseUnavailable, resolve_url
 from indexer.embedders import EmbedderUnavailable
 from resolvers.errors import BadArgument

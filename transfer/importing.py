@@ -30,13 +30,12 @@ from data.model_identity import ModelIdentity
 from data.model_indexes import build_model_index, register_model
 from data.own_index_rebuilds import (
     OwnIndexPlan,
-    Tail,
     fit_again,
     merge_concurrently,
     plan_own_indexes,
     rebuild_concurrently,
-    tails,
 )
+from data.own_index_tails import Tail, tails
 from data.repeats import mark_repeats
 from transfer.errors import MAX_REPORTED_ERRORS, ErrorLog
 from transfer.formats import FORMATS

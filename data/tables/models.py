@@ -40,7 +40,7 @@ account_model_indexes = sa.Table(
     # the index's kind (data/model_indexes.IndexKind; migration 0015)
     sa.Column("index_kind", sa.Text, nullable=False, server_default="vector"),
     # how long its last build took (NULL: built before migration 0022): its tail rests
-    # MERGE_REST times as long before the next merge (data/own_index_rebuilds.py)
+    # MERGE_REST times as long before the next merge (data/own_index_tails.py)
     sa.Column("build_seconds", sa.Float, nullable=True),
     sa.CheckConstraint("ef_search BETWEEN 10 AND 1000", name="ef_search"),
     sa.CheckConstraint(

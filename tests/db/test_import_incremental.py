@@ -29,7 +29,8 @@ from data.account_indexes import (
 from data.account_snapshot import Snapshots
 from data.model_identity import ModelIdentity
 from data.model_indexes import hnsw_index_ddl, shared_predicate
-from data.own_index_rebuilds import REBUILD_SHARE, Tail, merge_due, tails
+from data.own_index_rebuilds import REBUILD_SHARE
+from data.own_index_tails import Tail, merge_due, tails
 from resolvers.tuning import Tuning
 from tests.support.comparisons import compare
 from tests.support.transfer_files import write_file

@@ -15,7 +15,8 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
-from data.own_index_rebuilds import MERGE_REST, maintenance, merge_due, tails
+from data.own_index_rebuilds import maintenance
+from data.own_index_tails import MERGE_REST, merge_due, tails
 from tests.db.test_own_index_tails import indexed_world
 from tests.support.crowded import IDENTITY
 from tests.support.tails import into_tail

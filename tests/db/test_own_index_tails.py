@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from data.account_indexes import IndexShape, ensure_account_index, valid_own_index
 from data.account_snapshot import Snapshots
 from data.comparison_sql import first_statement
-from data.own_index_rebuilds import merge_due, tails
+from data.own_index_tails import merge_due, tails
 from resolvers.arguments import SimilarArgs
 from resolvers.comparison.timeline import TimelineBucket, timelines
 from resolvers.rules.lookup_path import LookupPath

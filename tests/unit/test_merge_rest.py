@@ -1,5 +1,5 @@
 """An own index's tail: when a merge is worth it, and when the indexer's merge in the
-background waits for the index to rest (data/own_index_rebuilds.py)."""
+background waits for the index to rest (data/own_index_tails.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from data.model_identity import ModelIdentity
-from data.own_index_rebuilds import MERGE_REST, MERGE_SHARE, Tail
+from data.own_index_tails import MERGE_REST, MERGE_SHARE, Tail
 from similar_sessions.cli import _tail_line
 
 IDENTITY = ModelIdentity.of("local", "words", 8)
