@@ -41,6 +41,11 @@ class AccountWork:
     degraded_until: datetime | None
     dense: ModelIdentity | None = None  # the dense model beside the configured one
 
+    @property
+    def summaries_only(self) -> bool:
+        """Whether only the account's session summaries are embedded (its scope)."""
+        return self.scope == "summaries_only"
+
 
 @dataclass(frozen=True, slots=True)
 class RepeatRule:

@@ -47,9 +47,8 @@ async def embed_account(
     the chunks of the sessions `first` names (the ones the pass chunked) before any other,
     then the rest, for `config.backlog_s` at most (at least one batch) when it is set. True
     when chunks were left waiting for the next pass."""
-    summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
-        total = await slot_chunks.pending_count(conn, work.account_id, summaries_only, slot)
+        total = await slot_chunks.pending_count(conn, work.account_id, work.summaries_only, slot)
         if total and slot is VectorSlot.PRIMARY:
             await ensure_model_index(conn, work.identity)
     if not total:
@@ -157,13 +156,12 @@ async def embed_batch(
     change and no spend is left behind, and the chunks stay pending. A provider's failure
     (EmbeddingFailed, after its retries) writes only the attempt and error on the claimed
     chunks, in the same transaction."""
-    summaries_only = work.scope == "summaries_only"
     async with engine.begin() as conn:
         price = embedder.usd_per_1k_tokens
         if capped := work.daily_cap_usd is not None and price > 0:
             await sql.lock_account_spend(conn, work.account_id)
         claimed = await slot_chunks.claim_pending(
-            conn, work.account_id, summaries_only, config.batch_size, slot, sessions
+            conn, work.account_id, work.summaries_only, config.batch_size, slot, sessions
         )
         if not claimed:
             return BatchOutcome()

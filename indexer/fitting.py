@@ -135,7 +135,7 @@ async def _staged(engine: AsyncEngine, registry: Registry, work: sql.AccountWork
             fit.identity,
             fit.sessions,
             fit.to_bytes(),
-            work.scope == "summaries_only",
+            work.summaries_only,
         )
     registry.fitted(fit)  # kept for the passes that embed under it
     _logged("lexical_fit_staged", work.account_id, fit, waiting)

@@ -51,7 +51,7 @@ async def embed_staged(
             staged = await next_fits.staged_fit(conn, work.account_id)
             if staged is None:
                 return
-            await next_fits.mark_waiting(conn, work.account_id, work.scope == "summaries_only")
+            await next_fits.mark_waiting(conn, work.account_id, work.summaries_only)
         identity = ModelIdentity.parse(staged.identity)
         embedder = await _embedder(engine, registry, work.account_id, identity)
         if embedder is None:  # swapped in or replaced by another indexer meanwhile
@@ -96,9 +96,8 @@ async def swap(engine: AsyncEngine, work: sql.AccountWork, config: IndexerConfig
         staged = await next_fits.staged_fit(conn, account, lock=True)
         if staged is None:  # another indexer swapped it in
             return None
-        summaries_only = work.scope == "summaries_only"
         if await next_fits.mark_waiting(
-            conn, account, summaries_only, every=True
+            conn, account, work.summaries_only, every=True
         ) or await next_fits.waiting(conn, account):
             return None
         identity = ModelIdentity.parse(staged.identity)
