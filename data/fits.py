@@ -25,6 +25,7 @@ class StoredFit:
     weights: bytes
     fitted_at: datetime
     staged: bool = False  # a new fit is staged beside it (data/next_fits.py)
+    swapped_at: datetime | None = None  # when it was swapped in, staged since `fitted_at`
 
 
 async def load_fit(conn: AsyncConnection, account_id: UUID) -> StoredFit | None:
@@ -32,11 +33,16 @@ async def load_fit(conn: AsyncConnection, account_id: UUID) -> StoredFit | None:
     row = (
         await conn.execute(
             sa.select(
-                f.model_identity, f.sessions, f.weights, f.fitted_at, f.next_identity.is_not(None)
+                f.model_identity,
+                f.sessions,
+                f.weights,
+                f.fitted_at,
+                f.next_identity.is_not(None),
+                f.swapped_at,
             ).where(f.account_id == account_id)
         )
     ).first()
-    return None if row is None else StoredFit(row[0], row[1], bytes(row[2]), row[3], row[4])
+    return None if row is None else StoredFit(row[0], row[1], bytes(row[2]), *row[3:])
 
 
 async def fit_identity(conn: AsyncConnection, account_id: UUID) -> str | None:
@@ -97,8 +103,11 @@ async def save_fit(
             index_elements=["account_id"],
             set_={k: stmt.excluded[k] for k in ("model_identity", "sessions", "weights")}
             | {"fitted_at": sa.func.now()}
-            # a fit installed at once replaces any staged one (data/next_fits.py)
-            | dict.fromkeys(("next_identity", "next_sessions", "next_weights", "next_fitted_at")),
+            # a fit installed at once replaces any staged one (data/next_fits.py), and rests
+            # for no staging
+            | dict.fromkeys(
+                ("next_identity", "next_sessions", "next_weights", "next_fitted_at", "swapped_at")
+            ),
         )
     )
 

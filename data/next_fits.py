@@ -209,7 +209,8 @@ async def swap(
     await conn.execute(
         sa.text(
             "UPDATE lexical_fits SET model_identity = next_identity, sessions = next_sessions, "
-            "weights = next_weights, fitted_at = next_fitted_at, next_identity = NULL, "
+            "weights = next_weights, fitted_at = next_fitted_at, swapped_at = now(), "
+            "next_identity = NULL, "
             "next_sessions = NULL, next_weights = NULL, next_fitted_at = NULL "
             "WHERE account_id = :a"
         ),

@@ -31,12 +31,34 @@ def due(fitted_sessions: int, sessions: int, growth_percent: int) -> bool:
     return sessions * 100 >= fitted_sessions * (100 + growth_percent) and sessions > fitted_sessions
 
 
+# A staged fit costs every pass while it is staged (a running session's passages are embedded
+# under both fits; indexer/staged.py) and the minutes after its swap (its own index built
+# again). So a new fit also waits until the one swapped in has been served this many times as
+# long as it was staged, as a merge rests (data/own_index_tails.MERGE_REST): an account is
+# staged at most 1 / (1 + REFIT_REST) of the time, however fast a stream grows it. Under 200
+# spans/s an account grew by the rule's quarter within the minimum interval, and was staged
+# about half the time.
+REFIT_REST = 3.0
+
+
+def rest_left(stored: fits.StoredFit, now: datetime) -> timedelta:
+    """How much longer the account's fit must be served before a new one is due: REFIT_REST
+    times as long as it was staged, from its swap; none for a fit installed at once."""
+    if stored.swapped_at is None:
+        return timedelta(0)
+    staged = max(stored.swapped_at - stored.fitted_at, timedelta(0))
+    return max(stored.swapped_at + REFIT_REST * staged - now, timedelta(0))
+
+
 def refit_due(stored: fits.StoredFit, sessions: int, rule: tuple[int, int]) -> bool:
-    """Whether the account grew by the rule's share since its fit, and its fit is at least the
-    rule's interval old: a live account that grows fast is not fitted again on every pass."""
+    """Whether the account grew by the rule's share since its fit, its fit is at least the
+    rule's interval old, and has rested (rest_left): a live account that grows fast is not
+    fitted again on every pass, nor staged most of the time."""
     growth_percent, min_interval_s = rule
-    old_enough = datetime.now(UTC) - stored.fitted_at >= timedelta(seconds=min_interval_s)
-    return old_enough and due(stored.sessions, sessions, growth_percent)
+    now = datetime.now(UTC)
+    old_enough = now - stored.fitted_at >= timedelta(seconds=min_interval_s)
+    rested = rest_left(stored, now) == timedelta(0)
+    return old_enough and rested and due(stored.sessions, sessions, growth_percent)
 
 
 class Refits:

@@ -67,6 +67,10 @@ lexical_fits = sa.Table(
     sa.Column("next_sessions", sa.Integer),
     sa.Column("next_weights", sa.LargeBinary),
     sa.Column("next_fitted_at", TZ),
+    # When the fit was swapped in, if it was staged (migration 0024): it was staged from
+    # `fitted_at` to then, and a new fit rests for a multiple of that (indexer/fitting.py).
+    # NULL: installed at once.
+    sa.Column("swapped_at", TZ),
     sa.CheckConstraint(
         "(next_identity IS NULL) = (next_weights IS NULL) "
         "AND (next_identity IS NULL) = (next_sessions IS NULL) "

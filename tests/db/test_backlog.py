@@ -24,7 +24,7 @@ from data.indexing import enabled_accounts
 from data.model_identity import ModelIdentity
 from indexer import billing
 from indexer.embedders import DEFAULT_MODEL, Registry
-from indexer.fitting import FitFailed, Refits, built_fit, fit_apart
+from indexer.fitting import REFIT_REST, FitFailed, Refits, built_fit, fit_apart
 from indexer.passes import IndexerConfig
 from indexer.staged import swap
 from indexer.watching import watch
@@ -391,3 +391,44 @@ async def test_a_staged_passage_waits_again_only_once_its_text_changed(
         assert await next_fits.mark_waiting(conn, account, False) == 2
     states_now = "SELECT state FROM session_chunk_next WHERE chunk_id = ANY(CAST(:ids AS uuid[]))"
     assert await rows(engine, states_now, ids=[embedded.id, skipped.id]) == [("pending",)] * 2
+
+
+async def test_a_new_fit_waits_until_the_swapped_one_has_rested_thrice_its_staging(
+    engine: AsyncEngine, client: httpx.AsyncClient
+) -> None:
+    """The swap says when the fit was swapped in; an account grown past the rule's share and
+    interval since is fitted again only once the fit has been served REFIT_REST times as long
+    as it was staged. A fit installed at once rests for nothing."""
+    account, key = await an_account(engine, str(DEFAULT_MODEL))
+    registry, refits = Registry(), Refits()
+    await talked(client, key, 0, 12)
+    await index_once(engine, registry, BOUNDED)
+    await talked(client, key, 12, 18)
+    await index_once(engine, registry, BOUNDED, refits=refits)
+    await asyncio.wait_for(asyncio.gather(*refits.tasks.values()), 30)
+    await swapped(engine, registry, refits, BOUNDED)
+    fit = "SELECT fitted_at, swapped_at FROM lexical_fits WHERE account_id = :a"
+    ((fitted_at, swapped_at),) = await rows(engine, fit, a=account)
+    assert swapped_at is not None and fitted_at < swapped_at
+    await talked(client, key, 18, 30)  # +67% since the swapped fit's 18 sessions
+
+    async def staged_then_swapped_ago(staged_s: float, swapped_s: float) -> None:
+        async with engine.begin() as conn:
+            await conn.execute(
+                sa.text(
+                    "UPDATE lexical_fits SET swapped_at = now() - make_interval(secs => :w), "
+                    "fitted_at = now() - make_interval(secs => :f) WHERE account_id = :a"
+                ),
+                {"a": account, "w": swapped_s, "f": swapped_s + staged_s},
+            )
+
+    # staged 700 s, so it rests 2,100 s from its swap: 100 s of it left
+    await staged_then_swapped_ago(700.0, REFIT_REST * 700.0 - 100.0)
+    await index_once(engine, registry, BOUNDED, refits=refits)
+    assert refits.tasks == {}, "a new fit was begun before the last one rested"
+    await staged_then_swapped_ago(700.0, REFIT_REST * 700.0 + 1.0)
+    await index_once(engine, registry, BOUNDED, refits=refits)
+    assert set(refits.tasks) == {account}
+    await refits.stopped()
+    await index_once(engine, registry, BOUNDED)  # another indexer installs one at once
+    assert (await rows(engine, fit, a=account))[0][1] is None
