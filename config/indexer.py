@@ -84,7 +84,8 @@ class IndexerSettings(BaseSettings):
         600,
         "lexical model: a grown account is fitted again at most this often (a refit embeds "
         "every passage of the account again; under `index --watch` beside the served fit's "
-        "vectors, swapped in once complete, a live stream's new passages first)",
+        "vectors, swapped in once complete, a live stream's new passages first; a fit swapped "
+        "in so is then served 3 times as long as it was staged before the next)",
         "indexer",
         ge=0,
         le=30 * 86_400,
