@@ -31,9 +31,8 @@ MERGE_SHARE = 0.05
 MERGE_REST = 3.0
 # While a lexical fit is staged to replace the one an index is of, its tail waits for the swap
 # until it is this many times the size a merge falls due at (held_for_swap). Held until it was
-# as large as the index, a tail grew to 26,000 rows over a fit staged 17 minutes beside a
-# stream; each of the account's lookups scanned it exactly, and its similarSessions took
-# 356 / 898 ms (p50 / p95) against 27 / 46 ms idle (bench/results/ingest-refit-rest.md).
+# as large as the index, a tail of a fit staged for 17 minutes grew to 26,000 rows, each of
+# the account's lookups scanned it exactly, and their p95 went from 40 to 700-975 ms.
 MERGE_HELD = 4.0
 
 
