@@ -29,11 +29,6 @@ MERGE_SHARE = 0.05
 # 1 / (1 + MERGE_REST) of one process's time, and the tail (looked up exactly by the
 # account's own comparisons) is what grows instead.
 MERGE_REST = 3.0
-# While a lexical fit is staged to replace the one an index is of, its tail waits for the swap
-# until it is this many times the size a merge falls due at (held_for_swap). Held until it was
-# as large as the index, a tail of a fit staged for 17 minutes grew to 26,000 rows, each of
-# the account's lookups scanned it exactly, and their p95 went from 40 to 700-975 ms.
-MERGE_HELD = 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +49,7 @@ class Tail:
     def due(self) -> bool:
         """Whether the tail is worth a merge: more rows than min_rows (every lookup scans
         it), and MERGE_SHARE of the index's rows (a merge builds the whole index again)."""
-        return self.rows > self.due_past
-
-    @property
-    def due_past(self) -> float:
-        """The rows past which the tail is due."""
-        return max(self.min_rows, MERGE_SHARE * self.indexed)
+        return self.rows > max(self.min_rows, MERGE_SHARE * self.indexed)
 
     @property
     def held_for_swap(self) -> bool:
@@ -67,10 +57,9 @@ class Tail:
         the index's (data/next_fits.py), whose swap registers an index of the new fit, so a
         merge meanwhile would be thrown away within minutes, and it built the whole index
         again beside the stream's passes (38 s at 37,000 rows, every pass five times as long
-        meanwhile). Held until the tail is MERGE_HELD times the size it fell due at: every
-        lookup of the account scans the tail exactly, and a staged fit may take long to embed
-        (a large account, or passes slowed by a stream)."""
-        return self.replaced and self.rows <= MERGE_HELD * self.due_past
+        meanwhile). Held until the tail is as large as the index: a staged fit that takes
+        long to embed (a large account) does not leave its lookups ever longer."""
+        return self.replaced and self.rows < self.indexed
 
     @property
     def rested(self) -> bool:

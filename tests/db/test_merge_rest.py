@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from data.engine import make_engine
 from data.own_index_rebuilds import maintenance
-from data.own_index_tails import MERGE_HELD, MERGE_REST, merge_due, tails
+from data.own_index_tails import MERGE_REST, merge_due, tails
 from tests.db.test_own_index_tails import indexed_world
 from tests.support.crowded import IDENTITY
 from tests.support.tails import into_tail
@@ -85,24 +85,23 @@ async def test_a_tail_is_left_to_the_swap_of_a_fit_staged_to_replace_its_index(
     engine: AsyncEngine, served: bool
 ) -> None:
     """While a staged fit is to replace the fit an own index is of, the background leaves
-    its due tail (the swap registers the new fit's index) until the tail is MERGE_HELD times
-    the size it fell due at. A fit staged to replace another model's index holds nothing."""
+    its due tail (the swap registers the new fit's index) until the tail is as large as the
+    index. A fit staged to replace another model's index holds nothing."""
     account, _, _ = await indexed_world(engine)
-    moved = await into_tail(engine, account, every=10)
+    moved = await into_tail(engine, account)
     await built_seconds_ago(engine, account, build_s=1.0, up_s=MERGE_REST * 1.0 + 1)
     await staged_beside(engine, account, str(IDENTITY) if served else "local:lexical-8.old@8")
     async with engine.connect() as conn:
         (tail,) = await tails(conn, 0, [uuid.UUID(account)])
-    assert tail.due and tail.rested and tail.rows == moved <= MERGE_HELD * tail.due_past
+    assert tail.due and tail.rested and tail.rows == moved < tail.indexed
     assert tail.replaced is served and tail.held_for_swap is served
     merged = await merge_due(engine, 0, [uuid.UUID(account)], background=True)
     assert len(merged) == (0 if served else 1)
-    if served:  # the tail grows past MERGE_HELD times its due size: merged even so
-        await into_tail(engine, account, every=4)
+    if served:  # the tail grows as large as the index: merged even so
+        await into_tail(engine, account, every=1)
         async with engine.connect() as conn:
             (tail,) = await tails(conn, 0, [uuid.UUID(account)])
-        assert tail.replaced and tail.rows > MERGE_HELD * tail.due_past
-        assert not tail.held_for_swap
+        assert tail.replaced and tail.rows == tail.indexed and not tail.held_for_swap
         assert len(await merge_due(engine, 0, [uuid.UUID(account)], background=True)) == 1
 
 

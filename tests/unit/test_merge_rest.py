@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from data.model_identity import ModelIdentity
-from data.own_index_tails import MERGE_HELD, MERGE_REST, MERGE_SHARE, Tail
+from data.own_index_tails import MERGE_REST, MERGE_SHARE, Tail
 from similar_sessions.cli import _tail_line
 
 IDENTITY = ModelIdentity.of("local", "words", 8)
@@ -54,8 +54,7 @@ def test_the_import_says_when_the_indexer_merges_a_due_tail() -> None:
     assert "leaves it to the swap" in _tail_line(tail(6_000, replaced=True))
 
 
-def test_a_tail_is_held_for_the_swap_until_it_is_four_times_as_large_as_when_due() -> None:
-    held = int(MERGE_HELD * MERGE_SHARE * 100_000)  # 20,000 of the index's 100,000
-    assert tail(held, replaced=True).held_for_swap
-    assert not tail(held + 1, replaced=True).held_for_swap
-    assert not tail(held).held_for_swap
+def test_a_tail_is_held_for_the_swap_until_it_is_as_large_as_its_index() -> None:
+    assert tail(99_999, replaced=True).held_for_swap
+    assert not tail(100_000, replaced=True).held_for_swap
+    assert not tail(99_999).held_for_swap
