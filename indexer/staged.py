@@ -1,19 +1,13 @@
 """A staged lexical fit (data/next_fits.py) embedded beside the served one, and swapped in
 once complete. `index --watch` stages a new fit rather than installing it (indexer/fitting.py):
-each pass embeds the account's passages under it into their NEXT slot, newest-written first,
-for `backlog_s`, while every comparison reads the served fit's vectors; the pass that finds
-none waiting swaps them in, by one transaction.
-
-The sessions the pass chunked get no more of it than the rest: the served fit's vectors are
-the ones every comparison reads, and theirs are embedded first (indexer/worker.py). Embedded
-under both fits first, as they were, a pass's work during a refit doubled with the sessions it
-found changed, so a longer pass found more and took longer still: beside 200 spans/s on 2
-cores, the passes grew from 0.3 s to 8-25 s, the backlog's share fell to a few per cent, and
-the fit stayed staged past twenty minutes (bench/results/ingest-refit-rest.md)."""
+each pass embeds the account's passages under it into their NEXT slot, the sessions it just
+chunked first, then the rest for `backlog_s`, while every comparison reads the served fit's
+vectors; the pass that finds none waiting swaps them in, by one transaction."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime
 from uuid import UUID
@@ -44,12 +38,13 @@ async def embed_staged(
     work: sql.AccountWork,
     report: PassReport,
     now: datetime,
+    first: Collection[UUID] = (),
 ) -> None:
-    """The account's passages embedded under its staged fit, if it has one (newest-written
-    first, for the pass's backlog time), and the fit swapped in once none waits; the account
-    is in the report's backlog while some do, and among those it embedded once swapped (its
-    served vectors changed: the hook and the own indexes' builds hear of it). Its seconds
-    are the report's `staged_s`."""
+    """The account's passages embedded under its staged fit, if it has one (the sessions in
+    `first` before the rest), and the fit swapped in once none waits; the account is in the
+    report's backlog while some do, and among those it embedded once swapped (its served
+    vectors changed: the hook and the own indexes' builds hear of it). Its seconds are the
+    report's `staged_s`."""
     started = time.perf_counter()
     try:
         async with engine.begin() as conn:
@@ -63,7 +58,7 @@ async def embed_staged(
             return
         staged_work = replace(work, identity=identity)
         slot = VectorSlot.NEXT
-        if await embed_account(engine, config, staged_work, embedder, report, now, slot):
+        if await embed_account(engine, config, staged_work, embedder, report, now, slot, first):
             report.backlog.add(work.account_id)
         elif await swap(engine, work, config) is not None:
             report.embedded.add(work.account_id)

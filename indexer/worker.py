@@ -130,9 +130,8 @@ async def index_account(
         await mark_degraded(engine, work, None, None)
     if not await _embed(engine, config, work, (embedder, dense), report, now, chunked):
         return
-    # a fit staged (by a watch) embedded for the pass's backlog time, and swapped in once
-    # complete, by any pass
-    await embed_staged(engine, registry, config, work, report, now)
+    # a fit staged (by a watch) embedded, and swapped in once complete, by any pass
+    await embed_staged(engine, registry, config, work, report, now, chunked)
     if builds:  # else `watch` builds them beside its passes (build_own_indexes)
         await _build_large_index(engine, config, work.account_id, report)
 
