@@ -239,11 +239,11 @@ async def test_a_bounded_pass_embeds_the_most_recently_written_passages_first(
     assert {r.state for r in found[3:]} == {"pending"}
 
 
-async def staged(
+async def built_beside(
     engine: AsyncEngine, client: httpx.AsyncClient, config: IndexerConfig
 ) -> tuple[uuid.UUID, str, Registry, Refits]:
-    """An account with a new fit staged beside its served one, its passages embedded under
-    it in part (one pass of `config`): (account, the served identity, ...)."""
+    """An account fitted on 12 sessions, grown to 18, whose new fit a watch's pass built
+    beside it (not yet staged): (account, its key, ...)."""
     account, key = await an_account(engine, str(DEFAULT_MODEL))
     registry, refits = Registry(), Refits()
     await talked(client, key, 0, 12)
@@ -251,6 +251,15 @@ async def staged(
     await talked(client, key, 12, 18)
     await index_once(engine, registry, config, refits=refits)
     await asyncio.wait_for(asyncio.gather(*refits.tasks.values()), 30)
+    return account, key, registry, refits
+
+
+async def staged(
+    engine: AsyncEngine, client: httpx.AsyncClient, config: IndexerConfig
+) -> tuple[uuid.UUID, str, Registry, Refits]:
+    """An account with a new fit staged beside its served one, its passages embedded under
+    it in part (one pass of `config`): (account, the served identity, ...)."""
+    account, _, registry, refits = await built_beside(engine, client, config)
     report = await index_once(engine, registry, config, refits=refits)
     assert report.backlog == {account}
     return account, (await states(engine, account))[0], registry, refits
@@ -399,13 +408,7 @@ async def test_a_new_fit_waits_until_the_swapped_one_has_rested_thrice_its_stagi
     """The swap says when the fit was swapped in; an account grown past the rule's share and
     interval since is fitted again only once the fit has been served REFIT_REST times as long
     as it was staged. A fit installed at once rests for nothing."""
-    account, key = await an_account(engine, str(DEFAULT_MODEL))
-    registry, refits = Registry(), Refits()
-    await talked(client, key, 0, 12)
-    await index_once(engine, registry, BOUNDED)
-    await talked(client, key, 12, 18)
-    await index_once(engine, registry, BOUNDED, refits=refits)
-    await asyncio.wait_for(asyncio.gather(*refits.tasks.values()), 30)
+    account, key, registry, refits = await built_beside(engine, client, BOUNDED)
     await swapped(engine, registry, refits, BOUNDED)
     fit = "SELECT fitted_at, swapped_at FROM lexical_fits WHERE account_id = :a"
     ((fitted_at, swapped_at),) = await rows(engine, fit, a=account)
