@@ -50,12 +50,15 @@ def rest_left(stored: fits.StoredFit, now: datetime) -> timedelta:
     return max(stored.swapped_at + REFIT_REST * staged - now, timedelta(0))
 
 
-def refit_due(stored: fits.StoredFit, sessions: int, rule: tuple[int, int]) -> bool:
+def refit_due(
+    stored: fits.StoredFit, sessions: int, rule: tuple[int, int], now: datetime | None = None
+) -> bool:
     """Whether the account grew by the rule's share since its fit, its fit is at least the
-    rule's interval old, and has rested (rest_left): a live account that grows fast is not
-    fitted again on every pass, nor staged most of the time."""
+    rule's interval old, and has rested (rest_left), at `now` (the clock's, unless given): a
+    live account that grows fast is not fitted again on every pass, nor staged most of the
+    time."""
     growth_percent, min_interval_s = rule
-    now = datetime.now(UTC)
+    now = datetime.now(UTC) if now is None else now
     old_enough = now - stored.fitted_at >= timedelta(seconds=min_interval_s)
     rested = rest_left(stored, now) == timedelta(0)
     return old_enough and rested and due(stored.sessions, sessions, growth_percent)

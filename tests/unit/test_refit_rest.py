@@ -11,7 +11,7 @@ import pytest
 from data.fits import StoredFit
 from indexer.fitting import REFIT_REST, refit_due, rest_left
 
-NOW = datetime.now(UTC)  # refit_due reads the clock: the cases below are minutes apart
+NOW = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
 
 
 def fit(staged_s: float | None, swapped_s_ago: float, sessions: int = 100) -> StoredFit:
@@ -42,8 +42,8 @@ def test_a_swapped_fit_rests_thrice_its_staging(
 def test_a_grown_account_is_refitted_once_its_fit_is_old_enough_and_rested() -> None:
     rule = (25, 600)  # 25% more sessions, at most every 600 s
     rested = fit(100.0, REFIT_REST * 100.0 + 600.0)
-    assert refit_due(rested, 125, rule) and not refit_due(rested, 124, rule)
+    assert refit_due(rested, 125, rule, NOW) and not refit_due(rested, 124, rule, NOW)
     tired = fit(400.0, REFIT_REST * 400.0 - 60.0)  # old enough (1,540 s since staged)
-    assert not refit_due(tired, 200, rule)
+    assert not refit_due(tired, 200, rule, NOW)
     young = fit(None, 599.0)  # installed at once, 599 s ago
-    assert not refit_due(young, 200, rule) and refit_due(fit(None, 601.0), 200, rule)
+    assert not refit_due(young, 200, rule, NOW) and refit_due(fit(None, 601.0), 200, rule, NOW)
