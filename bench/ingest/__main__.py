@@ -48,7 +48,7 @@ import httpx
 
 from bench.common.paths import result
 from bench.common.serving import serve
-from bench.ingest.agents import Offer
+from bench.ingest.agents import VARIED_SHARE, Offer
 from bench.ingest.offering import Offered, offer_in_process
 from bench.ingest.probes import (
     WAITED,
@@ -141,6 +141,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
             args.agents,
             world.replays,
             f"stream{int(time.time())}",
+            varied=0.0 if args.identical_replays else VARIED_SHARE,
         )
         started = time.monotonic()
         running = offer_in_process(offer, with_acks=True)
@@ -262,6 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=5)
     parser.add_argument(
         "--dense", action="store_true", help="the stream account has MiniLM too (slow)"
+    )
+    parser.add_argument(
+        "--identical-replays",
+        action="store_true",
+        help="the stream replays each session verbatim (by default each replay drops a tenth of "
+        "its words at random, as no two runs of a task are the same text)",
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +42,37 @@ class Replay:
         turns = tuple((t.role, t.kind, t.content) for t in session.turns)
         return cls(corpus, session.name, session.task, turns)
 
+    def varied(self, seed: str, share: float) -> Replay:
+        """Another run of the same task: each word of its turns (tool names kept) dropped
+        with probability `share`, drawn from `seed` (the conversation id), so that no two
+        replays of one session are the same text, as no two runs of a task are."""
+        if share <= 0:
+            return self
+        rng = random.Random(seed)
+
+        def drop(content: str) -> str:
+            return WORD.sub(lambda m: "" if rng.random() < share else m.group(0), content)
+
+        turns = tuple(
+            (role, kind, _varied_call(content, drop) if kind == "tool_call" else drop(content))
+            for role, kind, content in self.turns
+        )
+        return Replay(self.corpus, self.name, self.task, turns)
+
+
+WORD = re.compile(r"\S+")
+# The share of words each replay drops (bench.ingest's default; --identical-replays: none).
+# Verbatim, a 1200 s stream held 45 identical copies of each of its 244 sessions: every
+# passage a clump of equal vectors, whose lookups' windows are ties that cannot vouch, so
+# each comparison on the account was checked by exact scans (bench/results/ingest-varied.md).
+VARIED_SHARE = 0.1
+
+
+def _varied_call(content: str, drop: Callable[[str], str]) -> str:
+    """A tool call's text varied past its tool's name (`tool arguments`)."""
+    tool, space, arguments = content.partition(" ")
+    return tool + space + drop(arguments)
+
 
 @dataclass(frozen=True, slots=True)
 class Offer:
@@ -56,6 +88,7 @@ class Offer:
     sized: bool = False  # spans of 1-8 KB (the steps), else the conversation so far
     seed: int = 0
     exporter: type[TimedExporter] = TimedExporter  # each agent's
+    varied: float = 0.0  # each replay's share of words dropped (Replay.varied); 0: verbatim
 
 
 class Pacer:
@@ -125,6 +158,7 @@ class Agent:
                 return
             replay = next(replays)
             conversation = f"{self.offer.run}-{self.number}-{n}|{replay.name}"
+            replay = replay.varied(conversation, self.offer.varied)
             self.replay(conversation, replay, pacer, until)
 
     def replay(self, conversation: str, replay: Replay, pacer: Pacer, until: float) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from bench.common.timing import p50, pct
+from bench.ingest.agents import VARIED_SHARE
 from bench.ingest.figures import (
     by_minute,
     counted,
@@ -140,8 +141,14 @@ def _head(run: Run, command: str, args: argparse.Namespace) -> list[str]:
         "`similar-sessions serve` with its defaults (one worker, `index --watch` beside it, the "
         f"default ingest rates); {args.agents} simulated agents in one process (a TracerProvider, "
         "BatchSpanProcessor with the SDK's defaults and OTLPSpanExporter, protobuf gzipped, each), "
-        "replaying the held-out sessions of both corpora one after another; a chat span carries "
-        "the conversation so far.",
+        "replaying the held-out sessions of both corpora one after another"
+        + (
+            ", each verbatim (`--identical-replays`)"
+            if args.identical_replays
+            else f", each replay with {VARIED_SHARE:.0%} of its words dropped at random (another "
+            "run of the same task: no two sessions of the stream are the same text)"
+        )
+        + "; a chat span carries the conversation so far.",
         "",
     ]
 
