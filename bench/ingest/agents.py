@@ -62,9 +62,9 @@ class Replay:
 
 WORD = re.compile(r"\S+")
 # The share of words each replay drops (bench.ingest's default; --identical-replays: none).
-# Verbatim, a 1200 s stream held 45 identical copies of each of its 244 sessions: every
-# passage a clump of equal vectors, whose lookups' windows are ties that cannot vouch, so
-# each comparison on the account was checked by exact scans (bench/results/ingest-varied.md).
+# Verbatim, a 1200 s stream held 45 identical copies of each of its 244 sessions, which agents
+# seldom send: every passage a clump of equal vectors, and the account's comparisons cost
+# twice as much as varied (bench/results/ingest-varied.md).
 VARIED_SHARE = 0.1
 
 
