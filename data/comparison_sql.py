@@ -245,11 +245,11 @@ def first_statement(
     """The comparison's first statement, with lookup branches for these models (a probe of
     another model is answered with the path 'unserved'). The account's own index is named by
     its literal predicate (with its watermark, from `marks` by model), so the text is per
-    account; the rows past the mark (its tail) are looked up exactly beside it. Each index is
-    searched by the expression of its kind (`marks`). `pooled`: exact lookups rank a pool of
-    the account's chunks read once (a page of probes on a small account), and the tail's
-    lookups a pool of the tail's rows; otherwise each scans the account, or the tail (the
-    exact check of a few probes, on an account of any size)."""
+    account; the rows past the mark are looked up exactly beside it. Each index is searched
+    by the expression of its kind (`marks`). `pooled`: exact lookups
+    rank a pool of the account's chunks read once (a page of probes on a small account);
+    otherwise each scans the account (the exact check of a few probes, on an account of any
+    size)."""
     ctes = [
         PLAN.strip().format(
             path_guard=PATH_GUARD,
@@ -267,12 +267,7 @@ def first_statement(
             exact.append(exact_scan(n, identity, filtered))
         shape = (marks or {}).get(str(identity), IndexShape())
         approximate += _approximate(n, identity, account_id, filtered, shape)
-        if shape.mark is not None and pooled:
-            tail = tail_predicate(identity, shape.mark)
-            ctes.append(exact_pool(n, identity, filtered, scope=tail, name="tail"))
-            tails.append(exact_in_pool(n, filtered, name="tail", path=LookupPath.ACCOUNT_INDEX))
-        else:
-            tails += _tail(n, identity, filtered, shape.mark)
+        tails += _tail(n, identity, filtered, shape.mark)
     ctes.append(_lookups(exact, approximate, tails))
     ctes.append(_looked(len(models)))
     return "WITH " + ",\n".join(ctes) + answer

@@ -63,43 +63,36 @@ def candidates(scope: str, filtered: bool, in_window: str = IN_WINDOW) -> str:
     )
 
 
-def exact_pool(
-    n: int, identity: ModelIdentity, filtered: bool, scope: str | None = None, name: str = "pool"
-) -> str:
+def exact_pool(n: int, identity: ModelIdentity, filtered: bool) -> str:
     """The account's comparable chunks of the model, read once for every probe on the exact
-    path (read only when one takes it): narrow rows, the vector in the lookup's type. With
-    `scope` (on alias `c`), of those rows only, as `name`_n: an own index's tail, read once
-    for the probes on the account_index path (a scan per probe fetched each tail row once a
-    probe: 146 against 71 ms for 8 probes over 9,500 rows, bench/results/ingest-varied.md)."""
-    scope = scope or f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
+    path (read only when one takes it): narrow rows, the vector in the lookup's type."""
+    scope = f"c.account_id = :account_id AND {comparable_predicate(identity, 'c')}"
     columns = (
         "c.id, c.runtime_session_id AS session_id, c.occurred_at, "
         f"{vector_expression(identity, 'c')} AS v"
     )
     if not filtered:
-        return f"{name}_{n} AS MATERIALIZED (SELECT {columns} FROM session_chunks c WHERE {scope})"
+        return f"pool_{n} AS MATERIALIZED (SELECT {columns} FROM session_chunks c WHERE {scope})"
     return (
-        f"{name}_{n} AS MATERIALIZED (SELECT {columns}, s.status, s.source_type, s.started_at "
+        f"pool_{n} AS MATERIALIZED (SELECT {columns}, s.status, s.source_type, s.started_at "
         "FROM session_chunks c JOIN runtime_sessions s "
         f"ON s.account_id = c.account_id AND s.id = c.runtime_session_id WHERE {scope})"
     )
 
 
-def exact_in_pool(
-    n: int, filtered: bool, name: str = "pool", path: LookupPath = LookupPath.EXACT
-) -> str:
-    """Per probe on `path` (the exact one, or account_index for a tail's pool), its nearest
-    chunks among the pool `name`_n read once: a top-N pass over rows in memory, where a scan
-    of the table per probe would read every chunk as many times as there are probes."""
+def exact_in_pool(n: int, filtered: bool) -> str:
+    """Per probe on the exact path, its nearest chunks among the pool read once: a top-N
+    pass over rows in memory, where a scan of the table per probe would read every chunk as
+    many times as there are probes."""
     where = f"{other_session('c.session_id')} AND {IN_WINDOW}"
     if filtered:
         where += f" AND {session_accepted(session='c')}"  # the pool's rows carry them
     return (
         "SELECT p.key, unnest(p.sharers) AS probe, a.chunk_id, a.session_id, a.distance "
         f"FROM probe_{n} p CROSS JOIN LATERAL (SELECT c.id AS chunk_id, c.session_id, "
-        f"(c.v <=> p.v) AS distance FROM {name}_{n} c WHERE {where} "
+        f"(c.v <=> p.v) AS distance FROM pool_{n} c WHERE {where} "
         "ORDER BY distance, c.id LIMIT :per_probe) AS a "
-        f"WHERE p.path = {path_literal(path)} AND p.probe = p.lookup "
+        f"WHERE p.path = {EXACT} AND p.probe = p.lookup "
         f"AND {finite_and_close('a.distance', floor_of(n))}"
     )
 
