@@ -178,6 +178,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
         own=(own_idle, own_during, own.refusals()),
         fresh=fresh.samples,
         deeper=fresh.deeper,
+        asked=fresh.asked,
         rss_start=rss_start,
         rss_end=rss_end,
         serve_samples=list(memory.serve),

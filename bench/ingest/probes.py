@@ -27,6 +27,11 @@ TWIN_PAGE = """query($t: UUID!, $after: String) { twin: runtimeSession(id: $t) {
   similarSessions(limit: 20, maxMatchesPerSession: 1, includeMatchText: false, after: $after) {
     results { runtimeSessionId } endCursor hasNextPage } } }"""
 POLL_S = 0.2
+# past this long since its acknowledgement, a session is polled every POLL_LATE_S: a session
+# not found within seconds is past the 2 s target whatever the resolution, and at 0.2 s the
+# watchers' comparisons were most of PostgreSQL's time (bench/results/ingest-varied.md)
+POLL_FAST_S = 5.0
+POLL_LATE_S = 1.0
 START_EVERY_S = 2.0
 WATCHED_AT_ONCE = 4
 TWIN_PAGES = 3
@@ -99,6 +104,7 @@ class Freshness:
     acks: Any  # a multiprocessing queue of (conversation, acknowledged at)
     samples: list[Fresh] = field(default_factory=list)
     deeper: int = 0  # sessions found past the twin's first page
+    asked: int = 0  # similarSessions the watching asked
 
     def newest(self) -> tuple[str, float] | None:
         got: tuple[str, float] | None = None
@@ -130,6 +136,7 @@ class Freshness:
 
     async def listed(self, twin: UUID, sid: UUID, after: str | None) -> tuple[bool, str | None]:
         """Whether one page of the twin's list holds the session; the next page's cursor."""
+        self.asked += 1
         response = await self.client.post(
             "/graphql",
             json={"query": TWIN_PAGE, "variables": {"t": str(twin), "after": after}},
@@ -148,6 +155,7 @@ class Freshness:
         while time.monotonic() < acked + FRESH_TIMEOUT_S:
             polls += 1
             if counted is None:
+                self.asked += 1
                 response = await self.client.post(
                     "/graphql", json={"query": FRESH, "variables": {"s": str(sid)}}
                 )
@@ -176,7 +184,8 @@ class Freshness:
                     dense = time.monotonic() - acked
             if counted is not None and found is not None and (conn is None or dense is not None):
                 break
-            await asyncio.sleep(POLL_S)
+            late = time.monotonic() - acked > POLL_FAST_S
+            await asyncio.sleep(POLL_LATE_S if late else POLL_S)
         return Fresh(corpus, acked, counted, found, dense)
 
 

@@ -23,7 +23,7 @@ from bench.ingest.figures import (
     trio,
     verdict,
 )
-from bench.ingest.probes import Fresh
+from bench.ingest.probes import POLL_FAST_S, POLL_LATE_S, POLL_S, Fresh
 from bench.ingest.runs import Run, Stream
 from bench.ingest.steps import HOLD_P95_S, HOLD_SHARE, answers, refusals
 
@@ -193,7 +193,8 @@ def _stream_rows(s: Stream, args: argparse.Namespace) -> list[str]:
         f"| sessions watched from their first acknowledgement | {watched} "
         f"({not_found} not listed by their twin within 60 s; {s.deeper} found past the first page "
         "of 20 of the twin's list); watched up to 4 at a time, a new one every 2 s, polled every "
-        "0.2 s |",
+        f"{POLL_S:g} s, past {POLL_FAST_S:g} s every {POLL_LATE_S:g} s ({s.asked} similarSessions "
+        "asked) |",
         f"| lexical: passage counted (`embeddedChunks` >= 1) p50 / p95 | "
         f"{seconds_of(counted(s.fresh), 50)} / {seconds_of(counted(s.fresh), 95)} |",
         thirds_line(s),

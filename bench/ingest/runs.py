@@ -24,6 +24,7 @@ class Stream:
     refused: str  # how many, and why
     fresh: list[Fresh]
     deeper: int  # found past the twin's first page
+    asked: int  # similarSessions the watching asked
     rss_start: tuple[float, float]
     rss_end: tuple[float, float]
     serve_samples: list[tuple[float, float]]
