@@ -32,12 +32,12 @@ def due(fitted_sessions: int, sessions: int, growth_percent: int) -> bool:
 
 
 # A staged fit costs the passes while it is staged (every passage of the account embedded
-# again, beside the stream; indexer/staged.py) and the minutes after its swap (its own index
-# built again). So a new fit also waits until the one swapped in has been served this many
-# times as long as it was staged, as a merge rests (data/own_index_tails.MERGE_REST): an
-# account is staged at most 1 / (1 + REFIT_REST) of the time, however fast a stream grows it.
-# Under 200 spans/s an account grew by the rule's quarter within the minimum interval, and
-# was staged about half the time.
+# again beside the stream, a running session's under both fits; indexer/staged.py) and the
+# minutes after its swap (its own index built again). So a new fit also waits until the one
+# swapped in has been served this many times as long as it was staged, as a merge rests
+# (data/own_index_tails.MERGE_REST): an account is staged at most 1 / (1 + REFIT_REST) of the
+# time, however fast a stream grows it. Under 200 spans/s an account grew by the rule's
+# quarter within the minimum interval, and was staged about half the time.
 REFIT_REST = 3.0
 
 
