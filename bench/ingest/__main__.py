@@ -3,7 +3,8 @@ account reads.
 
     python -m bench.ingest [--rate 200] [--soak-seconds 240] [--idle-seconds 30]
                            [--steps 200,500,1000,2000,3000,4000] [--step-seconds 20]
-                           [--agents 8] [--dense] [--out FILE]
+                           [--agents 8] [--dense] [--identical-replays] [--aligned-agents]
+                           [--out FILE]
 
 A fresh database (ss_bench_ingest, on the server the CLI uses) holds two accounts
 (bench/ingest/world.py): "other", the demo's 200 tau-bench sessions as `load_demo` loads them,
@@ -14,7 +15,8 @@ indexed. Each replayed session has a twin in the history: a session of the same 
 1. Stream: `similar-sessions serve` of this checkout (its defaults: one worker, `index --watch`
    beside it, the default ingest rates). The other account's similarSessions is asked every
    0.5 s for `--idle-seconds`, then again while a process of `--agents` simulated agents
-   (bench/ingest/agents.py: the OpenTelemetry SDK as an agent uses it) replays the held-out
+   (bench/ingest/agents.py: the OpenTelemetry SDK as an agent uses it; their starts spread
+   over the batch processor's 5 s delay, `--aligned-agents` at once) replays the held-out
    sessions at `--rate` spans a second for `--soak-seconds`. Meanwhile replayed sessions
    (a new one every 2 s, up to 4 at a time) are watched from their first acknowledgement
    until a passage is counted (`embeddedChunks`) and the twin's similarSessions lists them
@@ -142,6 +144,7 @@ async def stream_phase(base: str, memory: Memory, world: World, args: argparse.N
             world.replays,
             f"stream{int(time.time())}",
             varied=0.0 if args.identical_replays else VARIED_SHARE,
+            aligned=args.aligned_agents,
         )
         started = time.monotonic()
         running = offer_in_process(offer, with_acks=True)
@@ -218,6 +221,7 @@ def step_phase(base: str, world: World, memory: Memory, args: argparse.Namespace
                 f"step{rate}-{n}-{int(time.time())}",
                 sized=True,
                 seed=n + 1,
+                aligned=args.aligned_agents,
             )
             for n in range(processes)
         ]
@@ -270,6 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the stream replays each session verbatim (by default each replay drops a tenth of "
         "its words at random, as no two runs of a task are the same text)",
+    )
+    parser.add_argument(
+        "--aligned-agents",
+        action="store_true",
+        help="start a process's agents at once, so that their batch processors export together "
+        "every 5 s (by default their starts are spread over the 5 s, as independent agents "
+        "export one after another)",
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)

@@ -89,6 +89,9 @@ class Offer:
     seed: int = 0
     exporter: type[TimedExporter] = TimedExporter  # each agent's
     varied: float = 0.0  # each replay's share of words dropped (Replay.varied); 0: verbatim
+    # every agent started at once, its batch processor's exports with all the others' (before
+    # this, the default: bench/results/ingest-floor-both.md); by default spread over a delay
+    aligned: bool = False
 
 
 class Pacer:

@@ -31,12 +31,25 @@ class Offered:
     started: float = 0.0  # time.monotonic() when its agents began (its process spawned)
 
 
+def schedule_delay_s() -> float:
+    """How often an agent's BatchSpanProcessor exports (OTEL_BSP_SCHEDULE_DELAY, the SDK's
+    default 5 s)."""
+    return float(os.environ.get("OTEL_BSP_SCHEDULE_DELAY", "5000")) / 1000
+
+
+def start_offsets(agents: int, aligned: bool = False) -> list[float]:
+    """When each agent starts, in seconds from the first: spread over one schedule delay, so
+    that their batch processors export one after another as independent agents' do, not all
+    at once (a processor's timer runs from its start); `aligned`: all at once."""
+    return [0.0 if aligned else n * schedule_delay_s() / agents for n in range(agents)]
+
+
 def offer(offer: Offer, acked: Callable[[str, float], None] | None = None) -> Offered:
     """Run the agents for `offer.seconds`, then flush them; what they did."""
     cpu_started = time.process_time()
     exports: list[Export] = []
     noted = acked or (lambda _c, _t: None)
-    agents = [Agent(n, offer, exports, noted) for n in range(offer.agents)]
+    agents: list[Agent] = []
     rng = random.Random(offer.seed)
     order = list(offer.replays)
     rng.shuffle(order)
@@ -52,12 +65,15 @@ def offer(offer: Offer, acked: Callable[[str, float], None] | None = None) -> Of
     pacer = Pacer(offer.rate)
     started = time.monotonic()
     until = started + offer.seconds
-    threads = [
-        threading.Thread(target=a.session, args=(replays(), pacer, until), daemon=True)
-        for a in agents
-    ]
-    for thread in threads:
-        thread.start()
+    threads: list[threading.Thread] = []
+    for number, offset in enumerate(start_offsets(offer.agents, offer.aligned)):
+        time.sleep(max(0.0, started + offset - time.monotonic()))
+        agent = Agent(number, offer, exports, noted)
+        agents.append(agent)
+        threads.append(
+            threading.Thread(target=agent.session, args=(replays(), pacer, until), daemon=True)
+        )
+        threads[-1].start()
     for thread in threads:
         thread.join()
     behind = pacer.behind

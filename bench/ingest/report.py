@@ -148,7 +148,14 @@ def _head(run: Run, command: str, args: argparse.Namespace) -> list[str]:
             else f", each replay with {VARIED_SHARE:.0%} of its words dropped at random (another "
             "run of the same task: no two sessions of the stream are the same text)"
         )
-        + "; a chat span carries the conversation so far.",
+        + "; a chat span carries the conversation so far; "
+        + (
+            "the agents started at once, their batch processors exporting together "
+            "(`--aligned-agents`)."
+            if args.aligned_agents
+            else "the agents' starts spread over the batch processor's 5 s delay, so that they "
+            "export one after another as independent agents do."
+        ),
         "",
     ]
 
