@@ -89,8 +89,9 @@ class Offer:
     seed: int = 0
     exporter: type[TimedExporter] = TimedExporter  # each agent's
     varied: float = 0.0  # each replay's share of words dropped (Replay.varied); 0: verbatim
-    # every agent started at once, its batch processor's exports with all the others' (before
-    # this, the default: bench/results/ingest-floor-both.md); by default spread over a delay
+    # every agent started at once, so that its batch processor exports with all the others'
+    # (every stream before d8d5818); by default their starts are spread over one schedule
+    # delay (offering.start_offsets; bench/results/ingest-floor-both.md)
     aligned: bool = False
 
 
