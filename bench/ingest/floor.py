@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import subprocess
 import sys
@@ -192,7 +193,7 @@ def row(arm: Arm) -> str:
     def ms(pair: tuple[float, float]) -> str:
         return f"{pair[0]:.0f} / {pair[1]:.0f}"
 
-    handled = "-" if arm.handled[0] != arm.handled[0] else f"<= {ms(arm.handled)}"
+    handled = "-" if math.isnan(arm.handled[0]) else f"<= {ms(arm.handled)}"
     return (
         f"{arm.acked_per_s:.0f} spans/s | {ms(arm.export)} | {ms(arm.exchange)} | {ms(arm.own)} | "
         f"{arm.body_kb[0]:.0f} / {arm.body_kb[1]:.0f} | {handled}"
