@@ -33,10 +33,16 @@ def serve(url: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[by
         stderr=log.open("wb"),
     )
     base = f"http://127.0.0.1:{port}"
+    return proc, answering(proc, base, log)
+
+
+def answering(proc: subprocess.Popen[bytes], base: str, log: Path) -> str:
+    """`base` once the server started in `proc` answers GET /healthz with 200 (30 s at most;
+    else it is killed and RuntimeError names its log)."""
     for _ in range(300):
         try:
             if httpx.get(base + "/healthz").status_code == 200:
-                return proc, base
+                return base
         except httpx.TransportError:
             pass
         time.sleep(0.1)

@@ -11,7 +11,7 @@ exporter, gzip) offers `--rate` spans a second for `--seconds` to each receiver 
 batch processors export together every 5 s) and spread over the 5 s (bench.ingest's default,
 as independent agents export):
 
-- answered at once: a Starlette app under uvicorn (`answering` here) that reads the body and
+- answered at once: a Starlette app under uvicorn (`answering_app` here) that reads the body and
   answers an empty ExportTraceServiceResponse, storing nothing;
 - serve alone: `similar-sessions serve` without its indexer, its ingest rates lifted;
 - serve and its indexer: `similar-sessions serve` as the stream phase runs it, no reader beside.
@@ -44,7 +44,7 @@ from starlette.routing import Route
 
 from bench.common.databases import libpq
 from bench.common.paths import ROOT, result
-from bench.common.serving import free_port, serve
+from bench.common.serving import answering, free_port, serve
 from bench.common.timing import p50, pct
 from bench.ingest.__main__ import ALONE, stopped
 from bench.ingest.agents import VARIED_SHARE, Offer, Replay
@@ -53,8 +53,8 @@ from bench.ingest.probes import handled_in, handled_within
 from bench.ingest.world import INGEST_KEY, STREAM_ACCOUNT, prepare
 from config.logs import configure_logging
 from config.settings import Settings
+from transfer.formats.otlp_wire import PROTOBUF
 
-PROTOBUF = "application/x-protobuf"
 EMPTY = ExportTraceServiceResponse().SerializeToString()
 RECEIVERS = ("answered at once", "serve alone", "serve and its indexer")
 ALIGNED = (True, False)
@@ -69,29 +69,27 @@ async def _answer(request: Request) -> Response:
     return Response(EMPTY, media_type=PROTOBUF)
 
 
-answering = Starlette(routes=[Route("/v1/traces", _answer, methods=["POST"])])
+async def _healthz(request: Request) -> Response:
+    return Response(b"ok")
+
+
+answering_app = Starlette(
+    routes=[Route("/v1/traces", _answer, methods=["POST"]), Route("/healthz", _healthz)]
+)
 
 
 def answering_at_once(log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`answering` under uvicorn (uvloop and httptools, as serve's), once it listens."""
+    """`answering_app` under uvicorn (uvloop and httptools, as serve's), once it answers."""
     port = free_port()
     options = ["--port", str(port), "--log-level", "warning", "--no-access-log"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "bench.ingest.floor:answering", *options],
+        [sys.executable, "-m", "uvicorn", "bench.ingest.floor:answering_app", *options],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),
     )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            httpx.get(base + "/")
-            return proc, base
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"the receiver did not start; see {log}")
+    return proc, answering(proc, f"http://127.0.0.1:{port}", log)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +142,13 @@ def run_arm(
     args: argparse.Namespace,
 ) -> Arm:
     log = Path(f"/tmp/bench-ingest-floor-{RECEIVERS.index(receiver)}.log")
-    if receiver == RECEIVERS[0]:
-        proc, base = answering_at_once(log)
-    else:
+    ours = receiver != RECEIVERS[0]
+    if ours:
         proc, base = serve(url, ALONE if receiver == RECEIVERS[1] else {}, log)
+    else:
+        proc, base = answering_at_once(log)
     try:
         time.sleep(3)  # the indexer beside it starts
-        ours = receiver != RECEIVERS[0]
         before = handled_in(httpx.get(base + "/metrics").text) if ours else {}
         offer = Offer(
             base + "/v1/traces",
